@@ -1,0 +1,3 @@
+from spellbook.cli import main
+
+raise SystemExit(main())

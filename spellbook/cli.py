@@ -1,0 +1,249 @@
+"""The ``spellbook`` command: init, serve, index, search, stats.
+
+Settings are built here once (flags over ``SPELLBOOK_*`` environment over defaults) and passed
+down. Under ``serve`` nothing is written to stdout but MCP messages: logs go to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from spellbook import __version__
+from spellbook.errors import SpellbookError
+
+log = logging.getLogger("spellbook")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "command", None):
+        parser.print_help(sys.stderr)
+        return 2
+    logging.basicConfig(
+        level=logging.DEBUG if getattr(args, "verbose", False) else logging.INFO,
+        format="%(asctime)s spellbook %(levelname)s %(message)s",
+        stream=sys.stderr,
+    )
+    for noisy in ("chromadb", "httpx", "httpx2", "mcp", "watchdog"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    try:
+        return args.run(args)
+    except SpellbookError as exc:
+        print(f"spellbook: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="spellbook", description="Local-first memory server for AI agents.")
+    parser.add_argument("--version", action="version", version=f"spellbook {__version__}")
+    sub = parser.add_subparsers(dest="command")
+
+    def vault_args(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--vault", type=Path, help="vault folder (default: $SPELLBOOK_VAULT or ./vault)")
+        p.add_argument("--index-dir", type=Path, help="index folder (default: <vault>/.spellbook)")
+        p.add_argument("--embedder", choices=["use-m3", "minilm", "ollama", "hashing"], help="embedding model")
+        p.add_argument("-v", "--verbose", action="store_true")
+
+    p = sub.add_parser("init", help="create a vault from the template")
+    p.add_argument("path", type=Path)
+    p.set_defaults(run=_init)
+
+    p = sub.add_parser("serve", help="run the MCP server over stdio")
+    vault_args(p)
+    p.add_argument("--no-watch", action="store_true", help="do not watch the vault for changes")
+    p.set_defaults(run=_serve)
+
+    p = sub.add_parser("index", help="bring the index up to date with the vault")
+    vault_args(p)
+    p.add_argument("--rebuild", action="store_true", help="throw the index away and rebuild it")
+    p.set_defaults(run=_index)
+
+    p = sub.add_parser("search", help="search memories")
+    vault_args(p)
+    p.add_argument("query")
+    p.add_argument("--limit", type=int, default=5)
+    p.add_argument("--mode", choices=["hybrid", "semantic", "keyword"], default="hybrid")
+    p.add_argument("--category")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(run=_search)
+
+    p = sub.add_parser("stats", help="index health and file problems")
+    vault_args(p)
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(run=_stats)
+    return parser
+
+
+def settings_from(args: argparse.Namespace, **extra: Any):
+    from spellbook.config import Settings
+
+    overrides: dict[str, Any] = {k: v for k, v in extra.items() if v is not None}
+    for name in ("vault", "index_dir", "embedder"):
+        value = getattr(args, name, None)
+        if value is not None:
+            overrides[name] = value
+    return Settings(**overrides)
+
+
+def _init(args: argparse.Namespace) -> int:
+    from spellbook.vault.template import init_vault
+
+    added = init_vault(args.path)
+    print(f"Vault ready at {args.path.resolve()} ({len(added)} template files added).", file=sys.stderr)
+    return 0
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from spellbook.server.hub import Hub
+    from spellbook.server.tools import build_server
+    from spellbook.vault.template import init_vault
+
+    settings = settings_from(args, watch=False if args.no_watch else None)
+    if not settings.vault_dir.exists():
+        init_vault(settings.vault_dir)
+        log.info("created a new vault at %s from the template", settings.vault_dir)
+    hub = Hub(settings)
+    hub.start(background=True)
+    log.info("serving %s over stdio (%s)", settings.vault_dir, hub.role)
+    try:
+        build_server(hub).run("stdio")
+    finally:
+        hub.close()
+    return 0
+
+
+def _open_hub(args: argparse.Namespace, progress: Any = None):
+    from spellbook.server.hub import Hub
+
+    settings = settings_from(args, watch=False)
+    if not settings.vault_dir.is_dir():
+        raise SpellbookError(f"No vault at {settings.vault_dir}; run `spellbook init {settings.vault_dir}` first.")
+    hub = Hub(settings, watch=False)
+    hub.start(background=False, progress=progress)
+    return hub
+
+
+def _index(args: argparse.Namespace) -> int:
+    from spellbook.engine import wipe_index
+
+    bar = ProgressBar("indexing")
+    started = time.perf_counter()
+    if args.rebuild:
+        settings = settings_from(args)
+        if _running_owner(settings) is None:
+            wipe_index(settings)  # nobody owns it: delete the folder's data outright
+    hub = _open_hub(args, progress=bar)
+    try:
+        if hub.role == "owner":
+            result = hub.call("stats")
+        else:
+            print("A running Spellbook server owns this index; asking it to do the work.", file=sys.stderr)
+            result = hub.call("rebuild_index" if args.rebuild else "reconcile")
+            result = hub.call("stats")
+    finally:
+        bar.finish()
+        hub.close()
+    seconds = time.perf_counter() - started
+    print(
+        f"{result['notes']} notes, {result['chunks']} chunks indexed; {result['problems_total']} file problem(s); "
+        f"{seconds:.1f} s.",
+        file=sys.stderr,
+    )
+    for problem in result["problems"]:
+        print(f"  skipped/warned {problem['path']}: {problem['problem']}", file=sys.stderr)
+    return 0
+
+
+def _running_owner(settings: Any) -> int | None:
+    """Is a server running on this index? Returns its pid, or None."""
+    owner = settings.index_path / "owner.json"
+    lock = settings.index_path / "owner.lock"
+    if not owner.exists() or not lock.exists():
+        return None
+    import os
+
+    from spellbook.server.hub import _try_lock
+
+    fd = os.open(lock, os.O_RDWR)
+    try:
+        return None if _try_lock(fd, blocking=False) else json.loads(owner.read_text()).get("pid")
+    finally:
+        os.close(fd)
+
+
+def _search(args: argparse.Namespace) -> int:
+    hub = _open_hub(args)
+    try:
+        params: dict[str, Any] = {"query": args.query, "limit": args.limit, "mode": args.mode}
+        if args.category:
+            params["filter"] = {"category": args.category}
+        result = hub.call("memorize", params)
+    finally:
+        hub.close()
+    if args.json:
+        print(json.dumps(result, ensure_ascii=False, indent=2))
+        return 0
+    if not result["results"]:
+        print("No memories found.")
+    for n, hit in enumerate(result["results"], 1):
+        heading = f" › {hit['heading']}" if hit.get("heading") else ""
+        print(f"{n}. [{hit['score']:.3f}] {hit['title']}  ({hit['path']}{heading})")
+        print(f"   {hit['snippet']}")
+    return 0
+
+
+def _stats(args: argparse.Namespace) -> int:
+    hub = _open_hub(args)
+    try:
+        result = hub.call("stats")
+    finally:
+        hub.close()
+    if args.json:
+        print(json.dumps(result, ensure_ascii=False, indent=2))
+        return 0
+    for key in ("vault", "index", "embedder", "state", "files", "notes", "chunks", "vectors", "skipped", "warnings"):
+        print(f"{key:>9}: {result[key]}")
+    for problem in result["problems"]:
+        print(f"  {problem['path']}: {problem['problem']}")
+    return 0
+
+
+class ProgressBar:
+    """A one-line progress bar on stderr (only when stderr is a terminal, else periodic lines)."""
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self.started = time.perf_counter()
+        self.tty = sys.stderr.isatty()
+        self._last = 0.0
+        self._shown = False
+
+    def __call__(self, done: int, total: int) -> None:
+        now = time.perf_counter()
+        if total == 0 or (now - self._last < 0.2 and done < total):
+            return
+        self._last = now
+        rate = done / max(now - self.started, 1e-6)
+        eta = (total - done) / rate if rate else 0
+        width = 30
+        filled = int(width * done / total)
+        line = f"{self.label} [{'#' * filled}{'.' * (width - filled)}] {done}/{total} files, {rate:.0f}/s, eta {eta:.0f}s"
+        if self.tty:
+            sys.stderr.write("\r" + line)
+        else:
+            sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+        self._shown = True
+
+    def finish(self) -> None:
+        if self._shown and self.tty:
+            sys.stderr.write("\n")

@@ -1,0 +1,45 @@
+"""Settings: read once at the edge (CLI), then passed down. Nothing below reads the environment."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+EmbedderName = Literal["use-m3", "minilm", "ollama", "hashing"]
+
+INDEX_DIRNAME = ".spellbook"
+
+
+class Settings(BaseSettings):
+    """Every setting can come from the environment as ``SPELLBOOK_<NAME>`` or a CLI flag."""
+
+    model_config = SettingsConfigDict(env_prefix="SPELLBOOK_", frozen=True, extra="ignore")
+
+    vault: Path = Field(default=Path("vault"), description="The markdown vault (source of truth).")
+    index_dir: Path | None = Field(
+        default=None, description="Where the derived index lives; default <vault>/.spellbook."
+    )
+    embedder: EmbedderName = Field(default="use-m3", description="Embedding model to use.")
+    ollama_url: str = "http://127.0.0.1:11434"
+    ollama_model: str = "nomic-embed-text"
+    ollama_timeout: float = 30.0
+    max_text_chars: int = Field(default=50_000, ge=1, description="Largest body scribe/revise accept.")
+    max_chunk_chars: int = Field(
+        default=2_000, ge=200, description="Hand-written sections longer than this are split further."
+    )
+    watch: bool = Field(default=True, description="Watch the vault and re-index changes live.")
+    debounce_seconds: float = Field(default=0.25, ge=0.0)
+    log_level: str = "INFO"
+
+    @property
+    def vault_dir(self) -> Path:
+        return self.vault.expanduser().resolve()
+
+    @property
+    def index_path(self) -> Path:
+        if self.index_dir is not None:
+            return self.index_dir.expanduser().resolve()
+        return self.vault_dir / INDEX_DIRNAME

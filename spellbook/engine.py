@@ -1,0 +1,402 @@
+"""The memory engine: what every MCP tool and CLI command does, as plain methods.
+
+It writes through the vault store, then asks the indexer to sync the path it wrote (reading the
+file back from disk), so a tool's answer always reflects the file, and the next search reflects
+the tool (read-your-writes). Every method returns JSON-ready dicts and raises ``SpellbookError``.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import threading
+import time
+from dataclasses import asdict
+from typing import Any, Literal
+
+from spellbook import __version__
+from spellbook.config import Settings
+from spellbook.errors import InvalidInputError, NoteNotFoundError, SpellbookError, VaultPathError
+from spellbook.index.catalog import Catalog, NoteRow
+from spellbook.indexing.indexer import Indexer, Progress, SyncReport, file_changed
+from spellbook.search.filters import Filter, to_sql
+from spellbook.search.hybrid import RRF_K, fuse
+from spellbook.search.keyword import tokenize
+from spellbook.vault.fields import new_id, normalize_importance, normalize_tags, string_list, title_from_text
+from spellbook.vault.note import NOTE_TYPES, now_iso, parse_note, render_note
+from spellbook.vault.paths import note_path
+from spellbook.vault.store import Vault
+
+log = logging.getLogger(__name__)
+
+Mode = Literal["hybrid", "semantic", "keyword"]
+MAX_QUERY_CHARS = 2_000
+MAX_TITLE_CHARS = 200
+SNIPPET_CHARS = 240
+LIST_FIELDS = ("keywords", "questions", "entities", "links")
+TEXT_FIELDS = ("category", "topic", "context", "source")
+
+
+class Engine:
+    def __init__(self, settings: Settings, embedder: Any | None = None, vectors: Any | None = None) -> None:
+        from spellbook.embedders.base import load_embedder
+
+        self.settings = settings
+        self.vault = Vault(settings.vault_dir)
+        if not self.vault.root.is_dir():
+            raise VaultPathError(f"Vault {self.vault.root} does not exist; run `spellbook init {self.vault.root}`.")
+        index_dir = settings.index_path
+        index_dir.mkdir(parents=True, exist_ok=True)
+        self.embedder = embedder or load_embedder(settings)
+        if vectors is None:
+            from spellbook.index.chroma import VectorIndex
+
+            vectors = VectorIndex.embedded(index_dir / "chroma")
+        self.catalog = Catalog(index_dir / "catalog.sqlite3")
+        self.indexer = Indexer(self.vault, self.catalog, vectors, self.embedder, settings.max_chunk_chars)
+        self.vectors = vectors
+        self.progress: dict[str, Any] = {"state": "opening", "done": 0, "total": 0}
+        self._last_report: SyncReport | None = None
+        self._reconciled = threading.Event()
+
+    def close(self) -> None:
+        self.catalog.close()
+
+    # --- lifecycle ----------------------------------------------------------------------------
+    def prepare(self) -> None:
+        """Check the index identity; wipe it if it is from another model, chunker or format."""
+        reason = self.indexer.needs_rebuild()
+        if reason:
+            log.info("building the index from the vault: %s", reason)
+            self.indexer.reset()
+
+    def start(self, progress: Progress | None = None) -> SyncReport:
+        """prepare(), then reconcile the index with the vault."""
+        self.prepare()
+        return self.reconcile(progress)
+
+    def reconcile(self, progress: Progress | None = None) -> SyncReport:
+        def track(done: int, total: int) -> None:
+            self.progress.update(state="indexing", done=done, total=total)
+            if progress:
+                progress(done, total)
+
+        self.progress.update(state="indexing", done=0, total=0)
+        report = self.indexer.reconcile(track)
+        self.progress.update(state="ready")
+        self._last_report = report
+        self._reconciled.set()
+        return report
+
+    # --- write tools --------------------------------------------------------------------------
+    def scribe(self, text: str, title: str | None = None, **fields: Any) -> dict[str, Any]:
+        body = self._check_text(text)
+        title = _check_title(title) or title_from_text(body)
+        meta = {"id": new_id(), "title": title, **self._fields(fields)}
+        now = now_iso()
+        meta["created"] = now
+        meta["updated"] = now
+        path = note_path(meta.get("category") or "inbox", meta.get("topic"), title)
+        path = self.vault.create(path, render_note(meta, body))
+        self.indexer.sync_path(path)
+        state = self.vault.read(path)
+        return {
+            "id": meta["id"], "path": path, "version": state.version, "title": title,
+            "category": meta.get("category"), "topic": meta.get("topic"), "created": now,
+        }
+
+    def revise(self, id: str, text: str | None = None, version: str | None = None, **fields: Any) -> dict[str, Any]:
+        note = self._note(id)
+        state = self.vault.read(note.path)
+        if version is not None and version != state.version:
+            from spellbook.errors import ConflictError
+
+            raise ConflictError(note.path, version, state.version, state.text, note_id=id)
+        parsed = parse_note(state.text)
+        if parsed.problem:
+            raise InvalidInputError(
+                f"{note.path} has {parsed.problem}. Fix its frontmatter by hand (or ask the person to), "
+                "then revise again."
+            )
+        body = parsed.body if text is None else self._check_text(text)
+        updates = self._fields(fields)
+        if "title" in fields and fields["title"] is not None:
+            updates["title"] = _check_title(fields["title"]) or parsed.meta.get("title")
+        removed = tuple(k for k, v in fields.items() if v is not None and v in ("", []))
+        meta = {k: v for k, v in parsed.meta.items() if k not in removed}
+        meta.update(updates)
+        if "id" not in meta:
+            meta["id"] = note.note_id  # a hand-written note keeps the id it was found under
+        if text is None and not updates and not removed:
+            raise InvalidInputError("Nothing to change: pass text and/or metadata fields to revise.")
+        meta["updated"] = now_iso()
+        out = render_note(meta, body, original=parsed, remove=removed)
+        new_version = self.vault.write(note.path, out, expected_version=state.version)
+        self.indexer.sync_path(note.path)
+        return {"id": id, "path": note.path, "version": new_version, "updated": meta["updated"]}
+
+    def erase(self, id: str, version: str | None = None) -> dict[str, Any]:
+        note = self._note(id)
+        if version is not None:
+            state = self.vault.read(note.path)
+            if version != state.version:
+                from spellbook.errors import ConflictError
+
+                raise ConflictError(note.path, version, state.version, state.text, note_id=id)
+        trashed = self.vault.trash(note.path)
+        self.indexer.sync_path(note.path)
+        return {"id": id, "path": note.path, "erased": True, "trash_path": trashed}
+
+    def rebuild_index(self, progress: Progress | None = None) -> dict[str, Any]:
+        started = time.perf_counter()
+        self.indexer.reset()
+        report = self.reconcile(progress)
+        return {**_report(report), "seconds": round(time.perf_counter() - started, 2)}
+
+    # --- read tools ---------------------------------------------------------------------------
+    def memorize(
+        self, query: str, limit: int = 5, filter: Filter | dict | None = None, mode: Mode = "hybrid"
+    ) -> dict[str, Any]:
+        query = (query or "").strip()
+        if not query:
+            raise InvalidInputError("query is empty: describe what you want to remember, e.g. 'how we deploy'.")
+        if len(query) > MAX_QUERY_CHARS:
+            raise InvalidInputError(f"query is {len(query)} characters; keep it under {MAX_QUERY_CHARS}.")
+        if not 1 <= limit <= 50:
+            raise InvalidInputError("limit must be between 1 and 50.")
+        if mode not in ("hybrid", "semantic", "keyword"):
+            raise InvalidInputError("mode must be hybrid, semantic or keyword.")
+        spec = _filter(filter)
+        hits = self._search(query, limit, spec, mode)
+        stale = [h["path"] for h in hits if file_changed(self.vault, self.catalog.file(h["path"]), h["path"])]
+        if stale:  # never answer from an index older than the files: catch up, then search again
+            self.indexer.sync_paths(stale)
+            hits = self._search(query, limit, spec, mode)
+        return {"query": query, "mode": mode, "results": hits}
+
+    def _search(self, query: str, limit: int, spec: Filter | None, mode: Mode) -> list[dict[str, Any]]:
+        where, params = to_sql(spec)
+        depth = max(limit * 6, 50)
+        rankings: list[list[str]] = []
+        similarity: dict[str, float] = {}
+        keyword_scores: dict[str, float] = {}
+        if mode in ("hybrid", "semantic"):
+            vector = self.embedder.embed_query(query)
+            allowed = self.catalog.filtered_chunk_ids(where, params) if spec else None
+            if allowed is not None and len(allowed) > 5_000:
+                pool = set(allowed)
+                found = [h for h in self.vectors.query(vector, depth * 10) if h[0] in pool][:depth]
+            else:
+                found = self.vectors.query(vector, depth, ids=allowed)
+            similarity = dict(found)
+            rankings.append([cid for cid, _ in found])
+        if mode in ("hybrid", "keyword"):
+            found = self.catalog.keyword_search(query, where, params, depth)
+            keyword_scores = dict(found)
+            rankings.append([cid for cid, _ in found])
+        if mode == "hybrid":
+            ranked = fuse(rankings)
+            best = len(rankings) / (RRF_K + 1)
+            ranked = [(cid, score / best) for cid, score in ranked]
+        elif mode == "semantic":
+            ranked = list(similarity.items())
+        else:
+            ranked = list(keyword_scores.items())
+        chunks = self.catalog.chunks([cid for cid, _ in ranked[: depth * 2]])
+        notes = self.catalog.notes_at(c.path for c in chunks.values())
+        terms = [t for t in tokenize(query) if len(t) > 1]
+        hits: list[dict[str, Any]] = []
+        seen: set[str] = set()
+        for cid, score in ranked:
+            chunk = chunks.get(cid)
+            if chunk is None or chunk.path in seen or chunk.path not in notes:
+                continue  # orphan vector, or a second chunk of a note already listed
+            seen.add(chunk.path)
+            note = notes[chunk.path]
+            hit = {
+                "id": note.note_id, "path": note.path, "title": note.title, "score": round(score, 4),
+                "snippet": _snippet(chunk.text, terms), "category": note.category, "topic": note.topic,
+                "tags": note.tags, "type": note.type, "updated": note.updated or note.created,
+            }
+            if chunk.heading:
+                hit["heading"] = chunk.heading
+            if cid in similarity:
+                hit["similarity"] = round(similarity[cid], 4)
+            hits.append(hit)
+            if len(hits) == limit:
+                break
+        return hits
+
+    def get_memories(self, ids: list[str]) -> dict[str, Any]:
+        if not ids:
+            raise InvalidInputError("Pass at least one id (from memorize or list_memories).")
+        if len(ids) > 20:
+            raise InvalidInputError("At most 20 ids per call; page through them.")
+        memories: list[dict[str, Any]] = []
+        missing: list[str] = []
+        for note_id in dict.fromkeys(ids):
+            try:
+                note = self._note(note_id)
+                state = self.vault.read(note.path)
+            except (NoteNotFoundError, FileNotFoundError):
+                missing.append(note_id)
+                continue
+            parsed = parse_note(state.text)
+            memories.append({
+                "id": note_id, "path": note.path, "version": state.version, "title": note.title,
+                "metadata": parsed.meta, "text": parsed.body,
+                "chunks": [{"index": c.idx, "heading": c.heading} for c in self.catalog.chunks_of(note.path)],
+            })
+        if not memories:
+            raise NoteNotFoundError(missing[0] if len(missing) == 1 else ", ".join(missing))
+        return {"memories": memories, "not_found": missing}
+
+    def list_memories(self, filter: Filter | dict | None = None, limit: int = 20, offset: int = 0) -> dict[str, Any]:
+        if not 1 <= limit <= 200:
+            raise InvalidInputError("limit must be between 1 and 200.")
+        if offset < 0:
+            raise InvalidInputError("offset must be 0 or more.")
+        where, params = to_sql(_filter(filter))
+        rows, total = self.catalog.list_notes(where, params, limit, offset)
+        items = [_compact(r) for r in rows]
+        next_offset = offset + len(items) if offset + len(items) < total else None
+        return {"memories": items, "total": total, "offset": offset, "next_offset": next_offset}
+
+    def get_index(self) -> dict[str, Any]:
+        """Table of contents: categories -> topics -> counts, with totals."""
+        categories: dict[str, dict[str, Any]] = {}
+        for category, topic, count, updated in self.catalog.categories():
+            entry = categories.setdefault(category or "(none)", {"notes": 0, "topics": {}, "updated": None})
+            entry["notes"] += count
+            entry["topics"][topic or "(none)"] = count
+            if updated and (entry["updated"] is None or updated > entry["updated"]):
+                entry["updated"] = updated
+        return {"categories": categories, "total_notes": sum(c["notes"] for c in categories.values())}
+
+    def stats(self) -> dict[str, Any]:
+        counts = self.catalog.counts()
+        problems = self.catalog.problems()
+        return {
+            "version": __version__,
+            "vault": str(self.vault.root),
+            "index": str(self.settings.index_path),
+            "embedder": self.embedder.model_id,
+            "state": self.progress["state"],
+            "progress": {"done": self.progress["done"], "total": self.progress["total"]},
+            **counts,
+            "vectors": self.vectors.count(),
+            "problems": problems[:50],
+            "problems_total": len(problems),
+            "last_sync": _report(self._last_report) if self._last_report else None,
+        }
+
+    # --- helpers ------------------------------------------------------------------------------
+    def _note(self, note_id: str) -> NoteRow:
+        if not isinstance(note_id, str) or not note_id.strip():
+            raise InvalidInputError("id is empty; pass the id of a memory (from memorize or list_memories).")
+        rows = self.catalog.notes_by_id(note_id.strip())
+        if not rows:
+            raise NoteNotFoundError(note_id)
+        if len(rows) > 1:
+            raise SpellbookError(
+                f"Id {note_id!r} is used by {len(rows)} files ({', '.join(r.path for r in rows)}); "
+                "give one of them a new id by hand, then retry."
+            )
+        return rows[0]
+
+    def _check_text(self, text: str) -> str:
+        if not isinstance(text, str) or not text.strip():
+            raise InvalidInputError("text is empty: pass the memory's content as markdown.")
+        if len(text) > self.settings.max_text_chars:
+            raise InvalidInputError(
+                f"text is {len(text):,} characters; the limit is {self.settings.max_text_chars:,}. "
+                "Split it into several memories (one idea each) and scribe them separately."
+            )
+        if "\x00" in text:
+            raise InvalidInputError("text contains NUL characters; pass plain text.")
+        return text
+
+    def _fields(self, fields: dict[str, Any]) -> dict[str, Any]:
+        """Validate and normalise metadata fields; absent (None) and empty values are left out."""
+        out: dict[str, Any] = {}
+        for name, value in fields.items():
+            if value is None or value == "" or value == []:
+                continue
+            if name in TEXT_FIELDS:
+                if not isinstance(value, str) or len(value) > 200:
+                    raise InvalidInputError(f"{name} must be a string of at most 200 characters.")
+                out[name] = value.strip()
+            elif name == "tags":
+                if not isinstance(value, list | str):
+                    raise InvalidInputError("tags must be a list of strings, e.g. ['python', 'deploy'].")
+                out[name] = normalize_tags(value)
+            elif name in LIST_FIELDS:
+                out[name] = string_list(name, value)
+            elif name == "importance":
+                out[name] = normalize_importance(value, strict=True)
+            elif name == "type":
+                if value not in NOTE_TYPES:
+                    raise InvalidInputError(f"type must be one of {', '.join(NOTE_TYPES)}; got {value!r}.")
+                out[name] = value
+            elif name != "title":
+                raise InvalidInputError(f"Unknown field {name!r}.")
+        return {k: v for k, v in out.items() if v not in (None, "", [])}
+
+
+def _check_title(title: str | None) -> str | None:
+    if title is None:
+        return None
+    if not isinstance(title, str):
+        raise InvalidInputError("title must be a string.")
+    title = " ".join(title.split())
+    if len(title) > MAX_TITLE_CHARS:
+        raise InvalidInputError(f"title is {len(title)} characters; keep it under {MAX_TITLE_CHARS}.")
+    return title or None
+
+
+def _filter(value: Filter | dict | None) -> Filter | None:
+    if value is None or isinstance(value, Filter):
+        return value
+    if not isinstance(value, dict):
+        raise InvalidInputError("filter must be an object like {'category': 'system'}.")
+    try:
+        return Filter.model_validate(value) if value else None
+    except Exception as exc:  # pydantic ValidationError: say which key was wrong
+        raise InvalidInputError(
+            f"Invalid filter: {exc}. Allowed keys: {', '.join(Filter.model_fields)}."
+        ) from None
+
+
+def _compact(note: NoteRow) -> dict[str, Any]:
+    return {
+        "id": note.note_id, "path": note.path, "title": note.title, "category": note.category,
+        "topic": note.topic, "tags": note.tags, "type": note.type, "importance": note.importance,
+        "updated": note.updated or note.created,
+    }
+
+
+def _snippet(text: str, terms: list[str]) -> str:
+    flat = " ".join(text.split())
+    if len(flat) <= SNIPPET_CHARS:
+        return flat
+    lower = flat.lower()
+    positions = [p for p in (lower.find(t) for t in terms) if p >= 0]
+    start = max(0, min(positions) - SNIPPET_CHARS // 4) if positions else 0
+    piece = flat[start : start + SNIPPET_CHARS]
+    return ("…" if start else "") + piece + ("…" if start + SNIPPET_CHARS < len(flat) else "")
+
+
+def _report(report: SyncReport) -> dict[str, Any]:
+    data = asdict(report)
+    data["problems"] = data["problems"][:20]
+    return data
+
+
+def wipe_index(settings: Settings) -> None:
+    """Delete the derived index folder's data (never the vault). Used by `index --rebuild`."""
+    for name in ("chroma", "catalog.sqlite3", "catalog.sqlite3-wal", "catalog.sqlite3-shm"):
+        target = settings.index_path / name
+        if target.is_dir():
+            shutil.rmtree(target)
+        elif target.exists():
+            target.unlink()

@@ -1,0 +1,61 @@
+"""Every exception Spellbook raises on purpose.
+
+Messages are written for the model that called a tool: they say what was wrong
+and what to do next. The MCP layer turns any ``SpellbookError`` into an
+``is_error`` tool result carrying exactly this text.
+
+    SpellbookError
+    ├── InvalidInputError (ValueError)      bad arguments: empty query, bad type, oversized text
+    ├── NoteNotFoundError (LookupError)     no memory with that id
+    ├── ConflictError                       the file changed on disk since the caller read it
+    ├── VaultPathError (ValueError)         a path would leave the vault or is not a note
+    ├── IndexUnavailableError               the index is still opening or another process failed
+    └── EmbedderError                       the embedding model could not be loaded or reached
+"""
+
+from __future__ import annotations
+
+
+class SpellbookError(Exception):
+    """Base class: anything Spellbook raises deliberately."""
+
+
+class InvalidInputError(SpellbookError, ValueError):
+    pass
+
+
+class NoteNotFoundError(SpellbookError, LookupError):
+    def __init__(self, note_id: str) -> None:
+        self.note_id = note_id
+        super().__init__(
+            f"No memory with id {note_id!r}. Call memorize or list_memories to find the right id."
+        )
+
+
+class ConflictError(SpellbookError):
+    """The note changed on disk after the caller read it; nothing was written."""
+
+    def __init__(self, path: str, expected: str, current: str, content: str, note_id: str = "") -> None:
+        self.note_id = note_id
+        self.path = path
+        self.current_version = current
+        self.content = content
+        what = f"Memory {note_id!r} ({path})" if note_id else path
+        super().__init__(
+            f"{what} changed on disk since you read it "
+            f"(you passed version {expected!r}, the file is now at {current!r}). Nothing was written. "
+            f"Merge your change into the current content below and call revise again with "
+            f"version={current!r}.\n--- current content ---\n{content}"
+        )
+
+
+class VaultPathError(SpellbookError, ValueError):
+    pass
+
+
+class IndexUnavailableError(SpellbookError):
+    pass
+
+
+class EmbedderError(SpellbookError):
+    pass

@@ -1,0 +1,318 @@
+"""The catalog: a SQLite ledger of what is indexed, and the keyword (FTS5) index.
+
+Tables:
+  meta    index identity (format, embedder, chunker): a mismatch means rebuild
+  files   every vault file seen: version (content hash), mtime/size, problem (why skipped/warned)
+  notes   one row per indexed note: id, title, category, topic, tags... (for filters and listing)
+  chunks  one row per chunk: heading, text, digest (content hash of what was embedded)
+  chunks_fts  FTS5 over pre-tokenised title / metadata / body, rowid = chunks.rowid
+
+Like the vector index, it is derived from the vault and can be deleted at any time.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from spellbook.search.keyword import index_text, match_query
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS files (
+    path TEXT PRIMARY KEY, version TEXT, mtime_ns INTEGER, size INTEGER, problem TEXT
+);
+CREATE TABLE IF NOT EXISTS notes (
+    path TEXT PRIMARY KEY, note_id TEXT NOT NULL, title TEXT, category TEXT, topic TEXT,
+    type TEXT, context TEXT, importance INTEGER, tags TEXT, created TEXT, updated TEXT,
+    folder TEXT, managed INTEGER, meta TEXT
+);
+CREATE INDEX IF NOT EXISTS notes_id ON notes(note_id);
+CREATE TABLE IF NOT EXISTS chunks (
+    rowid INTEGER PRIMARY KEY, chunk_id TEXT UNIQUE NOT NULL, path TEXT NOT NULL,
+    idx INTEGER NOT NULL, heading TEXT, text TEXT, digest TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS chunks_path ON chunks(path);
+CREATE INDEX IF NOT EXISTS chunks_digest ON chunks(digest);
+CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(title, meta, body, tokenize='unicode61 remove_diacritics 0');
+"""
+
+# Column weights for bm25(): title/heading, agent metadata (keywords, questions...), body.
+FTS_WEIGHTS = (3.0, 2.0, 1.0)
+
+
+@dataclass(frozen=True)
+class FileRow:
+    path: str
+    version: str | None
+    mtime_ns: int
+    size: int
+    problem: str | None
+
+
+@dataclass(frozen=True)
+class NoteRow:
+    path: str
+    note_id: str
+    title: str
+    category: str | None
+    topic: str | None
+    type: str | None
+    context: str | None
+    importance: int | None
+    tags: list[str]
+    created: str | None
+    updated: str | None
+    folder: str
+    managed: bool
+    meta: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ChunkRow:
+    chunk_id: str
+    path: str
+    idx: int
+    heading: str
+    text: str
+    digest: str
+
+
+@dataclass(frozen=True)
+class IndexedChunk:
+    """A chunk as the indexer hands it over: its row, plus its keyword-index text."""
+
+    row: ChunkRow
+    fts_title: str
+    fts_meta: str
+
+
+class Catalog:
+    def __init__(self, file: Path) -> None:
+        file.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(file, check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.executescript(SCHEMA)
+        self._lock = threading.RLock()
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    # --- identity -----------------------------------------------------------------------------
+    def identity(self) -> dict[str, str]:
+        with self._lock:
+            return dict(self._db.execute("SELECT key, value FROM meta").fetchall())
+
+    def set_identity(self, values: dict[str, str]) -> None:
+        with self._lock, self._db:
+            self._db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", values.items())
+
+    # --- files --------------------------------------------------------------------------------
+    def files(self) -> dict[str, FileRow]:
+        with self._lock:
+            rows = self._db.execute("SELECT path, version, mtime_ns, size, problem FROM files").fetchall()
+        return {r[0]: FileRow(*r) for r in rows}
+
+    def file(self, path: str) -> FileRow | None:
+        with self._lock:
+            row = self._db.execute(
+                "SELECT path, version, mtime_ns, size, problem FROM files WHERE path = ?", (path,)
+            ).fetchone()
+        return FileRow(*row) if row else None
+
+    def touch(self, path: str, mtime_ns: int, size: int) -> None:
+        with self._lock:
+            self._db.execute("UPDATE files SET mtime_ns = ?, size = ? WHERE path = ?", (mtime_ns, size, path))
+
+    def problems(self) -> list[dict[str, str]]:
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT path, problem FROM files WHERE problem IS NOT NULL ORDER BY path"
+            ).fetchall()
+        return [{"path": p, "problem": why} for p, why in rows]
+
+    # --- writes: one transaction per batch of files -------------------------------------------
+    def replace(
+        self,
+        file: FileRow,
+        note: NoteRow | None,
+        chunks: Sequence[IndexedChunk],
+    ) -> None:
+        """Record one file's new state: its ledger row, its note and its chunks."""
+        self.replace_many([(file, note, chunks)])
+
+    def replace_many(self, items: Iterable[tuple[FileRow, NoteRow | None, Sequence[IndexedChunk]]]) -> None:
+        with self._lock, self._db:
+            for file, note, chunks in items:
+                self._delete_path(file.path)
+                self._db.execute(
+                    "INSERT INTO files VALUES (?, ?, ?, ?, ?)",
+                    (file.path, file.version, file.mtime_ns, file.size, file.problem),
+                )
+                if note is not None:
+                    self._db.execute(
+                        "INSERT INTO notes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        (
+                            note.path, note.note_id, note.title, note.category, note.topic, note.type,
+                            note.context, note.importance, json.dumps(note.tags, ensure_ascii=False),
+                            note.created, note.updated, note.folder, int(note.managed),
+                            json.dumps(note.meta, ensure_ascii=False, default=str),
+                        ),
+                    )
+                for chunk in chunks:
+                    row = chunk.row
+                    cur = self._db.execute(
+                        "INSERT INTO chunks (chunk_id, path, idx, heading, text, digest) VALUES (?, ?, ?, ?, ?, ?)",
+                        (row.chunk_id, row.path, row.idx, row.heading, row.text, row.digest),
+                    )
+                    self._db.execute(
+                        "INSERT INTO chunks_fts (rowid, title, meta, body) VALUES (?, ?, ?, ?)",
+                        (cur.lastrowid, chunk.fts_title, chunk.fts_meta, index_text(row.text)),
+                    )
+
+    def remove(self, paths: Iterable[str]) -> None:
+        with self._lock, self._db:
+            for path in paths:
+                self._delete_path(path)
+
+    def _delete_path(self, path: str) -> None:
+        self._db.execute(
+            "DELETE FROM chunks_fts WHERE rowid IN (SELECT rowid FROM chunks WHERE path = ?)", (path,)
+        )
+        self._db.execute("DELETE FROM chunks WHERE path = ?", (path,))
+        self._db.execute("DELETE FROM notes WHERE path = ?", (path,))
+        self._db.execute("DELETE FROM files WHERE path = ?", (path,))
+
+    def clear(self) -> None:
+        with self._lock, self._db:
+            for table in ("chunks_fts", "chunks", "notes", "files", "meta"):
+                self._db.execute(f"DELETE FROM {table}")
+
+    # --- reads --------------------------------------------------------------------------------
+    def chunk_ids(self, path: str) -> list[str]:
+        with self._lock:
+            return [r[0] for r in self._db.execute("SELECT chunk_id FROM chunks WHERE path = ?", (path,))]
+
+    def all_chunk_ids(self) -> set[str]:
+        with self._lock:
+            return {r[0] for r in self._db.execute("SELECT chunk_id FROM chunks")}
+
+    def chunk_ids_by_digest(self, digests: Iterable[str]) -> dict[str, str]:
+        """digest -> one chunk id that already has a vector for that exact content."""
+        found: dict[str, str] = {}
+        wanted = list(dict.fromkeys(digests))
+        with self._lock:
+            for start in range(0, len(wanted), 500):
+                part = wanted[start : start + 500]
+                marks = ",".join("?" * len(part))
+                for digest, chunk_id in self._db.execute(
+                    f"SELECT digest, chunk_id FROM chunks WHERE digest IN ({marks})", part
+                ):
+                    found.setdefault(digest, chunk_id)
+        return found
+
+    def chunks(self, chunk_ids: Sequence[str]) -> dict[str, ChunkRow]:
+        if not chunk_ids:
+            return {}
+        marks = ",".join("?" * len(chunk_ids))
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT chunk_id, path, idx, heading, text, digest FROM chunks WHERE chunk_id IN ({marks})",
+                list(chunk_ids),
+            ).fetchall()
+        return {r[0]: ChunkRow(*r) for r in rows}
+
+    def chunks_of(self, path: str) -> list[ChunkRow]:
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT chunk_id, path, idx, heading, text, digest FROM chunks WHERE path = ? ORDER BY idx", (path,)
+            ).fetchall()
+        return [ChunkRow(*r) for r in rows]
+
+    def notes_by_id(self, note_id: str) -> list[NoteRow]:
+        with self._lock:
+            rows = self._db.execute(f"SELECT {_NOTE_COLS} FROM notes WHERE note_id = ? ORDER BY path", (note_id,))
+            return [_note(r) for r in rows.fetchall()]
+
+    def note_at(self, path: str) -> NoteRow | None:
+        with self._lock:
+            row = self._db.execute(f"SELECT {_NOTE_COLS} FROM notes WHERE path = ?", (path,)).fetchone()
+        return _note(row) if row else None
+
+    def notes_at(self, paths: Iterable[str]) -> dict[str, NoteRow]:
+        wanted = list(dict.fromkeys(paths))
+        if not wanted:
+            return {}
+        marks = ",".join("?" * len(wanted))
+        with self._lock:
+            rows = self._db.execute(f"SELECT {_NOTE_COLS} FROM notes WHERE path IN ({marks})", wanted).fetchall()
+        return {r[0]: _note(r) for r in rows}
+
+    def list_notes(self, where: str, params: Sequence[Any], limit: int, offset: int) -> tuple[list[NoteRow], int]:
+        with self._lock:
+            total = self._db.execute(f"SELECT count(*) FROM notes WHERE {where}", params).fetchone()[0]
+            rows = self._db.execute(
+                f"SELECT {_NOTE_COLS} FROM notes WHERE {where} ORDER BY coalesce(updated, created, '') DESC, path "
+                "LIMIT ? OFFSET ?",
+                [*params, limit, offset],
+            ).fetchall()
+        return [_note(r) for r in rows], total
+
+    def filtered_chunk_ids(self, where: str, params: Sequence[Any]) -> list[str]:
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT c.chunk_id FROM chunks c JOIN notes ON notes.path = c.path WHERE {where}", params
+            )
+            return [r[0] for r in rows.fetchall()]
+
+    def keyword_search(self, query: str, where: str, params: Sequence[Any], limit: int) -> list[tuple[str, float]]:
+        """(chunk_id, bm25 score; higher is better) for the best keyword matches."""
+        expression = match_query(query)
+        if expression is None:
+            return []
+        weights = ", ".join(str(w) for w in FTS_WEIGHTS)
+        sql = (
+            f"SELECT c.chunk_id, -bm25(chunks_fts, {weights}) AS score FROM chunks_fts "
+            "JOIN chunks c ON c.rowid = chunks_fts.rowid JOIN notes ON notes.path = c.path "
+            f"WHERE chunks_fts MATCH ? AND ({where}) ORDER BY score DESC LIMIT ?"
+        )
+        with self._lock:
+            return [(r[0], r[1]) for r in self._db.execute(sql, [expression, *params, limit]).fetchall()]
+
+    def counts(self) -> dict[str, int]:
+        with self._lock:
+            one = lambda sql: self._db.execute(sql).fetchone()[0]  # noqa: E731
+            return {
+                "files": one("SELECT count(*) FROM files"),
+                "notes": one("SELECT count(*) FROM notes"),
+                "chunks": one("SELECT count(*) FROM chunks"),
+                "skipped": one("SELECT count(*) FROM files WHERE problem IS NOT NULL AND path NOT IN (SELECT path FROM notes)"),
+                "warnings": one("SELECT count(*) FROM files WHERE problem IS NOT NULL AND path IN (SELECT path FROM notes)"),
+            }
+
+    def categories(self) -> list[tuple[str | None, str | None, int, str | None]]:
+        with self._lock:
+            return self._db.execute(
+                "SELECT category, topic, count(*), max(coalesce(updated, created)) FROM notes "
+                "GROUP BY category, topic ORDER BY category, topic"
+            ).fetchall()
+
+
+_NOTE_COLS = (
+    "path, note_id, title, category, topic, type, context, importance, tags, created, updated, folder, managed, meta"
+)
+
+
+def _note(row: tuple) -> NoteRow:
+    return NoteRow(
+        path=row[0], note_id=row[1], title=row[2] or "", category=row[3], topic=row[4], type=row[5],
+        context=row[6], importance=row[7], tags=json.loads(row[8] or "[]"), created=row[9], updated=row[10],
+        folder=row[11] or "", managed=bool(row[12]), meta=json.loads(row[13] or "{}"),
+    )

@@ -1,0 +1,290 @@
+"""The indexer: makes the catalog and the vector index equal to the vault.
+
+``sync_paths`` brings a set of vault paths up to date (new, changed, deleted); ``reconcile``
+does it for the whole vault, checking mtime/size first and the content hash only when they
+moved. Work is batched: files are read and chunked per batch, new chunks are embedded in one
+call, and each batch is committed on its own, so an interrupted first index resumes where it
+stopped. A chunk whose exact content already has a vector (unchanged, renamed, moved) is never
+embedded again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from spellbook.errors import InvalidInputError, VaultPathError
+from spellbook.index.catalog import Catalog, ChunkRow, FileRow, IndexedChunk, NoteRow
+from spellbook.indexing.chunker import CHUNKER_VERSION, chunk_body
+from spellbook.search.keyword import index_text
+from spellbook.vault.fields import derived_id, inline_tags, normalize_importance, normalize_tags, title_of
+from spellbook.vault.note import parse_note
+from spellbook.vault.store import Vault
+
+log = logging.getLogger(__name__)
+
+INDEX_FORMAT = "1"
+BATCH_FILES = 64
+MAX_FILE_BYTES = 5 * 1024 * 1024
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass
+class SyncReport:
+    indexed: int = 0
+    unchanged: int = 0
+    removed: int = 0
+    skipped: int = 0
+    embedded_chunks: int = 0
+    reused_chunks: int = 0
+    problems: list[dict[str, str]] = field(default_factory=list)
+
+    def add(self, other: SyncReport) -> None:
+        for name in ("indexed", "unchanged", "removed", "skipped", "embedded_chunks", "reused_chunks"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.problems.extend(other.problems)
+
+
+@dataclass
+class _Prepared:
+    file: FileRow
+    note: NoteRow | None
+    chunks: list[IndexedChunk]
+    embed_texts: list[str]
+
+
+class Indexer:
+    def __init__(self, vault: Vault, catalog: Catalog, vectors: Any, embedder: Any, max_chunk_chars: int = 2_000):
+        self.vault = vault
+        self.catalog = catalog
+        self.vectors = vectors
+        self.embedder = embedder
+        self.max_chunk_chars = max_chunk_chars
+        self.lock = threading.RLock()  # one writer at a time: tools, watcher, reconcile
+
+    # --- identity -----------------------------------------------------------------------------
+    def identity(self) -> dict[str, str]:
+        return {
+            "format": INDEX_FORMAT,
+            "embedder": self.embedder.model_id,
+            "chunker": f"{CHUNKER_VERSION}/{self.max_chunk_chars}",
+        }
+
+    def needs_rebuild(self) -> str | None:
+        """Why the existing index cannot be trusted, or None."""
+        stored = self.catalog.identity()
+        if not stored:
+            return "no index yet" if self.vectors.count() == 0 else "index has no identity"
+        for key, value in self.identity().items():
+            if stored.get(key) != value:
+                return f"{key} changed ({stored.get(key)!r} -> {value!r})"
+        return None
+
+    def reset(self) -> None:
+        with self.lock:
+            self.vectors.reset()
+            self.catalog.clear()
+            self.catalog.set_identity(self.identity())
+
+    # --- whole vault --------------------------------------------------------------------------
+    def reconcile(self, progress: Progress | None = None) -> SyncReport:
+        """Bring the index level with the vault: index new/changed files, drop deleted ones."""
+        known = self.catalog.files()
+        on_disk = list(self.vault.iter_paths())
+        candidates: list[str] = []
+        report = SyncReport()
+        for path in on_disk:
+            row = known.get(path)
+            try:
+                st = self.vault.stat(path)
+            except (OSError, VaultPathError):
+                continue
+            if row is not None and row.mtime_ns == st.st_mtime_ns and row.size == st.st_size:
+                report.unchanged += 1
+            else:
+                candidates.append(path)
+        gone = sorted(set(known) - set(on_disk))
+        with self.lock:
+            self._remove(gone)
+        report.removed += len(gone)
+        orphan_check = self._drop_orphan_vectors()
+        if orphan_check:
+            log.info("dropped %d vectors with no catalog entry", orphan_check)
+        total = len(candidates)
+        if progress:
+            progress(0, total)
+        for start in range(0, total, BATCH_FILES):
+            report.add(self.sync_paths(candidates[start : start + BATCH_FILES]))
+            if progress:
+                progress(min(start + BATCH_FILES, total), total)
+        return report
+
+    def _drop_orphan_vectors(self) -> int:
+        """Vectors whose catalog rows never committed (a crash between the two) are removed."""
+        with self.lock:
+            orphans = sorted(self.vectors.ids() - self.catalog.all_chunk_ids())
+            if orphans:
+                self.vectors.delete(orphans)
+        return len(orphans)
+
+    # --- some paths ---------------------------------------------------------------------------
+    def sync_paths(self, paths: Iterable[str]) -> SyncReport:
+        """Index these vault paths as they are on disk now (deleted ones are dropped)."""
+        report = SyncReport()
+        with self.lock:
+            prepared: list[_Prepared] = []
+            gone: list[str] = []
+            for path in dict.fromkeys(paths):
+                outcome = self._prepare(path, report)
+                if outcome == "gone":
+                    gone.append(path)
+                elif isinstance(outcome, _Prepared):
+                    prepared.append(outcome)
+            if gone:
+                self._remove(gone)
+                report.removed += len(gone)
+            if prepared:
+                self._commit(prepared, report)
+        return report
+
+    def sync_path(self, path: str) -> SyncReport:
+        return self.sync_paths([path])
+
+    def _prepare(self, path: str, report: SyncReport) -> _Prepared | str | None:
+        try:
+            file = self.vault.file(path)
+            st = file.stat()
+        except (FileNotFoundError, NotADirectoryError):
+            return "gone" if self.catalog.file(path) else None
+        except (OSError, VaultPathError) as exc:
+            return self._skip(path, 0, 0, f"cannot read: {exc}", report)
+        if not file.is_file():
+            return "gone" if self.catalog.file(path) else None
+        if st.st_size > MAX_FILE_BYTES:
+            why = f"too large ({st.st_size / 1e6:.1f} MB; notes over {MAX_FILE_BYTES // 2**20} MB are not indexed)"
+            return self._skip(path, st.st_mtime_ns, st.st_size, why, report)
+        try:
+            state = self.vault.read(path)
+        except FileNotFoundError:
+            return "gone" if self.catalog.file(path) else None
+        except (InvalidInputError, OSError) as exc:
+            return self._skip(path, st.st_mtime_ns, st.st_size, str(exc), report)
+        row = self.catalog.file(path)
+        if row is not None and row.version == state.version and row.problem is None:
+            self.catalog.touch(path, state.mtime_ns, state.size)
+            report.unchanged += 1
+            return None
+        return self._analyse(path, state.text, state.version, state.mtime_ns, state.size)
+
+    def _skip(self, path: str, mtime_ns: int, size: int, why: str, report: SyncReport) -> None:
+        log.warning("skipped %s: %s", path, why)
+        self._remove([path])
+        self.catalog.replace(FileRow(path, None, mtime_ns, size, why), None, [])
+        report.skipped += 1
+        report.problems.append({"path": path, "problem": why})
+        return None
+
+    def _analyse(self, path: str, text: str, version: str, mtime_ns: int, size: int) -> _Prepared:
+        parsed = parse_note(text)
+        meta = parsed.meta
+        problem = parsed.problem
+        note_id = meta.get("id")
+        note_id = str(note_id).strip() if isinstance(note_id, str | int) and str(note_id).strip() else derived_id(path)
+        for other in self.catalog.notes_by_id(note_id):
+            if other.path != path and self.vault.file(other.path).exists():
+                problem = f"duplicate id {note_id!r}: {other.path} has it too; give one of them a new id"
+                note_id = derived_id(path)
+                break
+        title = title_of(meta, parsed.body, path)
+        tags = normalize_tags(meta.get("tags"))
+        tags = list(dict.fromkeys(tags + normalize_tags(meta.get("tag")) + inline_tags(parsed.body)))
+        folder = path.rsplit("/", 1)[0] if "/" in path else ""
+        note = NoteRow(
+            path=path, note_id=note_id, title=title,
+            category=_text(meta.get("category")) or (path.split("/", 1)[0] if "/" in path else None),
+            topic=_text(meta.get("topic")), type=_text(meta.get("type")), context=_text(meta.get("context")),
+            importance=normalize_importance(meta.get("importance")), tags=tags,
+            created=_text(meta.get("created")), updated=_text(meta.get("updated")),
+            folder=folder, managed="id" in meta, meta=meta,
+        )
+        key = hashlib.sha1(path.encode("utf-8")).hexdigest()[:16]
+        fts_meta = index_text(" ".join(_flatten(meta.get(k)) for k in ("keywords", "questions", "entities", "aliases")) + " " + " ".join(tags))
+        chunks: list[IndexedChunk] = []
+        embed_texts: list[str] = []
+        for chunk in chunk_body(parsed.body, self.max_chunk_chars):
+            heading = chunk.heading
+            embed_text = title if not heading or heading == title else f"{title}\n{heading}"
+            embed_text = f"{embed_text}\n{chunk.text}"
+            digest = hashlib.sha256(embed_text.encode("utf-8")).hexdigest()[:24]
+            row = ChunkRow(f"{key}:{chunk.index}", path, chunk.index, heading, chunk.text, digest)
+            chunks.append(IndexedChunk(row, index_text(f"{title} {heading}"), fts_meta))
+            embed_texts.append(embed_text)
+        return _Prepared(FileRow(path, version, mtime_ns, size, problem), note, chunks, embed_texts)
+
+    def _commit(self, prepared: list[_Prepared], report: SyncReport) -> None:
+        all_chunks = [(c, t) for p in prepared for c, t in zip(p.chunks, p.embed_texts)]
+        reuse = self.catalog.chunk_ids_by_digest(c.row.digest for c, _ in all_chunks)
+        known = self.vectors.vectors(sorted(set(reuse.values()))) if reuse else {}
+        vectors: dict[str, list[float]] = {}
+        to_embed: list[tuple[str, str]] = []
+        for chunk, text in all_chunks:
+            source = reuse.get(chunk.row.digest)
+            if source in known:
+                vectors[chunk.row.chunk_id] = known[source]
+            else:
+                to_embed.append((chunk.row.chunk_id, text))
+        if to_embed:
+            embedded = self.embedder.embed_documents([t for _, t in to_embed])
+            vectors.update({cid: vec for (cid, _), vec in zip(to_embed, embedded)})
+        report.embedded_chunks += len(to_embed)
+        report.reused_chunks += len(all_chunks) - len(to_embed)
+        # Vectors first, then the catalog: a crash in between leaves the file marked as not yet
+        # indexed (the next reconcile redoes it) and at worst orphan vectors (dropped then).
+        new_ids = {c.row.chunk_id for c, _ in all_chunks}
+        stale = [cid for p in prepared for cid in self.catalog.chunk_ids(p.file.path) if cid not in new_ids]
+        if stale:
+            self.vectors.delete(stale)
+        if all_chunks:
+            ids = [c.row.chunk_id for c, _ in all_chunks]
+            self.vectors.upsert(ids, [vectors[i] for i in ids], [{"path": c.row.path} for c, _ in all_chunks])
+        self.catalog.replace_many((p.file, p.note, p.chunks) for p in prepared)
+        for p in prepared:
+            report.indexed += 1
+            if p.file.problem:
+                report.problems.append({"path": p.file.path, "problem": p.file.problem})
+
+    def _remove(self, paths: list[str]) -> None:
+        ids = [cid for path in paths for cid in self.catalog.chunk_ids(path)]
+        if ids:
+            self.vectors.delete(ids)
+        self.catalog.remove(paths)
+
+
+def _text(value: Any) -> str | None:
+    if value is None or isinstance(value, list | dict):
+        return None
+    text = str(value).strip()
+    return text or None
+
+
+def _flatten(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, list):
+        return " ".join(_flatten(v) for v in value)
+    return str(value)
+
+
+def file_changed(vault: Vault, row: FileRow | None, path: str) -> bool:
+    """True when the file at ``path`` is no longer what the catalog indexed (or is gone)."""
+    try:
+        st = os.stat(vault.file(path))
+    except OSError:
+        return True
+    return row is None or row.mtime_ns != st.st_mtime_ns or row.size != st.st_size

@@ -1,0 +1,99 @@
+"""Watch the vault (watchdog) and sync what changed, debounced and batched.
+
+File events mark paths dirty; a quiet period of ``debounce`` seconds flushes them in one
+``sync_paths`` call. Directory events (a folder moved, created or deleted, as in a git checkout)
+ask for a whole-vault ``reconcile`` instead, which is cheap when little changed: it compares
+mtime and size first and hashes only what moved.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from pathlib import Path
+
+from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.observers import Observer
+
+from spellbook.indexing.indexer import Indexer
+from spellbook.vault.paths import IGNORED_DIRS, is_ignored
+
+log = logging.getLogger(__name__)
+
+
+class VaultWatcher(FileSystemEventHandler):
+    def __init__(self, indexer: Indexer, debounce: float = 0.25) -> None:
+        self.indexer = indexer
+        self.root = indexer.vault.root
+        self.debounce = debounce
+        self._dirty: set[str] = set()
+        self._full = False
+        self._cond = threading.Condition()
+        self._stopped = False
+        self._observer = Observer()
+        self._worker = threading.Thread(target=self._run, name="spellbook-watcher", daemon=True)
+
+    def start(self) -> None:
+        self._observer.schedule(self, str(self.root), recursive=True)
+        self._observer.start()
+        self._worker.start()
+
+    def stop(self) -> None:
+        with self._cond:
+            self._stopped = True
+            self._cond.notify()
+        self._observer.stop()
+        self._observer.join(timeout=5)
+        self._worker.join(timeout=30)
+
+    # watchdog calls this from its own thread
+    def on_any_event(self, event: FileSystemEvent) -> None:
+        if event.event_type in ("opened", "closed_no_write"):
+            return
+        paths = [event.src_path] + ([event.dest_path] if getattr(event, "dest_path", "") else [])
+        with self._cond:
+            for raw in paths:
+                path = self._relative(raw)
+                if path is None:
+                    continue
+                if event.is_directory:
+                    if event.event_type != "modified":
+                        self._full = True
+                elif not is_ignored(path):
+                    self._dirty.add(path)
+            self._cond.notify()
+
+    def _relative(self, raw: str | bytes) -> str | None:
+        text = raw.decode() if isinstance(raw, bytes) else raw
+        try:
+            path = Path(text).relative_to(self.root).as_posix()
+        except ValueError:
+            return None
+        if path == "." or any(part in IGNORED_DIRS for part in path.split("/")):
+            return None
+        return path
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not (self._dirty or self._full or self._stopped):
+                    self._cond.wait()
+                if self._stopped:
+                    return
+                # Debounce: wait until no event arrived for `debounce` seconds.
+                while True:
+                    before = (len(self._dirty), self._full)
+                    self._cond.wait(self.debounce)
+                    if self._stopped:
+                        return
+                    if (len(self._dirty), self._full) == before:
+                        break
+                dirty, full = self._dirty, self._full
+                self._dirty, self._full = set(), False
+            try:
+                if full:
+                    self.indexer.reconcile()
+                else:
+                    self.indexer.sync_paths(sorted(dirty))
+            except Exception:  # noqa: BLE001 - a bad batch must never stop the watcher
+                log.exception("watcher: sync failed; will retry on the next change")

@@ -1,0 +1,75 @@
+"""Search and list filters -> a SQL condition over the catalog's ``notes`` table. Pure."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from spellbook.vault.fields import normalize_importance, normalize_tags
+
+
+class Filter(BaseModel):
+    """Every field narrows the result; all given fields must hold."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    category: str | None = None
+    topic: str | None = None
+    tags: list[str] | None = Field(default=None, description="Notes having ALL of these tags.")
+    tags_any: list[str] | None = Field(default=None, description="Notes having ANY of these tags.")
+    type: str | None = None
+    context: str | None = None
+    importance: int | None = Field(default=None, description="Minimum importance, 1-5.")
+    folder: str | None = Field(default=None, description="Vault folder, e.g. 'projects/spellbook'; includes subfolders.")
+    updated_after: str | None = Field(default=None, description="ISO date or datetime.")
+    updated_before: str | None = Field(default=None, description="ISO date or datetime.")
+
+    @field_validator("importance", mode="before")
+    @classmethod
+    def _importance(cls, value: Any) -> int | None:
+        return normalize_importance(value, strict=True)
+
+    @field_validator("tags", "tags_any", mode="before")
+    @classmethod
+    def _tags(cls, value: Any) -> list[str] | None:
+        return None if value is None else normalize_tags(value)
+
+    @field_validator("folder", mode="before")
+    @classmethod
+    def _folder(cls, value: Any) -> str | None:
+        return None if value is None else str(value).strip().strip("/")
+
+
+def to_sql(spec: Filter | None) -> tuple[str, list[Any]]:
+    """(condition, parameters) over ``notes``; ``1`` when there is no filter."""
+    if spec is None:
+        return "1", []
+    clauses: list[str] = []
+    params: list[Any] = []
+    for column in ("category", "topic", "type", "context"):
+        value = getattr(spec, column)
+        if value is not None:
+            clauses.append(f"notes.{column} = ? COLLATE NOCASE")
+            params.append(value)
+    for tag in spec.tags or []:
+        clauses.append("EXISTS (SELECT 1 FROM json_each(notes.tags) WHERE value = ? COLLATE NOCASE)")
+        params.append(tag)
+    if spec.tags_any:
+        marks = ",".join("?" * len(spec.tags_any))
+        clauses.append(f"EXISTS (SELECT 1 FROM json_each(notes.tags) WHERE lower(value) IN ({marks}))")
+        params.extend(t.lower() for t in spec.tags_any)
+    if spec.importance is not None:
+        clauses.append("coalesce(notes.importance, 0) >= ?")
+        params.append(spec.importance)
+    if spec.folder:
+        clauses.append("(notes.folder = ? OR notes.folder LIKE ? ESCAPE '\\')")
+        escaped = spec.folder.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        params.extend([spec.folder, escaped + "/%"])
+    if spec.updated_after:
+        clauses.append("coalesce(notes.updated, notes.created, '') >= ?")
+        params.append(spec.updated_after)
+    if spec.updated_before:
+        clauses.append("coalesce(notes.updated, notes.created, '') < ?")
+        params.append(spec.updated_before)
+    return (" AND ".join(clauses) or "1"), params

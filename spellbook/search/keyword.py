@@ -1,0 +1,59 @@
+"""Tokenisation for the keyword index: words for alphabetic scripts, character bigrams for
+Korean, Japanese and Chinese (which do not put spaces between words, or attach particles).
+
+Pure functions. The same tokens go into the FTS5 table and into queries, so SQLite's own
+tokenizer only ever splits on the spaces we put between tokens.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+# Hangul syllables and jamo, Hiragana, Katakana, CJK ideographs (+ extension A), halfwidth kana.
+_CJK = "\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uff66-\uff9f"
+_TOKEN = re.compile(rf"[{_CJK}]+|[^\W{_CJK}_]+", re.UNICODE)
+_CJK_RUN = re.compile(rf"^[{_CJK}]+$")
+
+STOPWORDS = frozenset(
+    "a an and are as at be but by did do does for from had has have how i if in into is it its of on or "
+    "that the their them then there these they this to was were what when where which who whom why will "
+    "with would you your".split()
+)
+
+
+def tokenize(text: str) -> list[str]:
+    """Index tokens: lowercase words; bigrams (and the lone character of 1-char runs) for CJK."""
+    out: list[str] = []
+    for run in _TOKEN.findall(unicodedata.normalize("NFKC", text).lower()):
+        if _CJK_RUN.match(run):
+            if len(run) == 1:
+                out.append(run)
+            else:
+                out.extend(run[i : i + 2] for i in range(len(run) - 1))
+        else:
+            out.append(_stem(run))
+    return out
+
+
+def index_text(text: str) -> str:
+    return " ".join(tokenize(text))
+
+
+def match_query(text: str) -> str | None:
+    """An FTS5 MATCH expression: any query token, each quoted. None when nothing is searchable."""
+    tokens = [t for t in dict.fromkeys(tokenize(text)) if t not in STOPWORDS]
+    if not tokens:
+        tokens = list(dict.fromkeys(tokenize(text)))
+    if not tokens:
+        return None
+    return " OR ".join('"' + t.replace('"', '""') + '"' for t in tokens)
+
+
+def _stem(word: str) -> str:
+    """A light English plural/verb-suffix strip, enough that 'embeddings' finds 'embedding'."""
+    if len(word) > 4 and word.isascii():
+        for suffix, repl in (("ies", "y"), ("sses", "ss"), ("s", "")):
+            if word.endswith(suffix) and not word.endswith("ss"):
+                return word[: -len(suffix)] + repl
+    return word

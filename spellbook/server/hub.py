@@ -1,0 +1,247 @@
+"""One index owner per vault; every other process forwards to it.
+
+Claude Code, a second Claude Code and Claude Desktop each start their own ``spellbook serve``
+on the same vault, and two processes must never open one embedded Chroma folder (it loses
+vectors; chroma-core/chroma#961). So:
+
+* The first process to take an exclusive lock on ``<index>/owner.lock`` is the **owner**: it
+  opens the engine (Chroma, catalog, model), runs the watcher, and answers the others on a
+  loopback TCP port written, with a random token, to ``<index>/owner.json`` (mode 0600).
+* Every other process is a **follower**: it forwards each call to the owner, and waits on the
+  lock in a background thread. The OS releases the lock when the owner exits, however it
+  exits (even kill -9), so the first follower to get it becomes the new owner, and the rest
+  reconnect to it. Calls in flight during a hand-over are retried for up to ``HANDOVER_SECONDS``.
+* Nothing outlives its client: each process exits when its own client closes stdio.
+
+The CLI (``spellbook search``, ``index``, ``stats``) goes through the same hub, so it never opens
+the index under a running server either.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hmac
+import json
+import logging
+import os
+import secrets
+import socket
+import socketserver
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from spellbook.config import Settings
+from spellbook.errors import IndexUnavailableError, SpellbookError
+
+log = logging.getLogger(__name__)
+
+METHODS = frozenset(
+    {"scribe", "memorize", "get_memories", "revise", "erase", "list_memories", "stats", "rebuild_index",
+     "get_index", "reconcile"}
+)
+HANDOVER_SECONDS = 30.0
+OPEN_TIMEOUT_SECONDS = 300.0
+
+
+class RemoteError(SpellbookError):
+    """An error raised by the owner process, carried over with its message intact."""
+
+
+class Hub:
+    def __init__(self, settings: Settings, watch: bool | None = None, engine_factory: Callable[..., Any] | None = None):
+        self.settings = settings
+        self.watch = settings.watch if watch is None else watch
+        self._engine_factory = engine_factory
+        self.index_dir = settings.index_path
+        self.role = "starting"
+        self.engine: Any = None
+        self._ready = threading.Event()
+        self._open_error: BaseException | None = None
+        self._lock_fd: int | None = None
+        self._server: socketserver.ThreadingTCPServer | None = None
+        self._watcher: Any = None
+        self._closing = threading.Event()
+        self._token = secrets.token_hex(16)
+
+    # --- lifecycle ----------------------------------------------------------------------------
+    def start(self, background: bool = True, progress: Callable[[int, int], None] | None = None) -> None:
+        """Become owner if the lock is free, else follower. With ``background``, the owner opens
+        the engine in a thread so the MCP handshake is answered at once."""
+        self.index_dir.mkdir(parents=True, exist_ok=True)
+        self._lock_fd = os.open(self.index_dir / "owner.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        if _try_lock(self._lock_fd, blocking=False):
+            self._become_owner(background, progress)
+        else:
+            self.role = "follower"
+            log.info("another Spellbook process owns %s; forwarding to it", self.index_dir)
+            threading.Thread(target=self._await_ownership, name="spellbook-takeover", daemon=True).start()
+
+    def _await_ownership(self) -> None:
+        assert self._lock_fd is not None
+        while not self._closing.is_set():
+            if _try_lock(self._lock_fd, blocking=True):
+                if self._closing.is_set():
+                    return
+                log.info("previous owner exited; this process takes over the index")
+                self._become_owner(background=True, progress=None)
+                return
+
+    def _become_owner(self, background: bool, progress: Callable[[int, int], None] | None) -> None:
+        self.role = "owner"
+        if background:
+            threading.Thread(target=self._open, args=(progress,), name="spellbook-open", daemon=True).start()
+        else:
+            self._open(progress)
+
+    def _open(self, progress: Callable[[int, int], None] | None) -> None:
+        try:
+            from spellbook.engine import Engine
+
+            factory = self._engine_factory or Engine
+            engine = factory(self.settings)
+            engine.prepare()
+            warm = getattr(engine.embedder, "warm_up", None)
+            if warm:
+                warm()
+            self.engine = engine
+            self._serve_followers()
+            self._ready.set()
+            engine.reconcile(progress)
+            if self.watch and not self._closing.is_set():
+                from spellbook.indexing.watcher import VaultWatcher
+
+                self._watcher = VaultWatcher(engine.indexer, self.settings.debounce_seconds)
+                self._watcher.start()
+        except BaseException as exc:  # noqa: BLE001 - reported to every caller instead
+            log.exception("could not open the index")
+            self._open_error = exc
+            self._ready.set()
+
+    def close(self) -> None:
+        self._closing.set()
+        if self._watcher is not None:
+            self._watcher.stop()
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            with contextlib.suppress(OSError):
+                info = json.loads((self.index_dir / "owner.json").read_text())
+                if info.get("pid") == os.getpid():
+                    (self.index_dir / "owner.json").unlink()
+        if self.engine is not None:
+            self.engine.close()
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)  # releases the lock
+            self._lock_fd = None
+
+    # --- calls --------------------------------------------------------------------------------
+    def call(self, method: str, params: dict[str, Any] | None = None, timeout: float | None = None) -> Any:
+        """Run an engine method here (owner) or in the owner process (follower)."""
+        if method not in METHODS:
+            raise ValueError(f"unknown method {method}")
+        params = params or {}
+        deadline = time.monotonic() + HANDOVER_SECONDS
+        while True:
+            if self.role == "owner":
+                return self._call_local(method, params)
+            try:
+                return self._call_remote(method, params, timeout)
+            except (OSError, ValueError) as exc:
+                if time.monotonic() > deadline:
+                    raise IndexUnavailableError(
+                        f"The process that owns the index at {self.index_dir} is not answering ({exc}). "
+                        "Retry in a moment; if it persists, restart your MCP client."
+                    ) from exc
+                time.sleep(0.1)  # owner restarting or handing over: retry
+
+    def _call_local(self, method: str, params: dict[str, Any]) -> Any:
+        if not self._ready.wait(OPEN_TIMEOUT_SECONDS):
+            raise IndexUnavailableError("The index is still opening; retry in a few seconds.")
+        if self._open_error is not None:
+            raise IndexUnavailableError(f"The index could not be opened: {self._open_error}") from self._open_error
+        return getattr(self.engine, method)(**params)
+
+    def _call_remote(self, method: str, params: dict[str, Any], timeout: float | None) -> Any:
+        info = json.loads((self.index_dir / "owner.json").read_text())
+        with socket.create_connection(("127.0.0.1", int(info["port"])), timeout=5) as sock:
+            sock.settimeout(timeout)
+            request = {"token": info["token"], "method": method, "params": params}
+            sock.sendall(json.dumps(request, ensure_ascii=False).encode() + b"\n")
+            data = _read_line(sock)
+        if not data:
+            raise ConnectionError("owner closed the connection")
+        reply = json.loads(data)
+        if reply.get("error") == "bad token":
+            raise ConnectionError("owner.json is stale (token rejected)")
+        if "error" in reply:
+            raise RemoteError(reply["error"])
+        return reply["result"]
+
+    # --- serving followers --------------------------------------------------------------------
+    def _serve_followers(self) -> None:
+        hub = self
+
+        class Handler(socketserver.StreamRequestHandler):
+            def handle(self) -> None:
+                try:
+                    request = json.loads(self.rfile.readline())
+                    if not hmac.compare_digest(str(request.get("token", "")), hub._token):
+                        reply: dict[str, Any] = {"error": "bad token"}
+                    else:
+                        reply = {"result": hub._call_local(request["method"], request.get("params") or {})}
+                except SpellbookError as exc:
+                    reply = {"error": str(exc)}
+                except Exception as exc:  # noqa: BLE001
+                    log.exception("forwarded call failed")
+                    reply = {"error": f"Internal error in the owning process: {type(exc).__name__}: {exc}"}
+                self.wfile.write(json.dumps(reply, ensure_ascii=False, default=str).encode() + b"\n")
+
+        class Server(socketserver.ThreadingTCPServer):
+            daemon_threads = True
+            allow_reuse_address = True
+
+        self._server = Server(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self._server.serve_forever, name="spellbook-rpc", daemon=True).start()
+        info = {"pid": os.getpid(), "port": self._server.server_address[1], "token": self._token}
+        target = self.index_dir / "owner.json"
+        tmp = self.index_dir / f".owner.{os.getpid()}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            json.dump(info, f)
+        os.replace(tmp, target)
+
+
+def _read_line(sock: socket.socket) -> bytes:
+    chunks: list[bytes] = []
+    while True:
+        data = sock.recv(65536)
+        if not data:
+            break
+        chunks.append(data)
+        if data.endswith(b"\n"):
+            break
+    return b"".join(chunks)
+
+
+def _try_lock(fd: int, blocking: bool) -> bool:
+    if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
+        import msvcrt
+
+        mode = msvcrt.LK_LOCK if blocking else msvcrt.LK_NBLCK
+        while True:
+            try:
+                msvcrt.locking(fd, mode, 1)
+                return True
+            except OSError:
+                if not blocking:
+                    return False
+    import fcntl
+
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
+        return True
+    except BlockingIOError:
+        return False

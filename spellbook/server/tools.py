@@ -1,0 +1,186 @@
+"""The MCP tools: thin typed adapters over the hub. No business logic lives here.
+
+Each tool returns structured content (the full data) plus a short text for the model, and raises
+``ToolError`` with Spellbook's own message when something is wrong, which the SDK sends as an
+``is_error`` result the model can act on.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, Literal
+
+import anyio
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import Field
+
+from spellbook import __version__
+from spellbook.errors import SpellbookError
+from spellbook.search.filters import Filter
+from spellbook.server.hub import Hub
+
+INSTRUCTIONS = """Spellbook is your long-term memory: a markdown vault the user also reads and edits.
+- At the start of a task, call memorize with what you are about to work on.
+- Before your first scribe in a vault, read the guide: memorize("how to chunk memories", filter={"category": "system"}).
+- Store one idea per memory (scribe) with a clear title, category, topic, tags and the questions it answers.
+- memorize returns short hits; call get_memories with their ids for the full text and a version.
+- To change a memory, revise it with the version you read; if the person edited it since, you get the current text to merge."""
+
+Importance = int | Literal["low", "medium", "high"]
+NoteType = Literal["insight", "success", "failure", "decision", "note"]
+StrList = list[str] | None
+
+_READ = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+_WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
+_DELETE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False)
+
+
+def build_server(hub: Hub) -> MCPServer:
+    server = MCPServer("spellbook", version=__version__, instructions=INSTRUCTIONS)
+
+    async def call(method: str, **params: Any) -> Any:
+        params = {k: v for k, v in params.items() if v is not None}
+        if isinstance(params.get("filter"), Filter):
+            params["filter"] = params["filter"].model_dump(exclude_none=True)
+        try:
+            return await anyio.to_thread.run_sync(lambda: hub.call(method, params))
+        except SpellbookError as exc:
+            raise ToolError(str(exc)) from exc
+
+    @server.tool(annotations=_WRITE)
+    async def scribe(
+        text: Annotated[str, Field(description="The memory's content, markdown. Stored byte for byte.")],
+        title: Annotated[str | None, Field(description="Short title; also the file name.")] = None,
+        category: Annotated[str | None, Field(description="Top-level folder, e.g. 'projects'.")] = None,
+        topic: Annotated[str | None, Field(description="Subfolder within the category.")] = None,
+        tags: StrList = None,
+        keywords: StrList = None,
+        questions: Annotated[StrList, Field(description="Questions this memory answers.")] = None,
+        entities: StrList = None,
+        importance: Annotated[Importance | None, Field(description="1-5 or low/medium/high.")] = None,
+        type: NoteType | None = None,
+        context: Annotated[str | None, Field(description="Project or scope this belongs to.")] = None,
+        source: str | None = None,
+    ) -> CallToolResult:
+        """Store a new memory as a markdown note in the vault."""
+        data = await call(
+            "scribe", text=text, title=title, category=category, topic=topic, tags=tags, keywords=keywords,
+            questions=questions, entities=entities, importance=importance, type=type, context=context,
+            source=source,
+        )
+        return _result(f"Stored memory {data['id']} at {data['path']} (version {data['version']}).", data)
+
+    @server.tool(annotations=_READ)
+    async def memorize(
+        query: Annotated[str, Field(description="What to remember, in any language.")],
+        limit: Annotated[int, Field(ge=1, le=50)] = 5,
+        filter: Filter | None = None,
+        mode: Literal["hybrid", "semantic", "keyword"] = "hybrid",
+    ) -> CallToolResult:
+        """Search memories by meaning and keywords. Returns compact hits; use get_memories for full text."""
+        data = await call("memorize", query=query, limit=limit, filter=filter, mode=mode)
+        lines = [f"{len(data['results'])} result(s) for {data['query']!r}:"]
+        for n, hit in enumerate(data["results"], 1):
+            where = hit["path"] + (f" › {hit['heading']}" if hit.get("heading") else "")
+            lines.append(f"{n}. [{hit['score']:.2f}] {hit['title']} (id {hit['id']}, {where})\n   {hit['snippet']}")
+        return _result("\n".join(lines), data)
+
+    @server.tool(annotations=_READ)
+    async def get_memories(
+        ids: Annotated[list[str], Field(min_length=1, max_length=20, description="Ids from memorize/list_memories.")],
+    ) -> CallToolResult:
+        """Full text, metadata and version of memories by id."""
+        data = await call("get_memories", ids=ids)
+        parts = [
+            f"# {m['title']} (id {m['id']}, {m['path']}, version {m['version']})\n{m['text']}" for m in data["memories"]
+        ]
+        if data["not_found"]:
+            parts.append(f"Not found: {', '.join(data['not_found'])}")
+        return _result("\n\n".join(parts), data)
+
+    @server.tool(annotations=_WRITE)
+    async def revise(
+        id: str,
+        text: Annotated[str | None, Field(description="New body; omit to keep it.")] = None,
+        version: Annotated[
+            str | None, Field(description="The version you read (get_memories); refuses if the file changed since.")
+        ] = None,
+        title: str | None = None,
+        category: str | None = None,
+        topic: str | None = None,
+        tags: StrList = None,
+        keywords: StrList = None,
+        questions: StrList = None,
+        entities: StrList = None,
+        importance: Importance | None = None,
+        type: NoteType | None = None,
+        context: str | None = None,
+        source: str | None = None,
+    ) -> CallToolResult:
+        """Change a memory's text and/or metadata. Empty string or [] removes a field."""
+        data = await call(
+            "revise", id=id, text=text, version=version, title=title, category=category, topic=topic, tags=tags,
+            keywords=keywords, questions=questions, entities=entities, importance=importance, type=type,
+            context=context, source=source,
+        )
+        return _result(f"Revised {data['id']} ({data['path']}), now version {data['version']}.", data)
+
+    @server.tool(annotations=_DELETE)
+    async def erase(
+        id: str,
+        version: Annotated[str | None, Field(description="Refuse if the file changed since this version.")] = None,
+    ) -> CallToolResult:
+        """Remove a memory from search; its file moves to the vault's .trash/ folder."""
+        data = await call("erase", id=id, version=version)
+        return _result(f"Erased {data['id']}; the file moved to {data['trash_path']}.", data)
+
+    @server.tool(annotations=_READ)
+    async def list_memories(
+        filter: Filter | None = None,
+        limit: Annotated[int, Field(ge=1, le=200)] = 20,
+        offset: Annotated[int, Field(ge=0)] = 0,
+    ) -> CallToolResult:
+        """List memories, newest first, with optional filters and paging."""
+        data = await call("list_memories", filter=filter, limit=limit, offset=offset)
+        lines = [f"{len(data['memories'])} of {data['total']} memories (offset {data['offset']}):"]
+        lines += [f"- {m['title']} (id {m['id']}, {m['path']})" for m in data["memories"]]
+        if data["next_offset"] is not None:
+            lines.append(f"More: call again with offset={data['next_offset']}.")
+        return _result("\n".join(lines), data)
+
+    @server.tool(annotations=_READ)
+    async def get_index() -> CallToolResult:
+        """The table of contents: categories -> topics -> note counts."""
+        data = await call("get_index")
+        lines = [f"{data['total_notes']} notes."]
+        for name, cat in data["categories"].items():
+            topics = ", ".join(f"{t} ({n})" for t, n in cat["topics"].items())
+            lines.append(f"- {name} ({cat['notes']}): {topics}")
+        return _result("\n".join(lines), data)
+
+    @server.tool(annotations=_READ)
+    async def stats() -> CallToolResult:
+        """Index health: counts, embedder, progress, and files skipped with the reason."""
+        data = await call("stats")
+        text = (
+            f"{data['notes']} notes, {data['chunks']} chunks, {data['vectors']} vectors; state {data['state']}; "
+            f"embedder {data['embedder']}; {data['problems_total']} file problem(s)."
+        )
+        return _result(text, data)
+
+    @server.tool(annotations=_WRITE)
+    async def rebuild_index() -> CallToolResult:
+        """Throw the derived index away and rebuild it from the vault (the vault is untouched)."""
+        data = await call("rebuild_index")
+        return _result(f"Rebuilt: {data['indexed']} files indexed in {data['seconds']} s.", data)
+
+    return server
+
+
+def _result(text: str, data: Any) -> CallToolResult:
+    return CallToolResult(
+        content=[TextContent(type="text", text=text)],
+        structured_content=json.loads(json.dumps(data, ensure_ascii=False, default=str)),
+    )

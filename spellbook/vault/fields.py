@@ -1,0 +1,109 @@
+"""Frontmatter fields as values: normalising what an agent passes and what a person wrote by hand."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+from typing import Any
+
+from spellbook.errors import InvalidInputError
+
+IMPORTANCE_WORDS = {"low": 1, "medium": 3, "high": 5}
+MAX_LIST_ITEMS = 100  # Chroma bricks a collection on lists over 5,461 items; keep far below
+MAX_FIELD_CHARS = 2_000
+
+_INLINE_TAG = re.compile(r"(?<![\w/#&\]`])#([^\W\d][\w/-]*|\d+[^\W\d][\w/-]*)", re.UNICODE)
+_FENCE = re.compile(r"^(```|~~~).*?^\1", re.MULTILINE | re.DOTALL)
+_INLINE_CODE = re.compile(r"`[^`\n]*`")
+_H1 = re.compile(r"^#[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
+
+
+def new_id() -> str:
+    """A new memory id: 16 hex characters, random (ids are never reused or derived from content)."""
+    return secrets.token_hex(8)
+
+
+def derived_id(path: str) -> str:
+    """The id of a note that has none in its frontmatter (a hand-written note): from its path."""
+    return "h-" + hashlib.sha1(path.encode("utf-8")).hexdigest()[:14]
+
+
+def normalize_tag(tag: str) -> str:
+    tag = str(tag).strip().lstrip("#").strip()
+    return re.sub(r"\s+", "-", tag)
+
+
+def normalize_tags(value: Any) -> list[str]:
+    """Tags as Obsidian stores them: a list of strings without '#'. Accepts a list or a string."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        items = re.split(r"[,\s]+", value)
+    elif isinstance(value, list | tuple):
+        items = [str(v) for v in value if v is not None]
+    else:
+        items = [str(value)]
+    return list(dict.fromkeys(t for t in (normalize_tag(i) for i in items) if t))[:MAX_LIST_ITEMS]
+
+
+def normalize_importance(value: Any, strict: bool = False) -> int | None:
+    """Importance 1-5; 'low' / 'medium' / 'high' become 1 / 3 / 5."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, str):
+        word = value.strip().lower()
+        if word in IMPORTANCE_WORDS:
+            return IMPORTANCE_WORDS[word]
+        if word.isdigit():
+            value = int(word)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 1 <= value <= 5:
+        if strict:
+            raise InvalidInputError(
+                f"importance must be an integer from 1 to 5 or one of low/medium/high; got {value!r}."
+            )
+        return None
+    return int(value)
+
+
+def string_list(name: str, value: Any) -> list[str]:
+    """A list field (keywords, questions, entities, links): strings, trimmed, de-duplicated."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list | tuple):
+        raise InvalidInputError(f"{name} must be a list of strings; got {type(value).__name__}.")
+    out = [str(v).strip() for v in value if v is not None and str(v).strip()]
+    if len(out) > MAX_LIST_ITEMS:
+        raise InvalidInputError(f"{name} has {len(out)} items; at most {MAX_LIST_ITEMS} are allowed.")
+    too_long = [v for v in out if len(v) > MAX_FIELD_CHARS]
+    if too_long:
+        raise InvalidInputError(f"An item of {name} is over {MAX_FIELD_CHARS} characters; shorten it.")
+    return list(dict.fromkeys(out))
+
+
+def inline_tags(body: str) -> list[str]:
+    """``#tags`` written in the body (outside code), as Obsidian reads them."""
+    text = _INLINE_CODE.sub(" ", _FENCE.sub(" ", body))
+    return [normalize_tag(t) for t in _INLINE_TAG.findall(text)]
+
+
+def title_of(meta: dict[str, Any], body: str, path: str) -> str:
+    """A note's title: frontmatter ``title``, else its first H1, else the file name."""
+    title = meta.get("title")
+    if isinstance(title, str) and title.strip():
+        return title.strip()
+    match = _H1.search(body)
+    if match:
+        return match.group(1).strip()
+    name = path.rsplit("/", 1)[-1]
+    return name[:-3] if name.endswith(".md") else name
+
+
+def title_from_text(text: str) -> str:
+    """A title for a memory scribed without one: its first heading or first line, shortened."""
+    match = _H1.search(text)
+    line = match.group(1) if match else next((ln for ln in text.splitlines() if ln.strip()), "Untitled")
+    line = re.sub(r"^[#>\-*\s]+", "", line).strip() or "Untitled"
+    return line if len(line) <= 60 else line[:57].rstrip() + "..."

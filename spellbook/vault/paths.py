@@ -1,0 +1,90 @@
+"""Vault paths: naming files from titles, and the guard that keeps every path inside the vault.
+
+Vocabulary: a ``path`` is always vault-relative POSIX (``projects/spellbook/Design.md``); a
+``file`` is an absolute ``pathlib.Path``.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from pathlib import Path, PurePosixPath
+
+from spellbook.errors import VaultPathError
+
+NOTE_SUFFIX = ".md"
+MAX_SEGMENT_CHARS = 80
+
+# Folders that are never notes: tool state, Obsidian's config and trash, git.
+IGNORED_DIRS = frozenset({".git", ".obsidian", ".trash", ".spellbook", "node_modules", ".stfolder"})
+
+_WINDOWS_RESERVED = frozenset(
+    {"con", "prn", "aux", "nul"} | {f"com{i}" for i in range(1, 10)} | {f"lpt{i}" for i in range(1, 10)}
+)
+# Characters Windows, macOS or Obsidian links cannot carry in a file name.
+_UNSAFE = re.compile(r'[<>:"/\\|?*\x00-\x1f\x7f#^\[\]]')
+_SPACES = re.compile(r"\s+")
+
+
+def sanitize_segment(text: str, fallback: str = "untitled") -> str:
+    """Turn free text into one safe, human-readable path segment (no separators, no dots first)."""
+    name = unicodedata.normalize("NFC", text)
+    name = _UNSAFE.sub(" ", name)
+    name = _SPACES.sub(" ", name).strip().lstrip(".").strip()
+    if len(name) > MAX_SEGMENT_CHARS:
+        name = name[:MAX_SEGMENT_CHARS].rstrip()
+    name = name.rstrip(". ")  # Windows drops trailing dots and spaces
+    if not name or name.split(".")[0].lower() in _WINDOWS_RESERVED:
+        name = f"{name} note".strip() if name else fallback
+    return name
+
+
+def is_ignored(path: str) -> bool:
+    """True for paths Spellbook never treats as notes (tool folders, dotfiles, temp files)."""
+    parts = PurePosixPath(path).parts
+    if any(part in IGNORED_DIRS for part in parts[:-1]):
+        return True
+    if any(part.startswith(".") for part in parts):
+        return True  # hidden files and folders, including our own .name.tmp files
+    name = parts[-1] if parts else ""
+    return not name.endswith(NOTE_SUFFIX) or name.endswith("~") or name.startswith("~$")
+
+
+def to_path(vault: Path, file: Path) -> str:
+    """The vault-relative POSIX path of an absolute file inside the vault."""
+    try:
+        return file.relative_to(vault).as_posix()
+    except ValueError as exc:
+        raise VaultPathError(f"{file} is outside the vault {vault}.") from exc
+
+
+def resolve_path(vault: Path, path: str) -> Path:
+    """The absolute file for a vault-relative path; refuses anything that would leave the vault."""
+    if not path or "\x00" in path:
+        raise VaultPathError("Empty or invalid path. Pass a vault-relative path like 'topic/note.md'.")
+    pure = PurePosixPath(path.replace("\\", "/"))
+    if pure.is_absolute() or ".." in pure.parts or re.match(r"^[A-Za-z]:", path):
+        raise VaultPathError(
+            f"Path {path!r} is not inside the vault. Pass a vault-relative path without '..'."
+        )
+    file = vault.joinpath(*pure.parts)
+    # Symlinks may point outside: check the resolved location too.
+    real = file.resolve()
+    if real != vault and vault not in real.parents:
+        raise VaultPathError(f"Path {path!r} resolves outside the vault; refusing to touch it.")
+    return file
+
+
+def note_path(category: str | None, topic: str | None, title: str) -> str:
+    """Where a new memory goes: ``<category>/<topic>/<title>.md``, every segment sanitised."""
+    parts = [sanitize_segment(category or "general", "general")]
+    if topic:
+        parts.append(sanitize_segment(topic, "misc"))
+    parts.append(sanitize_segment(title) + NOTE_SUFFIX)
+    return "/".join(parts)
+
+
+def with_suffix_number(path: str, n: int) -> str:
+    """``a/Title.md`` -> ``a/Title 2.md``: Obsidian's own way of naming a second file."""
+    stem = path[: -len(NOTE_SUFFIX)]
+    return f"{stem} {n}{NOTE_SUFFIX}"

@@ -1,0 +1,141 @@
+"""The vault store: the ONLY code that writes note files.
+
+Every write is atomic (a unique dotfile temp in the same folder, fsync, then rename), so a crash
+leaves either the old file or the new one, never half of one. A write that names the version it
+read refuses to overwrite a file that changed since.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from spellbook.errors import ConflictError, InvalidInputError, VaultPathError
+from spellbook.vault.note import content_version
+from spellbook.vault.paths import IGNORED_DIRS, is_ignored, resolve_path, to_path, with_suffix_number
+
+TRASH_DIR = ".trash"
+
+
+@dataclass(frozen=True)
+class FileState:
+    path: str
+    text: str
+    version: str
+    mtime_ns: int
+    size: int
+
+
+class Vault:
+    def __init__(self, root: Path) -> None:
+        self.root = root.expanduser().resolve()
+
+    def file(self, path: str) -> Path:
+        return resolve_path(self.root, path)
+
+    def iter_paths(self) -> Iterator[str]:
+        """Every note path in the vault (sorted per folder), skipping tool folders and symlinked dirs."""
+        for dirpath, dirnames, filenames in os.walk(self.root, followlinks=False):
+            dirnames[:] = sorted(d for d in dirnames if d not in IGNORED_DIRS and not d.startswith("."))
+            for name in sorted(filenames):
+                path = to_path(self.root, Path(dirpath) / name)
+                if not is_ignored(path):
+                    yield path
+
+    def stat(self, path: str) -> os.stat_result:
+        return self.file(path).stat()
+
+    def read(self, path: str) -> FileState:
+        """Read a note. Raises ``InvalidInputError`` for binary or non-UTF-8 files."""
+        file = self.file(path)
+        data = file.read_bytes()
+        st = file.stat()
+        if b"\x00" in data[:8192]:
+            raise InvalidInputError(f"{path} looks binary (it contains NUL bytes); not a note.")
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InvalidInputError(f"{path} is not UTF-8 ({exc.reason} at byte {exc.start}); save it as UTF-8.") from exc
+        return FileState(path, text, content_version(data), st.st_mtime_ns, st.st_size)
+
+    def create(self, path: str, text: str) -> str:
+        """Write a new file at ``path``, or at ``path`` with ' 2', ' 3'... if taken. Returns the path used."""
+        for n in range(1, 1000):
+            candidate = path if n == 1 else with_suffix_number(path, n)
+            target = self.file(candidate)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if _atomic_write(target, text, exclusive=True):
+                return candidate
+        raise InvalidInputError(f"Too many notes named like {path!r}; give the memory a more specific title.")
+
+    def write(self, path: str, text: str, expected_version: str | None = None) -> str:
+        """Replace a note. With ``expected_version``, refuse if the file changed since it was read.
+
+        Returns the new version. The check and the rename are microseconds apart; a person's save
+        in that gap is the only race left, and the file then holds one whole version.
+        """
+        target = self.file(path)
+        if expected_version is not None:
+            if not target.exists():
+                raise VaultPathError(f"{path} was deleted on disk since you read it; nothing was written.")
+            data = target.read_bytes()
+            current = content_version(data)
+            if current != expected_version:
+                raise ConflictError(path, expected_version, current, data.decode("utf-8", "replace"))
+        _atomic_write(target, text)
+        return content_version(text)
+
+    def trash(self, path: str) -> str:
+        """Move a note to the vault's ``.trash/`` (as Obsidian does); returns where it went."""
+        source = self.file(path)
+        if not source.is_file():
+            raise VaultPathError(f"{path} is not a file in the vault.")
+        dest_path = f"{TRASH_DIR}/{path}"
+        dest = self.root / dest_path
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        n = 2
+        while dest.exists():
+            dest_path = with_suffix_number(f"{TRASH_DIR}/{path}", n)
+            dest = self.root / dest_path
+            n += 1
+        os.replace(source, dest)
+        return dest_path
+
+
+def _atomic_write(target: Path, text: str, exclusive: bool = False) -> bool:
+    """Write ``text`` to ``target`` atomically. With ``exclusive``, never replace an existing file
+    (returns False when the name is taken)."""
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        if exclusive:
+            try:
+                os.link(tmp, target)  # atomic, and fails if the name exists
+            except FileExistsError:
+                return False
+            except OSError:  # file systems without hard links
+                if target.exists():
+                    return False
+                os.replace(tmp, target)
+        else:
+            os.replace(tmp, target)
+        _fsync_dir(target.parent)
+        return True
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+
+
+def _fsync_dir(folder: Path) -> None:
+    if os.name != "posix":
+        return
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
