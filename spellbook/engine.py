@@ -61,6 +61,7 @@ class Engine:
 
     def close(self) -> None:
         self.catalog.close()
+        self.vectors.close()
 
     # --- lifecycle ----------------------------------------------------------------------------
     def prepare(self) -> None:

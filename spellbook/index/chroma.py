@@ -39,6 +39,11 @@ class VectorIndex:
             self._name, embedding_function=None, configuration={"hnsw": {"space": "cosine"}}
         )
 
+    def close(self) -> None:
+        close = getattr(self._client, "close", None)
+        if close is not None:
+            close()  # releases Chroma's SQLite handles; the same folder can be reopened later
+
     def reset(self) -> None:
         """Drop every vector (for a rebuild)."""
         try:

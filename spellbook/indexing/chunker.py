@@ -39,11 +39,14 @@ def chunk_body(body: str, max_chars: int = 2_000) -> list[Chunk]:
     chunks: list[Chunk] = []
     for heading, start, end in sections:
         text = "".join(lines[start:end])
-        if not text.strip():
-            continue
+        content = "".join(lines[start + 1 : end]) if heading else text
+        if not content.strip():
+            continue  # a heading with nothing under it
         for piece_start, piece in _split(text, max_chars, start, lines):
             if piece.strip():
                 chunks.append(Chunk(len(chunks), heading, piece, piece_start))
+    if not chunks and body.strip():  # only headings: still findable
+        chunks.append(Chunk(0, "", body, 0))
     return chunks
 
 

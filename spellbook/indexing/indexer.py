@@ -109,10 +109,6 @@ class Indexer:
                 report.unchanged += 1
             else:
                 candidates.append(path)
-        gone = sorted(set(known) - set(on_disk))
-        with self.lock:
-            self._remove(gone)
-        report.removed += len(gone)
         orphan_check = self._drop_orphan_vectors()
         if orphan_check:
             log.info("dropped %d vectors with no catalog entry", orphan_check)
@@ -123,6 +119,11 @@ class Indexer:
             report.add(self.sync_paths(candidates[start : start + BATCH_FILES]))
             if progress:
                 progress(min(start + BATCH_FILES, total), total)
+        # Deleted files go last, so a file that was moved reuses their vectors first.
+        gone = sorted(set(known) - set(on_disk))
+        with self.lock:
+            self._remove(gone)
+        report.removed += len(gone)
         return report
 
     def _drop_orphan_vectors(self) -> int:
@@ -146,11 +147,11 @@ class Indexer:
                     gone.append(path)
                 elif isinstance(outcome, _Prepared):
                     prepared.append(outcome)
-            if gone:
-                self._remove(gone)
-                report.removed += len(gone)
             if prepared:
                 self._commit(prepared, report)
+            if gone:  # after the commit, so a moved file reuses the vectors of its old path
+                self._remove(gone)
+                report.removed += len(gone)
         return report
 
     def sync_path(self, path: str) -> SyncReport:

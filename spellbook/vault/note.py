@@ -71,7 +71,8 @@ def parse_note(text: str) -> ParsedNote:
     if bom:
         text = text[1:]
     opening = _OPEN_FENCE.match(text)
-    newline = "\r\n" if "\r\n" in text[:200] else "\n"
+    first_line = text.split("\n", 1)[0]
+    newline = "\r\n" if first_line.endswith("\r") else "\n"
     if not opening:
         return ParsedNote(meta={}, body=text, newline=newline, bom=bom)
     closing = _CLOSE_FENCE.search(text, opening.end())

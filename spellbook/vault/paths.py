@@ -30,7 +30,7 @@ def sanitize_segment(text: str, fallback: str = "untitled") -> str:
     """Turn free text into one safe, human-readable path segment (no separators, no dots first)."""
     name = unicodedata.normalize("NFC", text)
     name = _UNSAFE.sub(" ", name)
-    name = _SPACES.sub(" ", name).strip().lstrip(".").strip()
+    name = _SPACES.sub(" ", name).strip().lstrip(". ")
     if len(name) > MAX_SEGMENT_CHARS:
         name = name[:MAX_SEGMENT_CHARS].rstrip()
     name = name.rstrip(". ")  # Windows drops trailing dots and spaces

@@ -1,0 +1,402 @@
+"""Retrieval benchmark: load the shared dev sets into a fresh vault through the MCP tools, then
+measure hit@k / MRR@10 and latency of ``memorize`` per search mode.
+
+Every note goes in with the real ``scribe`` tool and every query goes through the real
+``memorize`` tool, over the in-process MCP client, so the numbers include the tool layer, the
+hub, the vault writes and the index exactly as an agent would see them.
+
+    .venv/bin/python bench/eval_retrieval.py                         # both dev sets, use-m3
+    .venv/bin/python bench/eval_retrieval.py --embedder minilm --json
+    .venv/bin/python bench/eval_retrieval.py --set ../shared/eval/dev_ko.jsonl.gz --limit-queries 50
+
+The dev sets (see ``<workspace>/shared/eval/README.md``) are gzip'd JSON Lines: notes first, then
+queries; every record has a ``conv`` (the store it belongs to). Each ``conv`` gets its own vault.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import logging
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+EVAL_DIR = Path(__file__).resolve().parents[2] / "shared" / "eval"
+DEFAULT_SETS = [EVAL_DIR / "dev_en.jsonl.gz", EVAL_DIR / "dev_ko.jsonl.gz"]
+EMBEDDERS = ("use-m3", "minilm", "hashing")
+MODES = ("hybrid", "semantic", "keyword")
+SEARCH_LIMIT = 10
+KS = (1, 5, 10)
+
+# Plain BM25 reference numbers from shared/eval/README.md (hit@5, hit@10, MRR@10).
+REFERENCE_BM25 = {"dev_en": (0.930, 0.950, 0.850), "dev_ko": (0.981, 0.986, 0.964)}
+
+
+# --- data -------------------------------------------------------------------------------------
+@dataclass
+class EvalSet:
+    conv: str
+    source: Path
+    notes: list[dict[str, Any]] = field(default_factory=list)
+    queries: list[dict[str, Any]] = field(default_factory=list)
+
+
+def load_sets(path: Path) -> list[EvalSet]:
+    """One EvalSet per ``conv`` in the file, in first-seen order."""
+    sets: dict[str, EvalSet] = {}
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            record = json.loads(line)
+            conv = record.get("conv") or path.name
+            target = sets.setdefault(conv, EvalSet(conv, path))
+            kind = record.get("kind")
+            if kind == "note":
+                target.notes.append(record)
+            elif kind == "query":
+                target.queries.append(record)
+            else:
+                raise ValueError(f"{path}:{lineno}: unknown record kind {kind!r}")
+    return list(sets.values())
+
+
+# --- metrics ----------------------------------------------------------------------------------
+def percentile(values: list[float], q: float) -> float:
+    """Nearest-rank-with-interpolation percentile (q in 0..100); NaN for no values."""
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    if len(ordered) == 1:
+        return ordered[0]
+    pos = (len(ordered) - 1) * q / 100
+    lo = int(pos)
+    hi = min(lo + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
+def first_relevant_rank(ranked: list[str | None], relevant: set[str]) -> int | None:
+    for rank, note_id in enumerate(ranked, 1):
+        if note_id in relevant:
+            return rank
+    return None
+
+
+@dataclass
+class ModeResult:
+    mode: str
+    n: int = 0
+    hits: dict[int, int] = field(default_factory=lambda: {k: 0 for k in KS})
+    rr_sum: float = 0.0
+    recall10_sum: float = 0.0
+    latencies_ms: list[float] = field(default_factory=list)
+    empty_results: int = 0
+    errors: list[str] = field(default_factory=list)
+    unmapped_hits: int = 0
+    by_category: dict[str, list[int | None]] = field(default_factory=lambda: defaultdict(list))
+    misses: list[dict[str, Any]] = field(default_factory=list)  # a few examples for the report
+
+    def add(self, query: dict[str, Any], ranked: list[str | None], latency_ms: float) -> None:
+        relevant = set(query["relevant"])
+        rank = first_relevant_rank(ranked[:SEARCH_LIMIT], relevant)
+        self.n += 1
+        self.latencies_ms.append(latency_ms)
+        if not ranked:
+            self.empty_results += 1
+        for k in KS:
+            if rank is not None and rank <= k:
+                self.hits[k] += 1
+        if rank is not None:
+            self.rr_sum += 1.0 / rank
+        found = len(relevant & set(ranked[:SEARCH_LIMIT]))
+        self.recall10_sum += found / len(relevant) if relevant else 0.0
+        self.by_category[str(query.get("category") or "-")].append(rank)
+        if rank is None and len(self.misses) < 5:
+            self.misses.append({"id": query["id"], "q": query["q"], "relevant": sorted(relevant), "got": ranked[:3]})
+
+    def summary(self) -> dict[str, Any]:
+        n = max(self.n, 1)
+        out: dict[str, Any] = {
+            "mode": self.mode,
+            "queries": self.n,
+            **{f"hit@{k}": self.hits[k] / n for k in KS},
+            "recall@10": self.recall10_sum / n,
+            "mrr@10": self.rr_sum / n,
+            "latency_ms_p50": percentile(self.latencies_ms, 50),
+            "latency_ms_p95": percentile(self.latencies_ms, 95),
+            "latency_ms_mean": statistics.fmean(self.latencies_ms) if self.latencies_ms else float("nan"),
+            "empty_results": self.empty_results,
+            "errors": len(self.errors),
+            "unmapped_hits": self.unmapped_hits,
+        }
+        cats = {}
+        for cat, ranks in sorted(self.by_category.items()):
+            m = len(ranks)
+            cats[cat] = {
+                "queries": m,
+                "hit@1": sum(1 for r in ranks if r is not None and r <= 1) / m,
+                "hit@10": sum(1 for r in ranks if r is not None) / m,
+                "mrr@10": sum(1.0 / r for r in ranks if r is not None) / m,
+            }
+        out["by_category"] = cats
+        if self.errors:
+            out["error_examples"] = self.errors[:5]
+        out["miss_examples"] = self.misses
+        return out
+
+
+# --- the run ----------------------------------------------------------------------------------
+async def evaluate(
+    data: EvalSet, embedder: str, modes: list[str], limit_queries: int | None, title_fallback: str, progress: bool
+) -> dict[str, Any]:
+    from mcp import Client
+
+    from spellbook.config import Settings
+    from spellbook.server.hub import Hub
+    from spellbook.server.tools import build_server
+
+    queries = data.queries[:limit_queries] if limit_queries else data.queries
+    result: dict[str, Any] = {"conv": data.conv, "source": str(data.source), "notes": len(data.notes),
+                              "queries": len(queries), "embedder_setting": embedder}
+    with tempfile.TemporaryDirectory(prefix=f"spellbook-eval-{data.conv}-", ignore_cleanup_errors=True) as tmp:
+        vault_dir = Path(tmp) / "vault"
+        vault_dir.mkdir()
+        settings = Settings(vault=vault_dir, embedder=embedder, watch=False)
+        t0 = time.perf_counter()
+        hub = Hub(settings, watch=False)
+        hub.start(background=False)
+        result["open_seconds"] = time.perf_counter() - t0
+        if hub._open_error is not None:  # noqa: SLF001 - surface the real cause instead of a later tool error
+            raise RuntimeError(f"hub failed to open: {hub._open_error!r}")
+        server = build_server(hub)
+        try:
+            async with Client(server) as client:
+                stats = await client.call_tool("stats", {})
+                result["embedder"] = (stats.structured_content or {}).get("embedder")
+
+                # Load every note through scribe.
+                memory_to_note: dict[str, str] = {}
+                scribe_ms: list[float] = []
+                scribe_errors: list[str] = []
+                t_load = time.perf_counter()
+                for i, note in enumerate(data.notes, 1):
+                    meta = note.get("meta") or {}
+                    args: dict[str, Any] = {"text": note["text"], "category": "eval", "source": note["id"]}
+                    title = meta.get("title") or (note["id"] if title_fallback == "id" else None)
+                    if title:
+                        args["title"] = title
+                    t = time.perf_counter()
+                    r = await client.call_tool("scribe", args)
+                    scribe_ms.append((time.perf_counter() - t) * 1000)
+                    if r.is_error or not r.structured_content:
+                        scribe_errors.append(f"{note['id']}: {_text_of(r)}")
+                        continue
+                    memory_to_note[r.structured_content["id"]] = note["id"]
+                    if progress and i % 200 == 0:
+                        rate = i / (time.perf_counter() - t_load)
+                        _log(f"  [{data.conv}] scribed {i}/{len(data.notes)} ({rate:.1f} notes/s)")
+                load_seconds = time.perf_counter() - t_load
+                result["load"] = {
+                    "seconds": load_seconds,
+                    "notes_per_second": len(data.notes) / load_seconds if load_seconds else float("nan"),
+                    "scribe_ms_p50": percentile(scribe_ms, 50),
+                    "scribe_ms_p95": percentile(scribe_ms, 95),
+                    "errors": len(scribe_errors),
+                    "error_examples": scribe_errors[:5],
+                }
+                if len(memory_to_note) != len(data.notes) - len(scribe_errors):
+                    result["load"]["duplicate_ids"] = len(data.notes) - len(scribe_errors) - len(memory_to_note)
+
+                stats = (await client.call_tool("stats", {})).structured_content or {}
+                result["index"] = {k: stats.get(k) for k in ("notes", "chunks", "vectors", "skipped", "warnings",
+                                                             "problems_total", "state")}
+
+                # Queries, one mode at a time.
+                result["modes"] = {}
+                for mode in modes:
+                    mr = ModeResult(mode)
+                    # One untimed call so lazy set-up inside a mode does not land in p95.
+                    await client.call_tool("memorize", {"query": "warm up", "limit": SEARCH_LIMIT, "mode": mode})
+                    t_mode = time.perf_counter()
+                    for j, q in enumerate(queries, 1):
+                        t = time.perf_counter()
+                        r = await client.call_tool("memorize", {"query": q["q"], "limit": SEARCH_LIMIT, "mode": mode})
+                        latency = (time.perf_counter() - t) * 1000
+                        if r.is_error or not r.structured_content:
+                            mr.errors.append(f"{q['id']}: {_text_of(r)}")
+                            mr.add(q, [], latency)
+                            continue
+                        ranked: list[str | None] = []
+                        for hit in r.structured_content.get("results", []):
+                            note_id = memory_to_note.get(hit.get("id"))
+                            if note_id is None:
+                                mr.unmapped_hits += 1
+                            ranked.append(note_id)
+                        mr.add(q, ranked, latency)
+                        if progress and j % 250 == 0:
+                            _log(f"  [{data.conv}] {mode}: {j}/{len(queries)} queries")
+                    summary = mr.summary()
+                    summary["seconds"] = time.perf_counter() - t_mode
+                    result["modes"][mode] = summary
+                    if progress:
+                        _log(f"  [{data.conv}] {mode}: hit@10 {summary['hit@10']:.3f} mrr@10 {summary['mrr@10']:.3f}")
+        finally:
+            hub.close()
+    return result
+
+
+def _text_of(result: Any) -> str:
+    parts = [getattr(c, "text", "") for c in (result.content or [])]
+    return " ".join(p for p in parts if p)[:300] or "(no text)"
+
+
+def _log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+# --- output -----------------------------------------------------------------------------------
+def machine_info() -> dict[str, Any]:
+    info: dict[str, Any] = {
+        "cpu_count": os.cpu_count(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+    }
+    try:
+        info["cpu_affinity"] = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        pass
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                info["cpu_model"] = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    try:
+        from spellbook import __version__
+
+        info["spellbook"] = __version__
+    except Exception:  # noqa: BLE001
+        pass
+    return info
+
+
+def render(result: dict[str, Any], by_category: bool) -> str:
+    lines: list[str] = []
+    load = result["load"]
+    idx = result.get("index", {})
+    lines.append(f"== {result['conv']}  ({result['notes']} notes, {result['queries']} queries; {result['source']})")
+    lines.append(f"   embedder: {result.get('embedder')}")
+    lines.append(
+        f"   open {result['open_seconds']:.1f} s; load {load['seconds']:.1f} s = {load['notes_per_second']:.1f} notes/s "
+        f"(scribe p50 {load['scribe_ms_p50']:.1f} ms, p95 {load['scribe_ms_p95']:.1f} ms, errors {load['errors']})"
+    )
+    lines.append(
+        f"   index: {idx.get('notes')} notes, {idx.get('chunks')} chunks, {idx.get('vectors')} vectors, "
+        f"{idx.get('problems_total')} problem(s)"
+    )
+    header = f"   {'mode':<9} {'hit@1':>6} {'hit@5':>6} {'hit@10':>6} {'MRR@10':>7} {'p50 ms':>7} {'p95 ms':>7} {'empty':>5} {'err':>4}"
+    lines.append(header)
+    lines.append("   " + "-" * (len(header) - 3))
+    for mode, s in result["modes"].items():
+        lines.append(
+            f"   {mode:<9} {s['hit@1']:>6.3f} {s['hit@5']:>6.3f} {s['hit@10']:>6.3f} {s['mrr@10']:>7.3f} "
+            f"{s['latency_ms_p50']:>7.1f} {s['latency_ms_p95']:>7.1f} {s['empty_results']:>5} {s['errors']:>4}"
+        )
+    ref = REFERENCE_BM25.get(result["conv"])
+    if ref:
+        lines.append(f"   {'BM25 ref':<9} {'':>6} {ref[0]:>6.3f} {ref[1]:>6.3f} {ref[2]:>7.3f}   (plain BM25, README)")
+    if by_category:
+        for mode, s in result["modes"].items():
+            cats = s.get("by_category", {})
+            if len(cats) <= 1:
+                continue
+            lines.append(f"   {mode} by category:")
+            for cat, c in cats.items():
+                lines.append(
+                    f"     {cat:<22} n={c['queries']:<4} hit@1 {c['hit@1']:.3f}  hit@10 {c['hit@10']:.3f}  "
+                    f"MRR@10 {c['mrr@10']:.3f}"
+                )
+    for mode, s in result["modes"].items():
+        for example in s.get("error_examples", []):
+            lines.append(f"   ! {mode} error: {example}")
+    for example in load.get("error_examples", []):
+        lines.append(f"   ! scribe error: {example}")
+    return "\n".join(lines)
+
+
+# --- CLI --------------------------------------------------------------------------------------
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--set", dest="sets", action="append", type=Path, metavar="PATH",
+                   help=f"an eval set (.jsonl or .jsonl.gz); repeatable. Default: {', '.join(str(s) for s in DEFAULT_SETS)}")
+    p.add_argument("--embedder", choices=EMBEDDERS, default="use-m3")
+    p.add_argument("--modes", default=",".join(MODES), help="comma list of hybrid, semantic, keyword")
+    p.add_argument("--limit-queries", type=int, default=None, metavar="N", help="only the first N queries per set")
+    p.add_argument("--title-fallback", choices=("id", "none"), default="id",
+                   help="title for notes without meta.title: the eval note id (default) or none (Spellbook derives one)")
+    p.add_argument("--by-category", action="store_true", help="also print per-category rows")
+    p.add_argument("--json", action="store_true", help="print a JSON summary after the tables")
+    p.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    args = p.parse_args(argv)
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    bad = [m for m in modes if m not in MODES]
+    if bad or not modes:
+        p.error(f"--modes: unknown mode(s) {bad}; choose from {', '.join(MODES)}")
+    args.modes = modes
+    if args.limit_queries is not None and args.limit_queries < 1:
+        p.error("--limit-queries must be at least 1")
+    args.sets = args.sets or DEFAULT_SETS
+    for s in args.sets:
+        if not s.is_file():
+            p.error(f"--set {s}: no such file")
+    return args
+
+
+async def amain(args: argparse.Namespace) -> dict[str, Any]:
+    machine = machine_info()
+    print(
+        f"machine: {machine.get('cpu_count')} CPUs ({machine.get('cpu_affinity', '?')} usable), "
+        f"{machine.get('cpu_model', '?')}; Python {machine['python']}; spellbook {machine.get('spellbook', '?')}"
+    )
+    print(f"embedder setting: {args.embedder}; modes: {', '.join(args.modes)}; top {SEARCH_LIMIT}"
+          + (f"; first {args.limit_queries} queries per set" if args.limit_queries else ""), flush=True)
+    results = []
+    for path in args.sets:
+        for data in load_sets(path):
+            if not args.quiet:
+                _log(f"[{data.conv}] {len(data.notes)} notes, {len(data.queries)} queries from {path}")
+            result = await evaluate(data, args.embedder, args.modes, args.limit_queries, args.title_fallback,
+                                    progress=not args.quiet)
+            print()
+            print(render(result, args.by_category), flush=True)
+            results.append(result)
+    return {"machine": machine, "embedder_setting": args.embedder, "modes": args.modes,
+            "limit_queries": args.limit_queries, "title_fallback": args.title_fallback, "sets": results}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    summary = anyio.run(amain, args)
+    if args.json:
+        print()
+        print(json.dumps(summary, ensure_ascii=False, indent=2, default=str))
+    errors = sum(r["load"]["errors"] + sum(m["errors"] for m in r["modes"].values()) for r in summary["sets"])
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

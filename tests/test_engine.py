@@ -1,0 +1,237 @@
+"""The engine against real files and real embedded Chroma (hashing embedder: plumbing, not quality)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from spellbook.config import Settings
+from spellbook.embedders.hashing import HashingEmbedder
+from spellbook.engine import Engine
+from spellbook.errors import ConflictError, InvalidInputError, NoteNotFoundError, SpellbookError
+
+from .conftest import CountingEmbedder, open_engine
+
+
+def frontmatter(file: Path) -> dict:
+    return yaml.safe_load(file.read_text(encoding="utf-8").split("---\n")[1])
+
+
+def test_scribe_writes_a_markdown_file_and_memorize_finds_it(engine: Engine, vault: Path) -> None:
+    body = "We deploy with **docker compose**.\n\n---\n\n```\n# not a heading\n```\n한국어 텍스트 🎉"
+    out = engine.scribe(
+        body, title="Deploy: how/why", category="ops", topic="deploy", tags=["#docker", "ci cd"],
+        questions=["How do we deploy?"], importance="high", type="decision",
+    )
+    assert out["path"] == "ops/deploy/Deploy how why.md"
+    file = vault / out["path"]
+    text = file.read_text(encoding="utf-8")
+    assert text.endswith("---\n" + body)  # body byte for byte
+    meta = frontmatter(file)
+    assert meta["id"] == out["id"] and meta["tags"] == ["docker", "ci-cd"] and meta["importance"] == 5
+    assert "keywords" not in meta and "context" not in meta  # absent fields are omitted
+    assert str(meta["created"]).endswith("+00:00") or "+" in str(meta["created"])
+    hits = engine.memorize("docker compose deploy")["results"]
+    assert hits[0]["id"] == out["id"] and hits[0]["path"] == out["path"]
+
+
+def test_same_title_gets_a_second_file(engine: Engine, vault: Path) -> None:
+    a = engine.scribe("one", title="Same", category="c")
+    b = engine.scribe("two", title="Same", category="c")
+    assert (a["path"], b["path"]) == ("c/Same.md", "c/Same 2.md")
+    assert a["id"] != b["id"]
+
+
+def test_hand_written_notes_are_memories_chunked_by_heading(engine: Engine, vault: Path) -> None:
+    (vault / "journal").mkdir()
+    (vault / "journal" / "Trip.md").write_text("# Trip\n\nIntro.\n\n## Food\n\nThe ramen in Fukuoka was great.\n")
+    engine.reconcile()
+    hit = engine.memorize("ramen Fukuoka", mode="keyword")["results"][0]
+    assert hit["path"] == "journal/Trip.md" and hit["heading"] == "Trip > Food" and hit["id"].startswith("h-")
+
+
+def test_revise_keeps_hand_added_keys_and_refuses_stale_versions(engine: Engine, vault: Path) -> None:
+    out = engine.scribe("Original body.", title="Note", category="c")
+    file = vault / out["path"]
+    # a person adds a key of their own in Obsidian
+    text = file.read_text().replace("category: c\n", "category: c\nmood: happy  # mine\n")
+    file.write_text(text)
+    with pytest.raises(ConflictError) as err:
+        engine.revise(out["id"], text="Agent's body.", version=out["version"])
+    assert "mood: happy" in str(err.value)  # the error shows the current content
+    assert file.read_text() == text  # nothing written
+    current = engine.get_memories([out["id"]])["memories"][0]
+    revised = engine.revise(out["id"], text="Agent's body.", version=current["version"], tags=["t"])
+    after = file.read_text()
+    assert "mood: happy  # mine\n" in after and after.endswith("---\nAgent's body.")
+    assert revised["version"] != current["version"]
+    assert engine.memorize("Agent's body", mode="keyword")["results"][0]["id"] == out["id"]
+
+
+def test_revise_without_version_still_merges_onto_the_file_on_disk(engine: Engine, vault: Path) -> None:
+    out = engine.scribe("Body.", title="N", category="c")
+    file = vault / out["path"]
+    file.write_text(file.read_text().replace("title: N\n", "title: N\nrating: 5\n"))
+    engine.revise(out["id"], importance=2)
+    meta = frontmatter(file)
+    assert meta["rating"] == 5 and meta["importance"] == 2
+
+
+def test_erase_moves_the_file_to_trash_and_drops_it_from_search(engine: Engine, vault: Path) -> None:
+    out = engine.scribe("Ephemeral fact about zebras.", title="Zebras", category="c")
+    gone = engine.erase(out["id"])
+    assert not (vault / out["path"]).exists()
+    assert (vault / gone["trash_path"]).read_text().endswith("zebras.")
+    assert engine.memorize("zebras")["results"] == []
+    with pytest.raises(NoteNotFoundError):
+        engine.get_memories([out["id"]])
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda e: e.memorize("   "), "query is empty"),
+        (lambda e: e.memorize("x", limit=0), "limit"),
+        (lambda e: e.memorize("x", filter={"nope": 1}), "Invalid filter"),
+        (lambda e: e.scribe(""), "text is empty"),
+        (lambda e: e.scribe("x" * 50_001), "limit is 50,000"),
+        (lambda e: e.scribe("x", importance=9), "importance"),
+        (lambda e: e.scribe("x", type="rant"), "type must be one of"),
+        (lambda e: e.scribe("x", tags=5), "tags must be a list"),
+        (lambda e: e.scribe("x", keywords=[str(i) for i in range(101)]), "at most 100"),
+        (lambda e: e.scribe("x", title="t" * 300), "title is 300"),
+        (lambda e: e.revise("missing", text="x"), "No memory with id"),
+        (lambda e: e.get_memories([]), "at least one id"),
+    ],
+)
+def test_bad_input_gets_a_clear_error(engine: Engine, vault: Path, call, message: str) -> None:
+    before = sorted(p for p in vault.rglob("*") if ".spellbook" not in p.parts)
+    with pytest.raises(SpellbookError, match=message):
+        call(engine)
+    assert sorted(p for p in vault.rglob("*") if ".spellbook" not in p.parts) == before  # nothing written
+
+
+def test_filters(engine: Engine) -> None:
+    a = engine.scribe("Alpha about caching", title="A", category="projects", topic="web", tags=["cache", "perf"], importance=4, type="decision", context="shop")
+    engine.scribe("Beta about caching", title="B", category="projects", topic="cli", tags=["cache"], importance=2)
+    engine.scribe("Gamma about caching", title="G", category="people", tags=["perf"])
+    def ids(**f):
+        return {h["id"] for h in engine.memorize("caching", limit=10, filter=f)["results"]}
+    assert ids(category="projects", topic="web") == {a["id"]}
+    assert ids(tags=["cache", "perf"]) == {a["id"]}
+    assert len(ids(tags_any=["cache", "perf"])) == 3
+    assert ids(importance=3) == {a["id"]}
+    assert ids(type="decision", context="shop") == {a["id"]}
+    assert len(ids(folder="projects")) == 2
+    listed = engine.list_memories({"category": "projects"}, limit=1)
+    assert listed["total"] == 2 and len(listed["memories"]) == 1 and listed["next_offset"] == 1
+
+
+def test_reconcile_catches_edits_made_while_down(settings: Settings, vault: Path) -> None:
+    engine = open_engine(settings)
+    out = engine.scribe("Original words about llamas.", title="Animals", category="c")
+    engine.scribe("Note to delete about walruses.", title="Walrus", category="c")
+    engine.close()
+    file = vault / out["path"]
+    file.write_text(file.read_text().replace("llamas", "alpacas"))
+    (vault / "c" / "Walrus.md").unlink()
+    (vault / "new.md").write_text("# New\n\nA fresh note about narwhals.\n")
+    embedder = CountingEmbedder()
+    engine = open_engine(settings, embedder)
+    try:
+        assert engine.memorize("alpacas", mode="keyword")["results"][0]["id"] == out["id"]
+        assert engine.memorize("llamas", mode="keyword")["results"] == []
+        assert engine.memorize("walruses", mode="keyword")["results"] == []
+        assert engine.memorize("narwhals", mode="keyword")["results"][0]["path"] == "new.md"
+        assert len(embedder.embedded) == 2  # only the edited and the new note were embedded
+    finally:
+        engine.close()
+
+
+def test_unchanged_and_renamed_notes_are_not_embedded_again(settings: Settings, vault: Path) -> None:
+    engine = open_engine(settings)
+    out = engine.scribe("Stable content about otters.", title="Otters", category="c")
+    engine.close()
+    (vault / "moved").mkdir()
+    os.replace(vault / out["path"], vault / "moved" / "Otters.md")
+    embedder = CountingEmbedder()
+    engine = open_engine(settings, embedder)
+    try:
+        assert embedder.embedded == []
+        hit = engine.memorize("otters")["results"][0]
+        assert hit["id"] == out["id"] and hit["path"] == "moved/Otters.md"  # id survives the move
+    finally:
+        engine.close()
+
+
+def test_deleted_index_is_rebuilt_from_the_vault(settings: Settings, vault: Path) -> None:
+    engine = open_engine(settings)
+    out = engine.scribe("Penguins live in the south.", title="Penguins", category="c")
+    engine.close()
+    shutil.rmtree(vault / ".spellbook")
+    engine = open_engine(settings)
+    try:
+        assert engine.memorize("penguins")["results"][0]["id"] == out["id"]
+    finally:
+        engine.close()
+
+
+def test_another_embedder_rebuilds_instead_of_mixing_vectors(settings: Settings) -> None:
+    engine = open_engine(settings)
+    engine.scribe("Koalas sleep a lot.", title="Koalas", category="c")
+    engine.close()
+    other = HashingEmbedder(dimensions=64)
+    other.model_id = "hashing-64"
+    engine = Engine(settings, embedder=other)
+    try:
+        assert engine.indexer.needs_rebuild()
+        engine.start()
+        assert engine.stats()["embedder"] == "hashing-64"
+        assert engine.memorize("koalas")["results"][0]["title"] == "Koalas"
+    finally:
+        engine.close()
+
+
+def test_bad_files_are_skipped_and_reported(engine: Engine, vault: Path) -> None:
+    (vault / "binary.md").write_bytes(b"\x00\x01\x02 binary")
+    (vault / "latin1.md").write_bytes("caf\xe9".encode("latin-1"))
+    (vault / "badyaml.md").write_text("---\ntitle: [oops\n---\nStill searchable text about quokkas.\n")
+    (vault / "list.md").write_text("---\n- a\n---\nbody\n")
+    (vault / "loop").symlink_to(vault, target_is_directory=True)
+    engine.reconcile()
+    stats = engine.stats()
+    problems = {p["path"]: p["problem"] for p in stats["problems"]}
+    assert "NUL" in problems["binary.md"] and "not UTF-8" in problems["latin1.md"]
+    assert "malformed YAML" in problems["badyaml.md"] and "not a mapping" in problems["list.md"]
+    assert stats["skipped"] == 2 and stats["warnings"] == 2
+    assert engine.memorize("quokkas", mode="keyword")["results"][0]["path"] == "badyaml.md"
+    with pytest.raises(InvalidInputError, match="Fix its frontmatter"):
+        engine.revise(engine.memorize("quokkas")["results"][0]["id"], text="x")
+
+
+def test_search_never_returns_a_note_changed_or_deleted_since_indexing(engine: Engine, vault: Path) -> None:
+    out = engine.scribe("Capybaras are calm.", title="Capybara", category="c")
+    (vault / out["path"]).unlink()  # no watcher here: the index does not know yet
+    assert engine.memorize("capybaras")["results"] == []
+
+
+def test_duplicate_ids_are_reported(engine: Engine, vault: Path) -> None:
+    out = engine.scribe("Original.", title="Orig", category="c")
+    shutil.copy(vault / out["path"], vault / "c" / "Copy.md")
+    engine.reconcile()
+    problems = {p["path"]: p["problem"] for p in engine.stats()["problems"]}
+    assert "duplicate id" in problems["c/Copy.md"]
+    assert engine.get_memories([out["id"]])["memories"][0]["path"] == out["path"]
+
+
+def test_get_index_counts_categories_and_topics(engine: Engine) -> None:
+    engine.scribe("a", title="a", category="projects", topic="web")
+    engine.scribe("b", title="b", category="projects", topic="web")
+    engine.scribe("c", title="c", category="people")
+    index = engine.get_index()
+    assert index["total_notes"] == 3
+    assert index["categories"]["projects"]["topics"] == {"web": 2}

@@ -1,0 +1,109 @@
+"""The note format contract: parse/render round trips, byte-exact bodies, kept keys."""
+
+from __future__ import annotations
+
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from spellbook.vault.note import content_version, parse_note, render_note
+
+META = {"id": "abc123", "title": "A title", "tags": ["x", "y/z"], "created": "2026-01-02T03:04:05+09:00"}
+
+bodies = st.text(
+    alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=400
+) | st.sampled_from(
+    ["---\n", "---\nkey: value\n---\n", "```\n---\n```\n", "한국어 본문\n\n日本語の本文 🎉", "\r\nline\r\n", "...\n"]
+)
+
+
+@given(body=bodies)
+@settings(max_examples=300, deadline=None)
+def test_body_round_trips_byte_for_byte(body: str) -> None:
+    parsed = parse_note(render_note(META, body))
+    assert parsed.body == body
+    assert parsed.meta == META
+    assert parsed.problem is None
+
+
+@given(body=bodies)
+@settings(max_examples=100, deadline=None)
+def test_rendering_is_deterministic_and_idempotent(body: str) -> None:
+    text = render_note(META, body)
+    assert render_note(META, body) == text
+    parsed = parse_note(text)
+    assert render_note(parsed.meta, parsed.body, original=parsed) == text
+
+
+def test_new_note_layout_is_obsidian_style() -> None:
+    text = render_note(META, "Body\n")
+    assert text == (
+        "---\nid: abc123\ntitle: A title\ntags:\n  - x\n  - y/z\ncreated: 2026-01-02T03:04:05+09:00\n---\nBody\n"
+    )
+    assert yaml.safe_load(text.split("---\n")[1])["tags"] == ["x", "y/z"]
+
+
+def test_revising_keeps_a_persons_keys_and_formatting_in_place() -> None:
+    original = (
+        "---\n"
+        "id: abc123\n"
+        "title: Old\n"
+        "aliases: [first, 'second one']   # my comment\n"
+        "rating:    5\n"
+        "tags:\n- a\n- b\n"
+        "---\n"
+        "Body\n"
+    )
+    parsed = parse_note(original)
+    meta = {**parsed.meta, "title": "New", "importance": 4}
+    out = render_note(meta, parsed.body, original=parsed)
+    assert out == (
+        "---\n"
+        "id: abc123\n"
+        "title: New\n"
+        "aliases: [first, 'second one']   # my comment\n"
+        "rating:    5\n"
+        "tags:\n- a\n- b\n"
+        "importance: 4\n"
+        "---\n"
+        "Body\n"
+    )
+
+
+def test_removing_a_key_leaves_the_rest() -> None:
+    parsed = parse_note("---\nid: a\ntopic: t\nmine: 1\n---\nx")
+    meta = {k: v for k, v in parsed.meta.items() if k != "topic"}
+    assert render_note(meta, parsed.body, original=parsed, remove=("topic",)) == "---\nid: a\nmine: 1\n---\nx"
+
+
+def test_bom_and_crlf_are_kept() -> None:
+    original = "\ufeff---\r\nid: a\r\ntitle: T\r\n---\r\nLine one\r\nLine two\r\n"
+    parsed = parse_note(original)
+    assert parsed.bom and parsed.newline == "\r\n"
+    assert parsed.meta == {"id": "a", "title": "T"}
+    assert parsed.body == "Line one\r\nLine two\r\n"
+    out = render_note({**parsed.meta, "topic": "x"}, parsed.body, original=parsed)
+    assert out == "\ufeff---\r\nid: a\r\ntitle: T\r\ntopic: x\r\n---\r\nLine one\r\nLine two\r\n"
+
+
+def test_no_frontmatter_means_whole_text_is_body() -> None:
+    for text in ["# Just a note\n", "", "--- not a fence\n", "---\nno closing fence\n"]:
+        parsed = parse_note(text)
+        assert parsed.meta == {} and parsed.body == text and parsed.problem is None
+
+
+def test_bad_frontmatter_is_reported_and_the_text_kept() -> None:
+    bad_yaml = parse_note("---\ntitle: [unclosed\n---\nbody\n")
+    assert bad_yaml.problem and "malformed YAML" in bad_yaml.problem
+    assert bad_yaml.body.endswith("body\n") and bad_yaml.meta == {}
+    not_mapping = parse_note("---\n- a\n- b\n---\nbody\n")
+    assert not_mapping.problem and "not a mapping" in not_mapping.problem
+
+
+def test_dates_parse_to_iso_strings() -> None:
+    parsed = parse_note("---\ncreated: 2026-01-02\nupdated: 2026-01-02T03:04:05+00:00\n---\n")
+    assert parsed.meta == {"created": "2026-01-02", "updated": "2026-01-02T03:04:05+00:00"}
+
+
+def test_version_is_a_hash_of_the_exact_bytes() -> None:
+    assert content_version("a") == content_version(b"a") != content_version("a\n")

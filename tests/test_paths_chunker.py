@@ -1,0 +1,77 @@
+"""File naming, the vault path guard, and heading chunking."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from spellbook.errors import VaultPathError
+from spellbook.indexing.chunker import chunk_body
+from spellbook.vault.paths import is_ignored, note_path, resolve_path, sanitize_segment
+
+
+@pytest.mark.parametrize(
+    ("title", "expected"),
+    [
+        ("Deploy: how/why?", "Deploy how why"),
+        ("../../etc/passwd", "etc passwd"),
+        ("  .hidden  ", "hidden"),
+        ("CON", "CON note"),
+        ("nul.txt", "nul.txt note"),
+        ("배포 파이프라인", "배포 파이프라인"),
+        ("a" * 200, "a" * 80),
+        ("", "untitled"),
+        ("[[link]] #tag ^block", "link tag block"),
+    ],
+)
+def test_sanitize_segment(title: str, expected: str) -> None:
+    assert sanitize_segment(title) == expected
+
+
+def test_note_path_places_by_category_and_topic() -> None:
+    assert note_path("projects", "spellbook", "Design/Plan") == "projects/spellbook/Design Plan.md"
+    assert note_path("../..", None, "x") == "general/x.md"
+
+
+def test_resolve_path_refuses_to_leave_the_vault(tmp_path: Path) -> None:
+    vault = tmp_path / "v"
+    vault.mkdir()
+    (tmp_path / "outside.md").write_text("secret")
+    (vault / "link.md").symlink_to(tmp_path / "outside.md")
+    for bad in ["../outside.md", "/etc/passwd", "a/../../x.md", "C:/x.md", "", "link.md"]:
+        with pytest.raises(VaultPathError):
+            resolve_path(vault, bad)
+    assert resolve_path(vault, "a/b.md") == vault / "a" / "b.md"
+
+
+def test_ignored_paths() -> None:
+    assert is_ignored(".obsidian/workspace.md")
+    assert is_ignored(".spellbook/x.md")
+    assert is_ignored("notes/.note.md.abc.tmp")
+    assert is_ignored("notes/image.png")
+    assert is_ignored("notes/draft.md~")
+    assert not is_ignored("notes/Idea.md")
+
+
+def test_chunks_follow_headings_not_code_fences() -> None:
+    body = "Intro line\n\n# Setup\n\nInstall it.\n\n```sh\n# not a heading\nmake\n```\n\n## Linux\n\napt-get\n\n# Use\n\nRun it.\n"
+    chunks = chunk_body(body)
+    assert [c.heading for c in chunks] == ["", "Setup", "Setup > Linux", "Use"]
+    assert "# not a heading" in chunks[1].text
+    assert "".join(c.text for c in chunks) == body  # nothing lost, nothing added
+
+
+def test_long_sections_split_by_paragraph_then_sentence() -> None:
+    para = "This is a sentence about things. " * 20  # ~660 chars
+    body = "# Big\n\n" + "\n\n".join([para] * 6) + "\n\n" + "한국어 문장입니다. " * 300
+    chunks = chunk_body(body, max_chars=1000)
+    assert len(chunks) > 6
+    assert all(len(c.text) <= 1000 for c in chunks)
+    assert all(c.heading == "Big" for c in chunks)
+    assert "".join(c.text for c in chunks) == body
+
+
+def test_blank_sections_make_no_chunks() -> None:
+    assert chunk_body("") == []
+    assert [c.heading for c in chunk_body("# A\n\n# B\ntext\n")] == ["B"]
