@@ -8,6 +8,7 @@ the tool (read-your-writes). Every method returns JSON-ready dicts and raises ``
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import threading
 import time
@@ -168,12 +169,16 @@ class Engine:
         if mode not in ("hybrid", "semantic", "keyword"):
             raise InvalidInputError("mode must be hybrid, semantic or keyword.")
         spec = _filter(filter)
+        catching_up = self._await_first_index()
         hits = self._search(query, limit, spec, mode)
         stale = [h["path"] for h in hits if file_changed(self.vault, self.catalog.file(h["path"]), h["path"])]
         if stale:  # never answer from an index older than the files: catch up, then search again
             self.indexer.sync_paths(stale)
             hits = self._search(query, limit, spec, mode)
-        return {"query": query, "mode": mode, "results": hits}
+        result: dict[str, Any] = {"query": query, "mode": mode, "results": hits}
+        if catching_up:
+            result["note"] = catching_up
+        return result
 
     def _search(self, query: str, limit: int, spec: Filter | None, mode: Mode) -> list[dict[str, Any]]:
         where, params = to_sql(spec)
@@ -258,6 +263,7 @@ class Engine:
         if offset < 0:
             raise InvalidInputError("offset must be 0 or more.")
         where, params = to_sql(_filter(filter))
+        self._await_first_index()
         rows, total = self.catalog.list_notes(where, params, limit, offset)
         items = [_compact(r) for r in rows]
         next_offset = offset + len(items) if offset + len(items) < total else None
@@ -279,6 +285,7 @@ class Engine:
         problems = self.catalog.problems()
         return {
             "version": __version__,
+            "owner_pid": os.getpid(),
             "vault": str(self.vault.root),
             "index": str(self.settings.index_path),
             "embedder": self.embedder.model_id,
@@ -292,6 +299,14 @@ class Engine:
         }
 
     # --- helpers ------------------------------------------------------------------------------
+    def _await_first_index(self, timeout: float = 10.0) -> str | None:
+        """Give the first reconcile after start a moment to finish, so early reads see the vault.
+        Returns a note for the caller when it is still running."""
+        if self._reconciled.wait(timeout):
+            return None
+        done, total = self.progress["done"], self.progress["total"]
+        return f"The index is still being built ({done}/{total} files); results may be incomplete. Retry shortly."
+
     def _note(self, note_id: str) -> NoteRow:
         if not isinstance(note_id, str) or not note_id.strip():
             raise InvalidInputError("id is empty; pass the id of a memory (from memorize or list_memories).")

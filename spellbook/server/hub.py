@@ -107,14 +107,15 @@ class Hub:
             if warm:
                 warm()
             self.engine = engine
-            self._serve_followers()
-            self._ready.set()
-            engine.reconcile(progress)
             if self.watch and not self._closing.is_set():
+                # Watch before the first reconcile, so a change made while it runs is not missed.
                 from spellbook.indexing.watcher import VaultWatcher
 
                 self._watcher = VaultWatcher(engine.indexer, self.settings.debounce_seconds)
                 self._watcher.start()
+            self._serve_followers()
+            self._ready.set()
+            engine.reconcile(progress)
         except BaseException as exc:  # noqa: BLE001 - reported to every caller instead
             log.exception("could not open the index")
             self._open_error = exc
