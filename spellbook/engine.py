@@ -21,7 +21,7 @@ from spellbook.errors import InvalidInputError, NoteNotFoundError, SpellbookErro
 from spellbook.index.catalog import Catalog, NoteRow
 from spellbook.indexing.indexer import Indexer, Progress, SyncReport, file_changed
 from spellbook.search.filters import Filter, to_sql
-from spellbook.search.hybrid import RRF_K, fuse
+from spellbook.search.hybrid import RRF_K, coverage, fuse, query_terms
 from spellbook.search.keyword import tokenize
 from spellbook.vault.fields import new_id, normalize_importance, normalize_tags, string_list, title_from_text
 from spellbook.vault.note import NOTE_TYPES, now_iso, parse_note, render_note
@@ -34,6 +34,7 @@ Mode = Literal["hybrid", "semantic", "keyword"]
 MAX_QUERY_CHARS = 2_000
 MAX_TITLE_CHARS = 200
 SNIPPET_CHARS = 240
+KEYWORD_COVERAGE_POWER = 2.0  # keyword hits weigh coverage**p in hybrid fusion (docs/search.md)
 LIST_FIELDS = ("keywords", "questions", "entities", "links")
 TEXT_FIELDS = ("category", "topic", "context", "source")
 
@@ -201,7 +202,17 @@ class Engine:
             keyword_scores = dict(found)
             rankings.append([cid for cid, _ in found])
         if mode == "hybrid":
-            ranked = fuse(rankings)
+            # Keyword hits count in proportion to how much of the query they contain.
+            terms = query_terms(query)
+            rows = self.catalog.chunks(list(keyword_scores))
+            titles = self.catalog.notes_at(c.path for c in rows.values())
+            weight = {
+                cid: coverage(terms, (c.text, c.heading, titles[c.path].title, _meta_text(titles[c.path].meta)))
+                ** KEYWORD_COVERAGE_POWER
+                for cid, c in rows.items()
+                if c.path in titles
+            }
+            ranked = fuse(rankings, [1.0, weight])
             best = len(rankings) / (RRF_K + 1)
             ranked = [(cid, score / best) for cid, score in ranked]
         elif mode == "semantic":
@@ -400,6 +411,11 @@ def _snippet(text: str, terms: list[str]) -> str:
     start = max(0, min(positions) - SNIPPET_CHARS // 4) if positions else 0
     piece = flat[start : start + SNIPPET_CHARS]
     return ("…" if start else "") + piece + ("…" if start + SNIPPET_CHARS < len(flat) else "")
+
+
+def _meta_text(meta: dict[str, Any]) -> str:
+    parts = [meta.get(k) for k in ("keywords", "questions", "entities", "aliases", "tags")]
+    return " ".join(" ".join(map(str, p)) if isinstance(p, list) else str(p) for p in parts if p)
 
 
 def _report(report: SyncReport) -> dict[str, Any]:

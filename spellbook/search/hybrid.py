@@ -1,17 +1,39 @@
-"""Reciprocal rank fusion of ranked lists. Pure."""
+"""Reciprocal rank fusion of ranked lists, and how much of a query a keyword hit covers. Pure."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
+
+from spellbook.search.keyword import STOPWORDS, tokenize
 
 RRF_K = 60
 
 
-def fuse(rankings: Sequence[Sequence[str]], weights: Sequence[float] | None = None, k: int = RRF_K) -> list[tuple[str, float]]:
-    """Fuse ranked id lists: score(id) = sum of weight / (k + rank). Best first, ties by id."""
+def fuse(
+    rankings: Sequence[Sequence[str]], weights: Sequence[float | Mapping[str, float]] | None = None, k: int = RRF_K
+) -> list[tuple[str, float]]:
+    """score(id) = sum over lists of weight / (k + rank). A weight is per list, or per id in that
+    list (a mapping). Best first, ties by id."""
     weights = weights or [1.0] * len(rankings)
     scores: dict[str, float] = {}
     for ranking, weight in zip(rankings, weights):
         for rank, item in enumerate(ranking, start=1):
-            scores[item] = scores.get(item, 0.0) + weight / (k + rank)
+            w = weight.get(item, 0.0) if isinstance(weight, Mapping) else weight
+            scores[item] = scores.get(item, 0.0) + w / (k + rank)
     return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
+def query_terms(query: str) -> set[str]:
+    terms = {t for t in tokenize(query) if t not in STOPWORDS}
+    return terms or set(tokenize(query))
+
+
+def coverage(terms: set[str], texts: Iterable[str]) -> float:
+    """Share of the query's distinct terms found in these texts: a keyword hit that matched only
+    one common bigram of a long query covers little of it, and should count for little."""
+    if not terms:
+        return 0.0
+    found: set[str] = set()
+    for text in texts:
+        found.update(terms.intersection(tokenize(text)))
+    return len(found) / len(terms)

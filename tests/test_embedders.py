@@ -1,0 +1,144 @@
+"""Real embedders: the bundled offline models, and Ollama's HTTP API through the ollama client."""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from spellbook.config import Settings
+from spellbook.embedders.base import load_embedder
+from spellbook.engine import Engine
+from spellbook.errors import EmbedderError
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def use_m3():
+    embedder = load_embedder(Settings(embedder="use-m3"))
+    embedder.warm_up()
+    return embedder
+
+
+class FakeOllama:
+    """A loopback HTTP server speaking Ollama's /api/embed, answering with real USE-m3 vectors."""
+
+    def __init__(self, embedder) -> None:
+        self.requests: list[dict] = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                outer.requests.append({"path": self.path, **body})
+                if self.path != "/api/embed":
+                    self.send_error(404)
+                    return
+                if body["model"] != "nomic-embed-text":
+                    payload = json.dumps({"error": f"model '{body['model']}' not found, try pulling it first"})
+                    self.send_response(404)
+                    self.send_header("Content-Type", "application/json")
+                    self.end_headers()
+                    self.wfile.write(payload.encode())
+                    return
+                texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+                vectors = embedder.embed_documents(texts)
+                payload = json.dumps({"model": body["model"], "embeddings": vectors, "total_duration": 1})
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload.encode())
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def __enter__(self) -> FakeOllama:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def test_ollama_embedder_round_trips_over_http(tmp_path: Path, use_m3) -> None:
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    with FakeOllama(use_m3) as ollama:
+        settings = Settings(vault=vault, embedder="ollama", ollama_url=ollama.url, watch=False)
+        engine = Engine(settings)
+        try:
+            engine.start()
+            assert engine.stats()["embedder"] == "ollama/nomic-embed-text"
+            assert engine.embedder.dimensions == 512
+            out = engine.scribe("The espresso machine needs descaling every month.", title="Espresso", category="home")
+            engine.scribe("Our cat prefers the sunny windowsill.", title="Cat", category="home")
+            hits = engine.memorize("coffee maker maintenance", mode="semantic")["results"]
+            assert hits[0]["id"] == out["id"]
+        finally:
+            engine.close()
+        embeds = [r for r in ollama.requests if r["path"] == "/api/embed"]
+        assert any(t.startswith("search_document: ") for r in embeds for t in r["input"])
+        assert any(t.startswith("search_query: ") for r in embeds for t in r["input"])
+
+
+def test_ollama_errors_say_what_to_do(use_m3) -> None:
+    with FakeOllama(use_m3) as ollama:
+        missing = load_embedder(Settings(embedder="ollama", ollama_url=ollama.url, ollama_model="bge-m3"))
+        with pytest.raises(EmbedderError, match="ollama pull bge-m3"):
+            missing.embed_query("x")
+        url = ollama.url
+    down = load_embedder(Settings(embedder="ollama", ollama_url=url, ollama_timeout=2))
+    with pytest.raises(EmbedderError, match="Start Ollama"):
+        down.embed_documents(["x"])
+
+
+def test_minilm_offline_model_embeds_english(tmp_path: Path) -> None:
+    embedder = load_embedder(Settings(embedder="minilm"))
+    a, b, c = np.array(embedder.embed_documents(["How do I reset my password?", "Steps to change a forgotten password", "Best pizza toppings"]))
+    assert a.shape == (384,) and abs(np.linalg.norm(a) - 1) < 1e-4
+    assert a @ b > a @ c + 0.2
+
+
+# Notes in three languages; queries in another language than their note where possible.
+NOTES = {
+    "deploy": ("en", "Production deploys run through GitHub Actions, then ArgoCD syncs the cluster."),
+    "allergy": ("en", "Minji is allergic to peanuts; never order satay for team lunch."),
+    "standup": ("ko", "팀 스탠드업 회의는 매일 오전 10시에 줌에서 진행합니다."),
+    "backup": ("ko", "데이터베이스 백업은 매일 밤 S3에 저장되고 30일 동안 보관됩니다."),
+    "hanami": ("ja", "毎年四月に上野公園でお花見をします。場所取りは新人の担当です。"),
+    "invoice": ("ja", "請求書は月末までに経理部にPDFで送ってください。"),
+}
+QUERIES = [
+    ("how are releases deployed to production?", "deploy"),
+    ("누가 땅콩 알레르기가 있나요?", "allergy"),
+    ("When is the daily standup meeting?", "standup"),
+    ("データベースのバックアップはどこに保存されますか", "backup"),
+    ("cherry blossom viewing in spring", "hanami"),
+    ("청구서는 언제까지 보내야 하나요?", "invoice"),
+    ("배포는 어떻게 하나요?", "deploy"),
+]
+
+
+def test_default_model_finds_memories_across_english_korean_japanese(tmp_path: Path, use_m3) -> None:
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    engine = Engine(Settings(vault=vault, watch=False), embedder=use_m3)
+    try:
+        engine.start()
+        ids = {key: engine.scribe(text, title=key, category=lang)["id"] for key, (lang, text) in NOTES.items()}
+        for mode in ("hybrid", "semantic"):
+            top = [engine.memorize(q, limit=3, mode=mode)["results"][0]["id"] for q, _ in QUERIES]
+            assert top == [ids[key] for _, key in QUERIES], mode
+    finally:
+        engine.close()
