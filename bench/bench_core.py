@@ -1,0 +1,706 @@
+"""Core performance benchmark: startup, scribe, memorize, memory use and first index.
+
+Everything goes through the real entry points: ``spellbook serve`` spawned as a subprocess and
+driven by the real MCP SDK stdio client (so the numbers include process start, JSON-RPC over
+pipes, the tool layer, the hub, the vault writes and the index), and ``spellbook index`` run as a
+subprocess for the hand-written vault. It prints figures only; nothing here passes or fails.
+
+    .venv/bin/python bench/bench_core.py                      # 1,000 notes, 200 queries, use-m3
+    .venv/bin/python bench/bench_core.py --notes 200 --queries 50 --embedder hashing
+
+Sections:
+  1. startup: process start -> ``list_tools()`` answer, on a fresh vault (N runs) and on a vault
+     that already holds the benchmark's notes (restart cost); also time until the index is ready.
+  2. scribe: ``--notes`` synthetic notes (60-200 words; English, Korean, Japanese) sent one by one.
+  3. memorize: ``--queries`` queries per mode (hybrid, semantic, keyword, hybrid + category filter).
+  4. memory: VmHWM / VmRSS of the serving (owner) process, read from /proc.
+  5. first index: ``--notes`` hand-written markdown files (no frontmatter, 2-4 ``##`` sections)
+     indexed with ``spellbook index``, then a second, no-op run.
+
+The summary is printed at the end and written to ``bench/results/core_<embedder>.txt``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import platform
+import random
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+RESULTS_DIR = HERE / "results"
+SPELLBOOK_BIN = str(Path(sys.executable).with_name("spellbook"))
+if not Path(SPELLBOOK_BIN).exists():  # fall back to the repo venv, then PATH
+    SPELLBOOK_BIN = str(REPO / ".venv" / "bin" / "spellbook")
+    if not Path(SPELLBOOK_BIN).exists():
+        SPELLBOOK_BIN = shutil.which("spellbook") or "spellbook"
+
+SEED = 20240611
+MODES = ("hybrid", "semantic", "keyword")
+TARGETS = {"memorize_p50_ms": 30.0, "startup_s": 1.5, "scribe_p50_ms": 100.0}
+
+
+# ============================================================================================
+# Synthetic text: topic word lists composed by templates, fixed seed, three languages.
+# ============================================================================================
+TOPICS: dict[str, dict[str, list[str]]] = {
+    "deploy": {
+        "en": ["deploy pipeline", "staging cluster", "canary release", "rollback script", "helm chart",
+               "blue-green switch", "release tag", "build cache", "container image", "load balancer"],
+        "ko": ["배포 파이프라인", "스테이징 클러스터", "카나리 배포", "롤백 스크립트", "헬름 차트",
+               "릴리스 태그", "빌드 캐시", "컨테이너 이미지", "로드 밸런서", "배포 승인"],
+        "ja": ["デプロイパイプライン", "ステージング環境", "カナリアリリース", "ロールバック手順", "ヘルムチャート",
+               "リリースタグ", "ビルドキャッシュ", "コンテナイメージ", "ロードバランサー", "本番切り替え"],
+    },
+    "database": {
+        "en": ["postgres replica", "slow query log", "index migration", "connection pool", "vacuum job",
+               "backup snapshot", "schema change", "read replica lag", "foreign key", "query planner"],
+        "ko": ["포스트그레스 복제본", "슬로우 쿼리 로그", "인덱스 마이그레이션", "커넥션 풀", "백업 스냅샷",
+               "스키마 변경", "복제 지연", "외래 키", "쿼리 플래너", "테이블 파티션"],
+        "ja": ["レプリカ", "スロークエリログ", "インデックス移行", "コネクションプール", "バックアップ",
+               "スキーマ変更", "レプリケーション遅延", "外部キー", "クエリプランナー", "パーティション"],
+    },
+    "frontend": {
+        "en": ["react component", "bundle size", "css grid", "dark mode", "form validation",
+               "accessibility audit", "service worker", "image lazy loading", "design tokens", "route guard"],
+        "ko": ["리액트 컴포넌트", "번들 크기", "다크 모드", "폼 검증", "접근성 점검",
+               "서비스 워커", "이미지 지연 로딩", "디자인 토큰", "라우트 가드", "상태 관리"],
+        "ja": ["Reactコンポーネント", "バンドルサイズ", "ダークモード", "フォーム検証", "アクセシビリティ監査",
+               "サービスワーカー", "画像の遅延読み込み", "デザイントークン", "ルーティング", "状態管理"],
+    },
+    "ml": {
+        "en": ["embedding model", "training run", "eval set", "learning rate", "gpu memory",
+               "tokenizer", "checkpoint", "reranker", "recall metric", "data loader"],
+        "ko": ["임베딩 모델", "학습 실행", "평가 세트", "학습률", "GPU 메모리",
+               "토크나이저", "체크포인트", "리랭커", "재현율 지표", "데이터 로더"],
+        "ja": ["埋め込みモデル", "学習ジョブ", "評価セット", "学習率", "GPUメモリ",
+               "トークナイザー", "チェックポイント", "リランカー", "再現率", "データローダー"],
+    },
+    "security": {
+        "en": ["api token", "ssh key", "audit log", "password rotation", "tls certificate",
+               "firewall rule", "oauth scope", "secret vault", "phishing report", "access review"],
+        "ko": ["API 토큰", "SSH 키", "감사 로그", "비밀번호 교체", "TLS 인증서",
+               "방화벽 규칙", "OAuth 권한", "시크릿 저장소", "피싱 신고", "접근 권한 검토"],
+        "ja": ["APIトークン", "SSH鍵", "監査ログ", "パスワード更新", "TLS証明書",
+               "ファイアウォール設定", "OAuthスコープ", "シークレット管理", "フィッシング報告", "権限レビュー"],
+    },
+    "cooking": {
+        "en": ["sourdough starter", "kimchi batch", "miso soup", "cast iron pan", "bread flour",
+               "fermentation time", "knife sharpening", "rice cooker", "spice rack", "weekly meal prep"],
+        "ko": ["사워도우 스타터", "김치 담그기", "된장찌개", "무쇠 팬", "강력분",
+               "발효 시간", "칼 갈기", "밥솥", "양념장", "주간 밀프렙"],
+        "ja": ["サワードウ", "キムチ作り", "味噌汁", "鉄のフライパン", "強力粉",
+               "発酵時間", "包丁研ぎ", "炊飯器", "出汁", "作り置き"],
+    },
+    "travel": {
+        "en": ["flight booking", "rail pass", "hotel check-in", "travel insurance", "packing list",
+               "visa appointment", "airport lounge", "currency exchange", "day trip", "hiking trail"],
+        "ko": ["항공권 예약", "철도 패스", "호텔 체크인", "여행자 보험", "짐 목록",
+               "비자 예약", "공항 라운지", "환전", "당일치기 여행", "등산로"],
+        "ja": ["航空券の予約", "鉄道パス", "ホテルのチェックイン", "旅行保険", "持ち物リスト",
+               "ビザの予約", "空港ラウンジ", "両替", "日帰り旅行", "登山道"],
+    },
+    "health": {
+        "en": ["sleep schedule", "running plan", "blood test", "knee injury", "protein intake",
+               "stretching routine", "dentist visit", "vitamin d", "posture check", "meditation habit"],
+        "ko": ["수면 패턴", "달리기 계획", "혈액 검사", "무릎 부상", "단백질 섭취",
+               "스트레칭 루틴", "치과 예약", "비타민 D", "자세 교정", "명상 습관"],
+        "ja": ["睡眠リズム", "ランニング計画", "血液検査", "膝のけが", "タンパク質摂取",
+               "ストレッチ", "歯医者の予約", "ビタミンD", "姿勢改善", "瞑想の習慣"],
+    },
+    "finance": {
+        "en": ["monthly budget", "tax return", "index fund", "invoice template", "expense report",
+               "credit card statement", "savings goal", "subscription audit", "pension plan", "receipt archive"],
+        "ko": ["월 예산", "연말정산", "인덱스 펀드", "청구서 양식", "경비 보고서",
+               "카드 명세서", "저축 목표", "구독 정리", "연금 계획", "영수증 보관"],
+        "ja": ["月の予算", "確定申告", "インデックス投資", "請求書テンプレート", "経費精算",
+               "カード明細", "貯金目標", "サブスク整理", "年金プラン", "領収書の保管"],
+    },
+    "team": {
+        "en": ["standup notes", "sprint review", "onboarding doc", "hiring loop", "one-on-one",
+               "retro action item", "roadmap draft", "incident postmortem", "on-call rotation", "design review"],
+        "ko": ["스탠드업 메모", "스프린트 리뷰", "온보딩 문서", "채용 면접", "일대일 면담",
+               "회고 액션 아이템", "로드맵 초안", "장애 회고", "온콜 순번", "설계 리뷰"],
+        "ja": ["朝会メモ", "スプリントレビュー", "オンボーディング資料", "採用面接", "1on1",
+               "振り返りのアクション", "ロードマップ案", "障害ポストモーテム", "オンコール当番", "設計レビュー"],
+    },
+    "home": {
+        "en": ["boiler service", "garden bed", "tomato seedlings", "leaky faucet", "wifi router",
+               "bike repair", "window insulation", "recycling schedule", "bookshelf", "smart thermostat"],
+        "ko": ["보일러 점검", "텃밭", "토마토 모종", "수도꼭지 누수", "와이파이 공유기",
+               "자전거 수리", "창문 단열", "분리수거 요일", "책장 정리", "스마트 온도조절기"],
+        "ja": ["給湯器の点検", "家庭菜園", "トマトの苗", "蛇口の水漏れ", "Wi-Fiルーター",
+               "自転車の修理", "窓の断熱", "ゴミ出しの日", "本棚の整理", "スマートサーモスタット"],
+    },
+    "language": {
+        "en": ["korean grammar", "kanji flashcards", "listening practice", "vocabulary deck", "tutor session",
+               "honorific forms", "reading club", "pronunciation drill", "jlpt mock test", "topik exam"],
+        "ko": ["한국어 문법", "한자 카드", "듣기 연습", "단어장", "과외 수업",
+               "존댓말", "독서 모임", "발음 연습", "일본어 모의고사", "토픽 시험"],
+        "ja": ["韓国語の文法", "漢字カード", "リスニング練習", "単語帳", "家庭教師",
+               "敬語", "読書会", "発音練習", "JLPT模試", "TOPIK試験"],
+    },
+}
+TOPIC_NAMES = list(TOPICS)
+
+PEOPLE = {
+    "en": ["Alice", "Bob", "Priya", "Kenji", "Minji", "Omar", "Lena", "Tomás"],
+    "ko": ["지수", "민준", "서연", "현우", "다은", "준호", "하늘", "수빈"],
+    "ja": ["田中", "佐藤", "鈴木", "高橋", "伊藤", "山本", "中村", "小林"],
+}
+DAYS = {
+    "en": ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "the weekend", "last night", "this morning"],
+    "ko": ["월요일", "화요일", "수요일", "목요일", "금요일", "주말", "어젯밤", "오늘 아침"],
+    "ja": ["月曜日", "火曜日", "水曜日", "木曜日", "金曜日", "週末", "昨夜", "今朝"],
+}
+EN_VERBS = ["migrate", "review", "benchmark", "debug", "document", "schedule", "refactor", "compare", "monitor",
+            "clean up", "double-check", "simplify", "automate", "pin"]
+EN_ADJ = ["stable", "slow", "flaky", "fast", "expensive", "confusing", "reliable", "noisy", "fragile", "cheap"]
+KO_VERBS = ["점검한다", "정리한다", "비교해 본다", "자동화한다", "문서로 남긴다", "다시 확인한다", "단순하게 만든다"]
+KO_ADJ = ["불안정했다", "느려졌다", "빨라졌다", "비쌌다", "헷갈렸다", "안정적이었다", "복잡했다"]
+JA_VERBS = ["確認する", "整理する", "比較する", "自動化する", "記録する", "見直す", "簡単にする"]
+JA_ADJ = ["不安定に", "遅く", "速く", "高く", "分かりにくく", "安定して", "複雑に"]
+
+EN_TEMPLATES = [
+    "We decided to {verb} the {n1} before touching the {n2}.",
+    "The {n1} became {adj} after {person} changed the {n2} on {day}.",
+    "Remember that the {n1} depends on the {n2}, so {verb} it first.",
+    "{person} noticed that the {n1} took {num} minutes on {day}, which is far too long.",
+    "Next time, check the {n1} and the {n2} together instead of one at a time.",
+    "It failed because the {n1} was {adj} and nobody looked at the {n2}.",
+    "A good rule: never {verb} the {n1} without a fresh copy of the {n2}.",
+    "The fix was to {verb} the {n1} and then restart the {n2}.",
+    "Cost went from {num} to {num2} once we changed how the {n1} works.",
+    "Open question: should the {n1} own the {n2}, or the other way round?",
+    "{person} prefers to {verb} the {n1} weekly; I think monthly is enough.",
+    "The {n2} is the part that usually goes wrong, not the {n1}.",
+    "Keep a short checklist for the {n1}: {num} steps, written down, no guessing.",
+    "Tried a new approach to the {n1} on {day} and it felt {adj}.",
+]
+KO_TEMPLATES = [
+    "{n2} 작업 전에 {n1}부터 {verb}.",
+    "{day}에 {person} 님이 {n2} 설정을 바꾼 뒤 {n1} 상태가 {adj}.",
+    "{n1}은 {n2}에 의존하므로 순서를 꼭 지켜야 한다.",
+    "{day}에 {n1} 확인을 했는데 {num}분이나 걸렸다.",
+    "다음에는 {n1}와 {n2}를 한 번에 같이 확인하자.",
+    "{n1} 때문에 {n2} 일정이 {num}일 늦어졌다.",
+    "결론: {n1}은 {n2}와 분리해서 관리하는 것이 낫다.",
+    "{num}번 시도한 끝에 {n1} 문제를 겨우 해결했다.",
+    "{person} 님은 {n1}을 매주 {verb}고 했지만 한 달에 한 번이면 충분해 보인다.",
+    "비용이 {num}에서 {num2}로 줄었고 {n1} 방식만 바꿨다.",
+    "{n1} 체크리스트는 {num}단계로 짧게 유지한다.",
+    "문제는 대개 {n1}이 아니라 {n2} 쪽에서 생긴다.",
+]
+JA_TEMPLATES = [
+    "{n2}の作業の前に、まず{n1}を{verb}。",
+    "{day}に{person}さんが{n2}を変更してから、{n1}が{adj}なった。",
+    "{n1}は{n2}に依存しているので、順番を守ること。",
+    "{day}に{n1}を確認したら{num}分もかかった。",
+    "次回は{n1}と{n2}を一緒に確認するようにする。",
+    "{n1}のせいで{n2}の予定が{num}日遅れた。",
+    "結論として、{n1}は{n2}とは分けて管理したほうがいい。",
+    "{num}回試して、やっと{n1}の問題が解決した。",
+    "{person}さんは{n1}を毎週{verb}べきだと言うが、月一回で十分だと思う。",
+    "費用は{num}から{num2}に下がった。{n1}のやり方を変えただけだ。",
+    "{n1}のチェックリストは{num}項目に絞っておく。",
+    "問題はたいてい{n1}ではなく{n2}の側で起きる。",
+]
+TEMPLATES = {"en": EN_TEMPLATES, "ko": KO_TEMPLATES, "ja": JA_TEMPLATES}
+VERBS = {"en": EN_VERBS, "ko": KO_VERBS, "ja": JA_VERBS}
+ADJS = {"en": EN_ADJ, "ko": KO_ADJ, "ja": JA_ADJ}
+KINDS = {
+    "en": ["notes", "decision", "checklist", "incident", "idea", "lesson", "plan", "review", "log", "tips"],
+    "ko": ["메모", "결정", "체크리스트", "장애 기록", "아이디어", "교훈", "계획", "리뷰", "기록", "팁"],
+    "ja": ["メモ", "決定", "チェックリスト", "障害記録", "アイデア", "教訓", "計画", "レビュー", "ログ", "コツ"],
+}
+HEADINGS = {
+    "en": ["Context", "Decision", "Steps", "Why", "Gotchas", "Follow-ups", "Open questions", "Results", "Links"],
+    "ko": ["배경", "결정", "절차", "이유", "주의할 점", "후속 작업", "열린 질문", "결과"],
+    "ja": ["背景", "決定事項", "手順", "理由", "注意点", "フォローアップ", "未解決の質問", "結果"],
+}
+OTHER_CATEGORIES = ["projects", "personal", "research"]
+
+
+def _pick_lang(rng: random.Random) -> str:
+    return rng.choices(("en", "ko", "ja"), weights=(50, 25, 25))[0]
+
+
+def _words(lang: str, text: str) -> int:
+    """Rough word count: whitespace tokens for English/Korean; ~3 characters a word for Japanese."""
+    return max(1, len(text) // 3) if lang == "ja" else len(text.split())
+
+
+class TextGen:
+    """Deterministic note and query generator."""
+
+    def __init__(self, seed: int = SEED) -> None:
+        self.rng = random.Random(seed)
+
+    def sentence(self, lang: str, topic: str) -> str:
+        r = self.rng
+        n1, n2 = r.sample(TOPICS[topic][lang], 2)
+        if r.random() < 0.2:  # borrow a noun from a neighbouring topic now and then
+            n2 = r.choice(TOPICS[r.choice(TOPIC_NAMES)][lang])
+        num = r.randint(2, 90)
+        return r.choice(TEMPLATES[lang]).format(
+            n1=n1, n2=n2, verb=r.choice(VERBS[lang]), adj=r.choice(ADJS[lang]), person=r.choice(PEOPLE[lang]),
+            day=r.choice(DAYS[lang]), num=num, num2=max(1, num - r.randint(1, num)),
+        )
+
+    def paragraph(self, lang: str, topic: str, words: int) -> str:
+        out: list[str] = []
+        count = 0
+        while count < words:
+            # one sentence in five switches language (people mix languages in their notes)
+            sl = lang if self.rng.random() > 0.2 else self.rng.choice(("en", "ko", "ja"))
+            s = self.sentence(sl, topic)
+            out.append(s)
+            count += _words(sl, s)
+        joiner = "" if lang == "ja" else " "
+        return joiner.join(out)
+
+    def title(self, lang: str, topic: str) -> str:
+        r = self.rng
+        n1, n2 = r.sample(TOPICS[topic][lang], 2)
+        kind = r.choice(KINDS[lang])
+        if lang == "en":
+            return f"{n1.capitalize()} and {n2} {kind}"
+        if lang == "ko":
+            return f"{n1}, {n2} {kind}"
+        return f"{n1}と{n2}の{kind}"
+
+    def scribe_note(self, i: int) -> dict[str, Any]:
+        r = self.rng
+        lang = _pick_lang(r)
+        topic = r.choice(TOPIC_NAMES)
+        target = r.randint(60, 200)
+        text = self.paragraph(lang, topic, target)
+        if r.random() < 0.3:  # some notes have two paragraphs
+            cut = text.find(". ", len(text) // 2)
+            if cut > 0:
+                text = text[: cut + 1] + "\n\n" + text[cut + 2 :]
+        category = "bench" if i % 2 == 0 else r.choice(OTHER_CATEGORIES)
+        return {
+            "text": text, "title": self.title(lang, topic), "category": category, "topic": topic,
+            "tags": [topic, lang, r.choice(KINDS["en"])],
+        }
+
+    def handwritten_note(self, i: int) -> tuple[str, str]:
+        """(vault-relative path, markdown) of a hand-written note: no frontmatter, 2-4 ## sections."""
+        r = self.rng
+        lang = _pick_lang(r)
+        topic = r.choice(TOPIC_NAMES)
+        title = self.title(lang, topic)
+        parts: list[str] = []
+        if r.random() < 0.7:
+            parts.append(f"# {title}\n")
+        if r.random() < 0.5:
+            parts.append(self.paragraph(lang, topic, r.randint(15, 40)) + "\n")
+        for heading in r.sample(HEADINGS[lang], r.randint(2, 4)):
+            parts.append(f"## {heading}\n")
+            if r.random() < 0.25:
+                items = [self.sentence(lang, topic) for _ in range(r.randint(2, 4))]
+                parts.append("\n".join(f"- {s}" for s in items) + "\n")
+            else:
+                parts.append(self.paragraph(lang, topic, r.randint(30, 110)) + "\n")
+        if r.random() < 0.2:
+            parts.append(f"#{topic} #{lang}\n")
+        folder = topic if r.random() < 0.8 else f"{topic}/{r.choice(KINDS['en'])}"
+        return f"{folder}/{title} {i:04d}.md", "\n".join(parts)
+
+    def query(self) -> str:
+        r = self.rng
+        lang = _pick_lang(r)
+        topic = r.choice(TOPIC_NAMES)
+        n1, n2 = r.sample(TOPICS[topic][lang], 2)
+        if lang == "en":
+            forms = [f"how did we {r.choice(EN_VERBS)} the {n1}", f"{n1} {n2}", f"why was the {n1} so slow",
+                     f"what changed in the {n2}", f"checklist for {n1}", f"{n1} problem fix"]
+        elif lang == "ko":
+            forms = [f"{n1} {n2} 관련 메모", f"{n1} 문제 해결 방법", f"{n2} 일정이 늦어진 이유",
+                     f"{n1} 체크리스트", f"{n1}", f"{n2} 설정 변경"]
+        else:
+            forms = [f"{n1}と{n2}について", f"{n1}の問題はどう解決した", f"{n2}の予定が遅れた理由",
+                     f"{n1}のチェックリスト", f"{n1}", f"{n2}の変更"]
+        return r.choice(forms)
+
+
+# ============================================================================================
+# Measuring helpers
+# ============================================================================================
+def pct(values: list[float], p: float) -> float:
+    """Percentile with linear interpolation (p in 0..100)."""
+    if not values:
+        return float("nan")
+    s = sorted(values)
+    k = (len(s) - 1) * p / 100
+    lo, hi = int(k), min(int(k) + 1, len(s) - 1)
+    return s[lo] + (s[hi] - s[lo]) * (k - lo)
+
+
+def proc_status(pid: int) -> dict[str, int]:
+    """VmHWM / VmRSS (kB) of a process from /proc."""
+    out: dict[str, int] = {}
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key in ("VmHWM", "VmRSS", "Threads"):
+                out[key] = int(value.split()[0])
+    except OSError:
+        pass
+    return out
+
+
+def log(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+class ServerLogs:
+    """The server's stderr goes to files here (not the console); scanned for warnings and errors."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.files: list[Path] = []
+
+    def new(self, name: str):
+        path = self.folder / f"{name}.stderr.log"
+        self.files.append(path)
+        return path.open("w", encoding="utf-8")
+
+    def problems(self) -> list[str]:
+        found: list[str] = []
+        for path in self.files:
+            if not path.exists():
+                continue
+            for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+                if re.search(r"\b(WARNING|ERROR|CRITICAL)\b|Traceback", line):
+                    found.append(f"{path.name}: {line.strip()[:300]}")
+        return found
+
+
+def client_for(vault: Path, embedder: str, errlog) -> Client:
+    params = StdioServerParameters(
+        command=SPELLBOOK_BIN, args=["serve", "--vault", str(vault), "--embedder", embedder], env=dict(os.environ)
+    )
+    return Client(stdio_client(params, errlog=errlog))
+
+
+async def wait_ready(client: Client, timeout: float = 600.0) -> dict[str, Any]:
+    """Poll ``stats`` until the first reconcile is done; returns the last stats."""
+    deadline = time.monotonic() + timeout
+    while True:
+        r = await client.call_tool("stats", {})
+        if r.is_error:
+            raise RuntimeError(f"stats failed: {r.content}")
+        data = r.structured_content or {}
+        if data.get("state") == "ready" or time.monotonic() > deadline:
+            return data
+        await anyio.sleep(0.05)
+
+
+def _error_text(result: Any) -> str:
+    try:
+        return " ".join(getattr(c, "text", "") for c in result.content)[:300]
+    except Exception:  # noqa: BLE001
+        return repr(result)[:300]
+
+
+# ============================================================================================
+# Sections
+# ============================================================================================
+async def bench_startup(vault: Path, embedder: str, logs: ServerLogs, name: str) -> dict[str, Any]:
+    """Process start -> tools/list answer; then -> index ready; then client close (process exit)."""
+    with logs.new(name) as errlog:
+        t0 = time.perf_counter()
+        async with client_for(vault, embedder, errlog) as client:
+            tools = await client.list_tools(cache_mode="bypass")
+            t_list = time.perf_counter() - t0
+            stats = await wait_ready(client)
+            t_ready = time.perf_counter() - t0
+            t1 = time.perf_counter()
+            r = await client.call_tool("memorize", {"query": "deploy pipeline rollback", "limit": 5})
+            first_query = time.perf_counter() - t1
+            t_close0 = time.perf_counter()
+        t_close = time.perf_counter() - t_close0
+    return {
+        "tools_list_s": t_list, "ready_s": t_ready, "close_s": t_close, "tools": len(tools.tools),
+        "first_memorize_ms": first_query * 1000, "first_memorize_error": r.is_error,
+        "notes": stats.get("notes"), "chunks": stats.get("chunks"), "embedder": stats.get("embedder"),
+    }
+
+
+async def bench_session(vault: Path, embedder: str, notes: list[dict[str, Any]], queries: list[str],
+                        logs: ServerLogs) -> dict[str, Any]:
+    """One server: N scribes, then the queries per mode, then memory figures."""
+    out: dict[str, Any] = {"scribe_errors": [], "memorize_errors": []}
+    with logs.new("session") as errlog:
+        t0 = time.perf_counter()
+        async with client_for(vault, embedder, errlog) as client:
+            await client.list_tools(cache_mode="bypass")
+            stats = await wait_ready(client)
+            out["ready_s"] = time.perf_counter() - t0
+            pid = int(stats["owner_pid"])
+            out["owner_pid"] = pid
+            out["embedder"] = stats.get("embedder")
+            out["rss_ready"] = proc_status(pid)
+            log(f"server pid {pid} ready in {out['ready_s']:.2f} s ({stats.get('embedder')}); "
+                f"RSS {out['rss_ready'].get('VmRSS', 0) / 1024:.0f} MB")
+
+            # --- scribe ---------------------------------------------------------------------
+            lat: list[float] = []
+            started = time.perf_counter()
+            for i, note in enumerate(notes, 1):
+                t = time.perf_counter()
+                r = await client.call_tool("scribe", note)
+                lat.append((time.perf_counter() - t) * 1000)
+                if r.is_error:
+                    out["scribe_errors"].append(_error_text(r))
+                if i % 200 == 0 or i == len(notes):
+                    el = time.perf_counter() - started
+                    log(f"scribe {i}/{len(notes)}: {i / el:.1f} notes/s, last-200 p50 "
+                        f"{pct(lat[-200:], 50):.1f} ms")
+            out["scribe_wall_s"] = time.perf_counter() - started
+            out["scribe_lat_ms"] = lat
+            out["rss_after_scribe"] = proc_status(pid)
+
+            stats = (await client.call_tool("stats", {})).structured_content or {}
+            out["stats_after_scribe"] = {k: stats.get(k) for k in ("notes", "chunks", "vectors", "problems_total")}
+
+            # --- memorize -------------------------------------------------------------------
+            variants: list[tuple[str, dict[str, Any]]] = [(m, {"mode": m}) for m in MODES]
+            variants.append(("hybrid+filter", {"mode": "hybrid", "filter": {"category": "bench"}}))
+            variants.append(("semantic+filter", {"mode": "semantic", "filter": {"category": "bench"}}))
+            out["memorize"] = {}
+            for label, extra in variants:
+                for q in queries[:3]:  # warm-up, not timed
+                    await client.call_tool("memorize", {"query": q, "limit": 5, **extra})
+                lat = []
+                hits: list[int] = []
+                for q in queries:
+                    t = time.perf_counter()
+                    r = await client.call_tool("memorize", {"query": q, "limit": 5, **extra})
+                    lat.append((time.perf_counter() - t) * 1000)
+                    if r.is_error:
+                        out["memorize_errors"].append(f"{label}: {_error_text(r)}")
+                    else:
+                        res = (r.structured_content or {}).get("results", [])
+                        hits.append(len(res))
+                        if "filter" in extra and any(h.get("category") != "bench" for h in res):
+                            out["memorize_errors"].append(f"{label}: a hit outside category bench for {q!r}")
+                out["memorize"][label] = {"lat": lat, "hits": hits}
+                log(f"memorize {label:15s}: p50 {pct(lat, 50):6.1f} ms  p95 {pct(lat, 95):6.1f} ms  "
+                    f"mean hits {statistics.fmean(hits) if hits else 0:.2f}")
+
+            # --- memory ---------------------------------------------------------------------
+            stats = (await client.call_tool("stats", {})).structured_content or {}
+            out["stats_end"] = {k: stats.get(k) for k in ("notes", "chunks", "vectors", "problems_total", "owner_pid")}
+            out["rss_end"] = proc_status(int(stats.get("owner_pid", pid)))
+            t_close0 = time.perf_counter()
+        out["close_s"] = time.perf_counter() - t_close0
+    return out
+
+
+def bench_cli_index(vault: Path, embedder: str, logs: ServerLogs, name: str) -> dict[str, Any]:
+    """Run ``spellbook index`` as a subprocess; wall time, its own summary line and peak RSS."""
+    err_path = logs.folder / f"{name}.stderr.log"
+    logs.files.append(err_path)
+    with err_path.open("wb") as err, open(os.devnull, "wb") as devnull:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen([SPELLBOOK_BIN, "index", "--vault", str(vault), "--embedder", embedder],
+                                stdout=devnull, stderr=err, env=dict(os.environ))
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t0
+        proc.returncode = os.waitstatus_to_exitcode(status)
+    text = err_path.read_text(encoding="utf-8", errors="replace")
+    summary = ""
+    for line in reversed(re.split(r"[\r\n]+", text)):
+        if "notes," in line and "chunks indexed" in line:
+            summary = line.strip()
+            break
+    m = re.search(r"(\d+) notes, (\d+) chunks", summary)
+    return {
+        "wall_s": wall, "rc": proc.returncode, "summary": summary, "maxrss_kb": usage.ru_maxrss,
+        "user_s": usage.ru_utime, "sys_s": usage.ru_stime,
+        "notes": int(m.group(1)) if m else None, "chunks": int(m.group(2)) if m else None,
+        "stderr_tail": text[-600:] if proc.returncode else "",
+    }
+
+
+# ============================================================================================
+# Main
+# ============================================================================================
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--notes", type=int, default=1000, help="notes to scribe / hand-written files to index")
+    ap.add_argument("--queries", type=int, default=200, help="memorize queries per mode")
+    ap.add_argument("--embedder", default="use-m3", choices=["use-m3", "minilm", "ollama", "hashing"])
+    ap.add_argument("--startup-runs", type=int, default=5, help="fresh-vault startups to time")
+    ap.add_argument("--keep", action="store_true", help="keep the temporary vaults and server logs")
+    ap.add_argument("--skip-index", action="store_true", help="skip section 5 (hand-written vault)")
+    args = ap.parse_args()
+
+    tmp = Path(tempfile.mkdtemp(prefix="spellbook-bench-"))
+    logs = ServerLogs(tmp)
+    log(f"bench_core: notes={args.notes} queries={args.queries} embedder={args.embedder}; "
+        f"bin={SPELLBOOK_BIN}; work dir {tmp}")
+    gen = TextGen(SEED)
+    notes = [gen.scribe_note(i) for i in range(args.notes)]
+    queries = [gen.query() for _ in range(args.queries)]
+    handwritten = [gen.handwritten_note(i) for i in range(args.notes)]
+    res: dict[str, Any] = {}
+    try:
+        # 1. startup on fresh vaults (the folder does not exist yet: serve creates it from the template)
+        runs = []
+        for i in range(args.startup_runs):
+            vault = tmp / f"fresh{i}" / "vault"
+            vault.parent.mkdir()
+            r = anyio.run(bench_startup, vault, args.embedder, logs, f"startup{i}")
+            runs.append(r)
+            log(f"startup {i + 1}/{args.startup_runs}: tools/list {r['tools_list_s']:.2f} s, "
+                f"ready {r['ready_s']:.2f} s, close {r['close_s']:.2f} s ({r['tools']} tools)")
+            shutil.rmtree(vault.parent, ignore_errors=True)
+        res["startup"] = runs
+
+        # 2-4. scribe, memorize, memory in one session
+        vault = tmp / "scribed" / "vault"
+        vault.parent.mkdir()
+        res["session"] = anyio.run(bench_session, vault, args.embedder, notes, queries, logs)
+
+        # 1b. restart on the now-populated vault
+        r = anyio.run(bench_startup, vault, args.embedder, logs, "restart")
+        res["restart"] = r
+        log(f"restart with {r['notes']} notes: tools/list {r['tools_list_s']:.2f} s, ready {r['ready_s']:.2f} s, "
+            f"first memorize {r['first_memorize_ms']:.0f} ms")
+
+        # 5. first index of a hand-written vault, then the no-op reconcile
+        if not args.skip_index:
+            hv = tmp / "handwritten"
+            t = time.perf_counter()
+            total_bytes = 0
+            for path, text in handwritten:
+                f = hv / path
+                f.parent.mkdir(parents=True, exist_ok=True)
+                f.write_text(text, encoding="utf-8")
+                total_bytes += len(text.encode())
+            log(f"wrote {len(handwritten)} hand-written files ({total_bytes / 1e6:.1f} MB) in "
+                f"{time.perf_counter() - t:.1f} s")
+            res["hand_bytes"] = total_bytes
+            res["index1"] = bench_cli_index(hv, args.embedder, logs, "index1")
+            log(f"index (first): {res['index1']['wall_s']:.1f} s  {res['index1']['summary']}")
+            res["index2"] = bench_cli_index(hv, args.embedder, logs, "index2")
+            log(f"index (no-op): {res['index2']['wall_s']:.2f} s  {res['index2']['summary']}")
+
+        summary = render_summary(args, res, logs)
+    finally:
+        if args.keep:
+            log(f"kept {tmp}")
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+    print()
+    print(summary, flush=True)
+    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    out = RESULTS_DIR / f"core_{args.embedder}.txt"
+    out.write_text(summary + "\n", encoding="utf-8")
+    print(f"\n(written to {out})")
+    return 0
+
+
+def render_summary(args: argparse.Namespace, res: dict[str, Any], logs: ServerLogs) -> str:
+    L: list[str] = []
+    add = L.append
+    ms = "ms"
+    add("=" * 78)
+    add(f"Spellbook core benchmark  embedder={args.embedder}  notes={args.notes}  queries={args.queries}")
+    add(f"{datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}  {platform.platform()}  "
+        f"python {platform.python_version()}  cpus={os.cpu_count()}  load(1m)={os.getloadavg()[0]:.2f}")
+    add("Targets (for comparison only): memorize p50 < 30 ms @1k notes; startup to tools/list < 1.5 s; "
+        "scribe p50 < 100 ms")
+    add("=" * 78)
+
+    runs = res.get("startup", [])
+    if runs:
+        tl = [r["tools_list_s"] for r in runs]
+        rd = [r["ready_s"] for r in runs]
+        add(f"1. Startup, fresh vault ({len(runs)} runs; process start -> answer)")
+        add(f"   tools/list           min {min(tl):.2f} s   median {statistics.median(tl):.2f} s   "
+            f"max {max(tl):.2f} s   (target < {TARGETS['startup_s']} s)")
+        add(f"   index ready (stats)  min {min(rd):.2f} s   median {statistics.median(rd):.2f} s   "
+            f"(model loaded + template notes indexed)")
+        add(f"   shutdown (stdin closed -> exit) median {statistics.median(r['close_s'] for r in runs):.2f} s")
+    r = res.get("restart")
+    if r:
+        add(f"   restart, existing vault of {r['notes']} notes / {r['chunks']} chunks: tools/list "
+            f"{r['tools_list_s']:.2f} s, ready {r['ready_s']:.2f} s, first memorize {r['first_memorize_ms']:.0f} {ms}")
+
+    s = res.get("session")
+    if s:
+        lat = s["scribe_lat_ms"]
+        n = len(lat)
+        add(f"2. scribe over MCP stdio ({n} notes, sequential)")
+        add(f"   throughput {n / s['scribe_wall_s']:.1f} notes/s ({s['scribe_wall_s']:.1f} s total)")
+        add(f"   latency p50 {pct(lat, 50):.1f} {ms}   p95 {pct(lat, 95):.1f} {ms}   p99 {pct(lat, 99):.1f} {ms}   "
+            f"max {max(lat):.0f} {ms}   (target p50 < {TARGETS['scribe_p50_ms']:.0f} ms)")
+        first, last = lat[: max(1, n // 10)], lat[-max(1, n // 10):]
+        add(f"   first 10% p50 {pct(first, 50):.1f} {ms} vs last 10% p50 {pct(last, 50):.1f} {ms}")
+        add(f"   errors {len(s['scribe_errors'])}; index after: {s['stats_after_scribe']}")
+        add(f"3. memorize at {s['stats_after_scribe'].get('notes')} notes ({args.queries} queries each, limit 5)")
+        for label, m in s["memorize"].items():
+            hits = m["hits"]
+            add(f"   {label:16s} p50 {pct(m['lat'], 50):6.1f} {ms}   p95 {pct(m['lat'], 95):6.1f} {ms}   "
+                f"max {max(m['lat']):6.0f} {ms}   mean hits {statistics.fmean(hits) if hits else 0:.2f}")
+        add(f"   (target p50 < {TARGETS['memorize_p50_ms']:.0f} ms; filter = {{'category': 'bench'}}, ~half the notes)")
+        add(f"   errors {len(s['memorize_errors'])}")
+        add(f"4. Server process memory (pid {s['owner_pid']}, /proc/<pid>/status)")
+        for label, key in (("after ready", "rss_ready"), ("after scribes", "rss_after_scribe"),
+                           ("at end", "rss_end")):
+            st = s[key]
+            add(f"   {label:14s} VmRSS {st.get('VmRSS', 0) / 1024:6.0f} MB   VmHWM {st.get('VmHWM', 0) / 1024:6.0f} MB"
+                f"   threads {st.get('Threads', '?')}")
+
+    i1, i2 = res.get("index1"), res.get("index2")
+    if i1:
+        rate = (i1["notes"] or args.notes) / i1["wall_s"]
+        add(f"5. `spellbook index` of a hand-written vault ({args.notes} files, 2-4 ## sections, "
+            f"{res.get('hand_bytes', 0) / 1e6:.1f} MB)")
+        add(f"   first index  {i1['wall_s']:6.1f} s  {rate:6.1f} notes/s  cpu {i1['user_s'] + i1['sys_s']:.1f} s  "
+            f"peak RSS {i1['maxrss_kb'] / 1024:.0f} MB  rc {i1['rc']}")
+        add(f"                -> {i1['summary']}")
+    if i2:
+        add(f"   no-op rerun  {i2['wall_s']:6.2f} s  cpu {i2['user_s'] + i2['sys_s']:.1f} s  "
+            f"peak RSS {i2['maxrss_kb'] / 1024:.0f} MB  rc {i2['rc']}")
+        add(f"                -> {i2['summary']}")
+        for r in (i1, i2):
+            if r and r["rc"]:
+                add(f"   stderr tail: {r['stderr_tail']!r}")
+
+    odd: list[str] = []
+    if s:
+        odd += [f"scribe error: {e}" for e in s["scribe_errors"][:5]]
+        odd += [f"memorize error: {e}" for e in s["memorize_errors"][:5]]
+    odd += logs.problems()[:15]
+    add("Server/CLI warnings and errors:" if odd else "Server/CLI warnings and errors: none")
+    for line in odd:
+        add(f"   {line}")
+    add("=" * 78)
+    return "\n".join(L)
+
+
+if __name__ == "__main__":
+    with contextlib.suppress(KeyboardInterrupt):
+        sys.exit(main())

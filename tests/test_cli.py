@@ -1,0 +1,77 @@
+"""The spellbook command, as a person runs it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+from .conftest import SPELLBOOK, child_env
+
+pytestmark = pytest.mark.slow
+
+
+def run(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+    result = subprocess.run([SPELLBOOK, *args], capture_output=True, text=True, env=child_env(), timeout=120)
+    if check:
+        assert result.returncode == 0, result.stderr
+    return result
+
+
+def test_init_index_search_stats(tmp_path: Path) -> None:
+    vault = tmp_path / "notes"
+    run("init", str(vault))
+    assert (vault / "Welcome.md").exists() and (vault / ".gitignore").read_text().count(".spellbook") == 1
+    assert list((vault / "system").rglob("*.md"))
+    for n in range(30):
+        (vault / "journal").mkdir(exist_ok=True)
+        (vault / "journal" / f"Day {n}.md").write_text(f"# Day {n}\n\n## Weather\n\nDay {n} was sunny.\n\n## Food\n\nAte dish number {n}.\n")
+    (vault / "journal" / "Day 7.md").write_text("# Day 7\n\n## Trip\n\nWe hiked up Mount Hallasan on Jeju.\n")
+    common = ["--vault", str(vault), "--embedder", "hashing"]
+    indexed = run("index", *common)
+    assert "indexing [" in indexed.stderr and "34 notes" in indexed.stderr  # progress shown, then a summary
+    again = run("index", *common)
+    assert "34 notes" in again.stderr
+    found = run("search", *common, "Hallasan hike", "--mode", "keyword")
+    assert found.stdout.startswith("1. [") and "journal/Day 7.md › Day 7 > Trip" in found.stdout
+    as_json = json.loads(run("search", *common, "Hallasan", "--json").stdout)
+    assert as_json["results"][0]["path"] == "journal/Day 7.md"
+    stats = json.loads(run("stats", *common, "--json").stdout)
+    assert stats["notes"] == 34 and stats["embedder"] == "hashing-v1"
+    rebuilt = run("index", *common, "--rebuild")
+    assert "34 notes" in rebuilt.stderr
+
+
+def test_cli_reports_errors_without_a_traceback(tmp_path: Path) -> None:
+    missing = run("search", "--vault", str(tmp_path / "nope"), "x", check=False)
+    assert missing.returncode == 1 and "spellbook init" in missing.stderr and "Traceback" not in missing.stderr
+    vault = tmp_path / "v"
+    run("init", str(vault))
+    empty = run("search", "--vault", str(vault), "--embedder", "hashing", "  ", check=False)
+    assert empty.returncode == 1 and "query is empty" in empty.stderr
+
+
+def test_cli_forwards_to_a_running_server_instead_of_opening_the_index(tmp_path: Path) -> None:
+    vault = tmp_path / "vault"
+    params = StdioServerParameters(
+        command=SPELLBOOK, args=["serve", "--vault", str(vault), "--embedder", "hashing"], env=child_env()
+    )
+
+    async def main() -> None:
+        async with Client(params) as client:
+            stored = await client.call_tool("scribe", {"text": "Sourdough needs a 12 hour rise.", "title": "Bread"})
+            owner = (await client.call_tool("stats", {})).structured_content["owner_pid"]
+            out = await anyio.to_thread.run_sync(
+                lambda: run("search", "--vault", str(vault), "--embedder", "hashing", "sourdough", "--json")
+            )
+            result = json.loads(out.stdout)
+            assert result["results"][0]["id"] == stored.structured_content["id"]
+            stats = await anyio.to_thread.run_sync(lambda: run("stats", "--vault", str(vault), "--json"))
+            assert json.loads(stats.stdout)["owner_pid"] == owner  # answered by the server process
+
+    anyio.run(main)
