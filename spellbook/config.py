@@ -30,6 +30,9 @@ class Settings(BaseSettings):
     max_chunk_chars: int = Field(
         default=2_000, ge=200, description="Hand-written sections longer than this are split further."
     )
+    duplicate_similarity: float = Field(
+        default=0.8, ge=0.0, le=1.0, description="scribe flags an existing memory this similar as a near-duplicate."
+    )
     watch: bool = Field(default=True, description="Watch the vault and re-index changes live.")
     debounce_seconds: float = Field(default=0.25, ge=0.0)
     log_level: str = "INFO"

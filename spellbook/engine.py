@@ -24,7 +24,7 @@ from spellbook.search.filters import Filter, to_sql
 from spellbook.search.hybrid import RRF_K, coverage, fuse, query_terms
 from spellbook.search.keyword import tokenize
 from spellbook.vault.fields import new_id, normalize_importance, normalize_tags, string_list, title_from_text
-from spellbook.vault.note import NOTE_TYPES, now_iso, parse_note, render_note
+from spellbook.vault.note import NOTE_TYPES, content_version, now_iso, parse_note, render_note
 from spellbook.vault.paths import note_path
 from spellbook.vault.store import Vault
 
@@ -100,12 +100,15 @@ class Engine:
         meta["created"] = now
         meta["updated"] = now
         path = note_path(meta.get("category") or "inbox", meta.get("topic"), title)
-        path = self.vault.create(path, render_note(meta, body))
+        rendered = render_note(meta, body)
+        path = self.vault.create(path, rendered)
         self.indexer.sync_path(path)
-        state = self.vault.read(path)
+        similar = self._similar(path, 3)
+        for hit in similar:
+            hit["near_duplicate"] = hit["similarity"] >= self.settings.duplicate_similarity
         return {
-            "id": meta["id"], "path": path, "version": state.version, "title": title,
-            "category": meta.get("category"), "topic": meta.get("topic"), "created": now,
+            "id": meta["id"], "path": path, "version": content_version(rendered), "title": title,
+            "category": meta.get("category"), "topic": meta.get("topic"), "created": now, "similar": similar,
         }
 
     def revise(self, id: str, text: str | None = None, version: str | None = None, **fields: Any) -> dict[str, Any]:
@@ -243,6 +246,50 @@ class Engine:
             if len(hits) == limit:
                 break
         return hits
+
+    def related(self, id: str, limit: int = 5) -> dict[str, Any]:
+        """Notes semantically closest to a memory (by the mean of its chunk vectors), itself excluded."""
+        if not 1 <= limit <= 50:
+            raise InvalidInputError("limit must be between 1 and 50.")
+        note = self._note(id)
+        return {"id": id, "path": note.path, "related": self._similar(note.path, limit)}
+
+    def _similar(self, path: str, limit: int) -> list[dict[str, Any]]:
+        chunk_ids = self.catalog.chunk_ids(path)
+        vectors = list(self.vectors.vectors(chunk_ids).values()) if chunk_ids else []
+        if not vectors:
+            return []
+        dims = len(vectors[0])
+        mean = [sum(v[i] for v in vectors) / len(vectors) for i in range(dims)]
+        norm = sum(x * x for x in mean) ** 0.5 or 1.0
+        found = self.vectors.query([x / norm for x in mean], limit * 4 + len(chunk_ids))
+        chunks = self.catalog.chunks([cid for cid, _ in found])
+        notes = self.catalog.notes_at(c.path for c in chunks.values())
+        out: list[dict[str, Any]] = []
+        seen = {path}
+        for cid, similarity in found:
+            chunk = chunks.get(cid)
+            if chunk is None or chunk.path in seen or chunk.path not in notes:
+                continue
+            seen.add(chunk.path)
+            other = notes[chunk.path]
+            out.append({"id": other.note_id, "path": other.path, "title": other.title, "similarity": round(similarity, 4)})
+            if len(out) == limit:
+                break
+        return out
+
+    def timeline(self, id: str, window: int = 3) -> dict[str, Any]:
+        """The memories written just before and just after this one, and this note's sections."""
+        if not 1 <= window <= 20:
+            raise InvalidInputError("window must be between 1 and 20.")
+        note = self._note(id)
+        when = note.created or note.updated or ""
+        before, after = self.catalog.around(note.path, when, window)
+        return {
+            "id": id, "path": note.path, "title": note.title, "created": note.created,
+            "before": [_compact(r) for r in before], "after": [_compact(r) for r in after],
+            "sections": [{"index": c.idx, "heading": c.heading} for c in self.catalog.chunks_of(note.path)],
+        }
 
     def get_memories(self, ids: list[str]) -> dict[str, Any]:
         if not ids:

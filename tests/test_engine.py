@@ -235,3 +235,26 @@ def test_get_index_counts_categories_and_topics(engine: Engine) -> None:
     index = engine.get_index()
     assert index["total_notes"] == 3
     assert index["categories"]["projects"]["topics"] == {"web": 2}
+
+
+def test_scribe_reports_similar_memories_and_related_excludes_itself(engine: Engine) -> None:
+    first = engine.scribe("The office wifi password rotates every month.", title="Wifi", category="office")
+    engine.scribe("Lunch is at noon in the cafeteria.", title="Lunch", category="office")
+    again = engine.scribe("The office wifi password rotates every month.", title="Wifi again", category="office")
+    assert again["similar"][0]["id"] == first["id"] and again["similar"][0]["near_duplicate"]
+    assert all(not s["near_duplicate"] for s in again["similar"][1:])
+    related = engine.related(first["id"], limit=5)["related"]
+    assert first["id"] not in {r["id"] for r in related} and related[0]["id"] == again["id"]
+
+
+def test_timeline_lists_neighbours_in_time(engine: Engine, vault: Path) -> None:
+    ids = []
+    for n in range(5):
+        out = engine.scribe(f"Event number {n}.", title=f"Event {n}", category="log")
+        file = vault / out["path"]  # give each a distinct creation time
+        file.write_text(file.read_text().replace(out["created"], f"2026-01-0{n + 1}T00:00:00+00:00"))
+        ids.append(out["id"])
+    engine.reconcile()
+    around = engine.timeline(ids[2], window=2)
+    assert [m["id"] for m in around["before"]] == [ids[1], ids[0]]
+    assert [m["id"] for m in around["after"]] == [ids[3], ids[4]]

@@ -286,6 +286,22 @@ class Catalog:
         with self._lock:
             return [(r[0], r[1]) for r in self._db.execute(sql, [expression, *params, limit]).fetchall()]
 
+    def around(self, path: str, when: str, window: int) -> tuple[list[NoteRow], list[NoteRow]]:
+        """Notes created just before (newest first) and just after (oldest first) ``when``."""
+        created = "coalesce(created, updated, '')"
+        with self._lock:
+            before = self._db.execute(
+                f"SELECT {_NOTE_COLS} FROM notes WHERE path != ? AND ({created} < ? OR ({created} = ? AND path < ?)) "
+                f"ORDER BY {created} DESC, path DESC LIMIT ?",
+                (path, when, when, path, window),
+            ).fetchall()
+            after = self._db.execute(
+                f"SELECT {_NOTE_COLS} FROM notes WHERE path != ? AND ({created} > ? OR ({created} = ? AND path > ?)) "
+                f"ORDER BY {created} ASC, path ASC LIMIT ?",
+                (path, when, when, path, window),
+            ).fetchall()
+        return [_note(r) for r in before], [_note(r) for r in after]
+
     def counts(self) -> dict[str, int]:
         with self._lock:
             one = lambda sql: self._db.execute(sql).fetchone()[0]  # noqa: E731

@@ -70,7 +70,15 @@ def build_server(hub: Hub) -> MCPServer:
             questions=questions, entities=entities, importance=importance, type=type, context=context,
             source=source,
         )
-        return _result(f"Stored memory {data['id']} at {data['path']} (version {data['version']}).", data)
+        text = f"Stored memory {data['id']} at {data['path']} (version {data['version']})."
+        dupes = [s for s in data["similar"] if s["near_duplicate"]]
+        if dupes:
+            text += " Near-duplicates (consider revising one instead): " + "; ".join(
+                f"{d['title']} (id {d['id']}, similarity {d['similarity']:.2f})" for d in dupes
+            )
+        elif data["similar"]:
+            text += " Related: " + "; ".join(f"{s['title']} (id {s['id']})" for s in data["similar"])
+        return _result(text, data)
 
     @server.tool(annotations=_READ)
     async def memorize(
@@ -99,6 +107,23 @@ def build_server(hub: Hub) -> MCPServer:
         if data["not_found"]:
             parts.append(f"Not found: {', '.join(data['not_found'])}")
         return _result("\n\n".join(parts), data)
+
+    @server.tool(annotations=_READ)
+    async def related(id: str, limit: Annotated[int, Field(ge=1, le=50)] = 5) -> CallToolResult:
+        """Memories semantically closest to this one (itself excluded)."""
+        data = await call("related", id=id, limit=limit)
+        lines = [f"Related to {data['path']}:"] + [
+            f"- {r['title']} (id {r['id']}, {r['path']}, similarity {r['similarity']:.2f})" for r in data["related"]
+        ]
+        return _result("\n".join(lines), data)
+
+    @server.tool(annotations=_READ)
+    async def timeline(id: str, window: Annotated[int, Field(ge=1, le=20)] = 3) -> CallToolResult:
+        """Memories written just before and after this one, and its sections."""
+        data = await call("timeline", id=id, window=window)
+        lines = [f"Before {data['title']}:"] + [f"- {m['title']} (id {m['id']})" for m in data["before"]]
+        lines += ["After:"] + [f"- {m['title']} (id {m['id']})" for m in data["after"]]
+        return _result("\n".join(lines), data)
 
     @server.tool(annotations=_WRITE)
     async def revise(
