@@ -67,7 +67,9 @@ class Engine:
 
     # --- lifecycle ----------------------------------------------------------------------------
     def prepare(self) -> None:
-        """Check the index identity; wipe it if it is from another model, chunker or format."""
+        """Check the index identity; wipe it if it is from another model, chunker or format.
+        Remove temp files a killed writer left behind (only the index owner writes)."""
+        self.vault.remove_stale_temp_files()
         reason = self.indexer.needs_rebuild()
         if reason:
             log.info("building the index from the vault: %s", reason)

@@ -8,6 +8,7 @@ read refuses to overwrite a file that changed since.
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ from spellbook.vault.note import content_version
 from spellbook.vault.paths import IGNORED_DIRS, is_ignored, resolve_path, to_path, with_suffix_number
 
 TRASH_DIR = ".trash"
+_TEMP_NAME = re.compile(r"^\..+\.md\.[A-Za-z0-9_]+\.tmp$")  # what _atomic_write creates
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,17 @@ class Vault:
                 path = to_path(self.root, Path(dirpath) / name)
                 if not is_ignored(path):
                     yield path
+
+    def remove_stale_temp_files(self) -> int:
+        """Delete ``.<name>.<random>.tmp`` files that a writer killed mid-write left behind."""
+        removed = 0
+        for dirpath, dirnames, filenames in os.walk(self.root, followlinks=False):
+            dirnames[:] = [d for d in dirnames if d not in IGNORED_DIRS]
+            for name in filenames:
+                if _TEMP_NAME.match(name):
+                    Path(dirpath, name).unlink(missing_ok=True)
+                    removed += 1
+        return removed
 
     def stat(self, path: str) -> os.stat_result:
         return self.file(path).stat()
