@@ -87,8 +87,7 @@ class VectorIndex:
 
     def query(self, vector: Sequence[float], limit: int, ids: Sequence[str] | None = None) -> list[tuple[str, float]]:
         """(chunk_id, cosine similarity) nearest first; ``ids`` restricts the search to those records."""
-        total = self.count()
-        if total == 0 or limit <= 0:
+        if limit <= 0:
             return []
         kwargs: dict[str, Any] = {}
         if ids is not None:
@@ -99,6 +98,6 @@ class VectorIndex:
             kwargs["ids"] = list(ids)
             limit = min(limit, len(ids))
         result = self._collection.query(
-            query_embeddings=[list(vector)], n_results=min(limit, total), include=["distances"], **kwargs
+            query_embeddings=[list(vector)], n_results=limit, include=["distances"], **kwargs
         )
         return [(cid, 1.0 - float(dist)) for cid, dist in zip(result["ids"][0], result["distances"][0])]

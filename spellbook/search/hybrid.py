@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-from spellbook.search.keyword import STOPWORDS, tokenize
+from spellbook.search.keyword import STOPWORDS, normalize, tokenize
 
 RRF_K = 60
 
@@ -30,10 +30,9 @@ def query_terms(query: str) -> set[str]:
 
 def coverage(terms: set[str], texts: Iterable[str]) -> float:
     """Share of the query's distinct terms found in these texts: a keyword hit that matched only
-    one common bigram of a long query covers little of it, and should count for little."""
+    one common bigram of a long query covers little of it, and should count for little.
+    Terms are matched as substrings of the normalised text (cheap, and lenient on word endings)."""
     if not terms:
         return 0.0
-    found: set[str] = set()
-    for text in texts:
-        found.update(terms.intersection(tokenize(text)))
-    return len(found) / len(terms)
+    haystack = normalize(" ".join(texts))
+    return sum(1 for t in terms if t in haystack) / len(terms)

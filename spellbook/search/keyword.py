@@ -22,10 +22,14 @@ STOPWORDS = frozenset(
 )
 
 
+def normalize(text: str) -> str:
+    return unicodedata.normalize("NFKC", text).lower()
+
+
 def tokenize(text: str) -> list[str]:
     """Index tokens: lowercase words; bigrams (and the lone character of 1-char runs) for CJK."""
     out: list[str] = []
-    for run in _TOKEN.findall(unicodedata.normalize("NFKC", text).lower()):
+    for run in _TOKEN.findall(normalize(text)):
         if _CJK_RUN.match(run):
             if len(run) == 1:
                 out.append(run)
