@@ -76,6 +76,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(run=_search)
 
+    p = sub.add_parser("doctor", help="check that the index equals the vault; --repair fixes it")
+    vault_args(p)
+    p.add_argument("--repair", action="store_true", help="bring the index level with the vault")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(run=_doctor)
+
     p = sub.add_parser("stats", help="index health and file problems")
     vault_args(p)
     p.add_argument("--json", action="store_true", help="print JSON")
@@ -202,6 +208,36 @@ def _search(args: argparse.Namespace) -> int:
         print(f"{n}. [{hit['score']:.3f}] {hit['title']}  ({hit['path']}{heading})")
         print(f"   {hit['snippet']}")
     return 0
+
+
+def _doctor(args: argparse.Namespace) -> int:
+    settings = settings_from(args)
+    if not settings.vault_dir.is_dir():
+        raise SpellbookError(f"No vault at {settings.vault_dir}; run `spellbook init {settings.vault_dir}` first.")
+    from spellbook.server.hub import Hub
+
+    # Open without the start-up reconcile, so the check sees the index as it was.
+    hub = Hub(settings.model_copy(update={"watch": False}), watch=False, reconcile_on_open=False)
+    hub.start(background=False)
+    try:
+        report = hub.call("repair" if args.repair else "check")
+    finally:
+        hub.close()
+    if args.json:
+        print(json.dumps(report, ensure_ascii=False, indent=2))
+    else:
+        verdict = "index == vault" if report["consistent"] else "index differs from the vault"
+        print(f"{verdict}: {report['files_in_vault']} files in the vault, {report['files_indexed']} indexed")
+        for key, count in report["counts"].items():
+            if count:
+                print(f"  {key.replace('_', ' ')}: {count}")
+        if report["identity_problem"]:
+            print(f"  index must be rebuilt: {report['identity_problem']}")
+        for problem in report["problems"]:
+            print(f"  skipped/warned {problem['path']}: {problem['problem']}")
+        if not report["consistent"] and not args.repair:
+            print("Run `spellbook doctor --repair` (or `spellbook index`) to fix it.")
+    return 0 if report["consistent"] else 1
 
 
 def _stats(args: argparse.Namespace) -> int:

@@ -21,7 +21,7 @@ from spellbook.errors import InvalidInputError, NoteNotFoundError, SpellbookErro
 from spellbook.index.catalog import Catalog, NoteRow
 from spellbook.indexing.indexer import Indexer, Progress, SyncReport, file_changed
 from spellbook.search.filters import Filter, to_sql
-from spellbook.search.hybrid import RRF_K, coverage, fuse, query_terms
+from spellbook.search.hybrid import blend, coverage, query_terms
 from spellbook.search.keyword import tokenize
 from spellbook.vault.fields import new_id, normalize_importance, normalize_tags, string_list, title_from_text
 from spellbook.vault.note import NOTE_TYPES, content_version, now_iso, parse_note, render_note
@@ -34,7 +34,7 @@ Mode = Literal["hybrid", "semantic", "keyword"]
 MAX_QUERY_CHARS = 2_000
 MAX_TITLE_CHARS = 200
 SNIPPET_CHARS = 240
-KEYWORD_COVERAGE_POWER = 2.0  # keyword hits weigh coverage**p in hybrid fusion (docs/search.md)
+SEMANTIC_WEIGHT = 0.3  # hybrid = 0.3 * semantic + 0.7 * keyword x coverage; tuned on shared/eval (docs/search.md)
 LIST_FIELDS = ("keywords", "questions", "entities", "links")
 TEXT_FIELDS = ("category", "topic", "context", "source")
 
@@ -155,6 +155,54 @@ class Engine:
         self.indexer.sync_path(note.path)
         return {"id": id, "path": note.path, "erased": True, "trash_path": trashed}
 
+    def check(self) -> dict[str, Any]:
+        """Does the index equal the vault? Compares the ledger with every file (size and mtime,
+        then content hash when they differ) and the catalog with the vector index. Changes nothing."""
+        known = self.catalog.files()
+        on_disk = set(self.vault.iter_paths())
+        new = sorted(on_disk - set(known))
+        gone = sorted(set(known) - on_disk)
+        changed: list[str] = []
+        for path in sorted(on_disk & set(known)):
+            row = known[path]
+            try:
+                st = self.vault.stat(path)
+            except OSError:
+                changed.append(path)
+                continue
+            if (row.mtime_ns, row.size) != (st.st_mtime_ns, st.st_size):
+                try:
+                    if self.vault.read(path).version != row.version:
+                        changed.append(path)
+                except (OSError, SpellbookError):
+                    if row.problem is None:
+                        changed.append(path)
+        catalog_ids = self.catalog.all_chunk_ids()
+        vector_ids = self.vectors.ids()
+        missing = len(catalog_ids - vector_ids)
+        orphans = len(vector_ids - catalog_ids)
+        identity = self.indexer.needs_rebuild()
+        return {
+            "consistent": not (new or gone or changed or missing or orphans or identity),
+            "files_in_vault": len(on_disk), "files_indexed": len(known),
+            "not_indexed": new[:50], "deleted_but_indexed": gone[:50], "changed_since_indexed": changed[:50],
+            "counts": {"not_indexed": len(new), "deleted_but_indexed": len(gone), "changed": len(changed),
+                       "vectors_missing": missing, "orphan_vectors": orphans},
+            "identity_problem": identity,
+            "problems": self.catalog.problems()[:50],
+        }
+
+    def repair(self, progress: Progress | None = None) -> dict[str, Any]:
+        """Make the index equal to the vault again (a reconcile, plus re-embedding lost vectors)."""
+        if self.indexer.needs_rebuild():
+            return self.rebuild_index(progress)
+        missing = sorted(self.catalog.all_chunk_ids() - self.vectors.ids())
+        if missing:  # vectors lost under a catalog that thinks they exist: re-index those files
+            paths = sorted({c.path for c in self.catalog.chunks(missing).values()})
+            self.catalog.remove(paths)
+        self.reconcile(progress)
+        return self.check()
+
     def rebuild_index(self, progress: Progress | None = None) -> dict[str, Any]:
         started = time.perf_counter()
         self.indexer.reset()
@@ -207,19 +255,15 @@ class Engine:
             keyword_scores = dict(found)
             rankings.append([cid for cid, _ in found])
         if mode == "hybrid":
-            # Keyword hits count in proportion to how much of the query they contain.
-            terms = query_terms(query)
             rows = self.catalog.chunks(list(keyword_scores))
-            titles = self.catalog.notes_at(c.path for c in rows.values())
-            weight = {
-                cid: coverage(terms, (c.text, c.heading, titles[c.path].title, _meta_text(titles[c.path].meta)))
-                ** KEYWORD_COVERAGE_POWER
+            notes = self.catalog.notes_at(c.path for c in rows.values())
+            terms = query_terms(query)
+            covered = {
+                cid: coverage(terms, (c.text, c.heading, notes[c.path].title, _meta_text(notes[c.path].meta)))
                 for cid, c in rows.items()
-                if c.path in titles
+                if c.path in notes
             }
-            ranked = fuse(rankings, [1.0, weight])
-            best = len(rankings) / (RRF_K + 1)
-            ranked = [(cid, score / best) for cid, score in ranked]
+            ranked = blend(similarity, keyword_scores, covered, SEMANTIC_WEIGHT)
         elif mode == "semantic":
             ranked = list(similarity.items())
         else:

@@ -75,3 +75,34 @@ def test_cli_forwards_to_a_running_server_instead_of_opening_the_index(tmp_path:
             assert json.loads(stats.stdout)["owner_pid"] == owner  # answered by the server process
 
     anyio.run(main)
+
+
+def test_doctor_finds_drift_and_repairs_it(tmp_path: Path) -> None:
+    from spellbook.config import Settings
+    from spellbook.embedders.hashing import HashingEmbedder
+    from spellbook.engine import Engine
+
+    vault = tmp_path / "vault"
+    run("init", str(vault))
+    common = ["--vault", str(vault), "--embedder", "hashing"]
+    run("index", *common)
+    healthy = run("doctor", *common)
+    assert healthy.stdout.startswith("index == vault")
+    # drift made while no server runs: an edit, a delete, a new file, and a lost vector
+    (vault / "Welcome.md").write_text("# Welcome\n\nRewritten by hand.\n")
+    next(vault.joinpath("system").rglob("*.md")).unlink()
+    (vault / "New.md").write_text("# New\n\nA new note.\n")
+    engine = Engine(Settings(vault=vault, embedder="hashing", watch=False), embedder=HashingEmbedder())
+    some_chunk = sorted(engine.vectors.ids())[0]
+    engine.vectors.delete([some_chunk])
+    engine.close()
+    sick = run("doctor", *common, "--json", check=False)
+    assert sick.returncode == 1
+    report = json.loads(sick.stdout)
+    assert report["counts"] == {
+        "not_indexed": 1, "deleted_but_indexed": 1, "changed": 1, "vectors_missing": 1, "orphan_vectors": 0
+    }
+    assert report["not_indexed"] == ["New.md"] and report["changed_since_indexed"] == ["Welcome.md"]
+    repaired = run("doctor", *common, "--repair")
+    assert repaired.stdout.startswith("index == vault")
+    assert run("doctor", *common).returncode == 0

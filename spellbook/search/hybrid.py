@@ -1,4 +1,8 @@
-"""Reciprocal rank fusion of ranked lists, and how much of a query a keyword hit covers. Pure."""
+"""Fusing semantic and keyword results, and how much of a query a keyword hit covers. Pure.
+
+``blend`` is what hybrid search uses (chosen on the eval sets, see docs/search.md); ``fuse``
+(reciprocal rank fusion) is kept for comparison in bench/tune_fusion.py.
+"""
 
 from __future__ import annotations
 
@@ -20,6 +24,28 @@ def fuse(
         for rank, item in enumerate(ranking, start=1):
             w = weight.get(item, 0.0) if isinstance(weight, Mapping) else weight
             scores[item] = scores.get(item, 0.0) + w / (k + rank)
+    return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
+def blend(
+    semantic: Mapping[str, float], keyword: Mapping[str, float], covered: Mapping[str, float], semantic_weight: float
+) -> list[tuple[str, float]]:
+    """score = w * semantic' + (1 - w) * keyword' * coverage, best first.
+
+    semantic' is the cosine similarity min-max scaled over the semantic candidates (1.0 for the
+    best); keyword' is BM25 divided by the best BM25. Coverage (0-1) keeps a keyword hit that
+    shares one common token with a long query from outranking what the vector search found.
+    """
+    scores: dict[str, float] = {}
+    if semantic:
+        lo, hi = min(semantic.values()), max(semantic.values())
+        for cid, sim in semantic.items():
+            scores[cid] = semantic_weight * ((sim - lo) / (hi - lo) if hi > lo else 1.0)
+    if keyword:
+        top = max(keyword.values()) or 1.0
+        for cid, score in keyword.items():
+            part = (1 - semantic_weight) * max(score, 0.0) / top * covered.get(cid, 0.0)
+            scores[cid] = scores.get(cid, 0.0) + part
     return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
 
 

@@ -40,7 +40,7 @@ log = logging.getLogger(__name__)
 
 METHODS = frozenset(
     {"scribe", "memorize", "get_memories", "revise", "erase", "list_memories", "stats", "rebuild_index",
-     "get_index", "reconcile", "related", "timeline"}
+     "get_index", "reconcile", "related", "timeline", "check", "repair"}
 )
 HANDOVER_SECONDS = 30.0
 OPEN_TIMEOUT_SECONDS = 300.0
@@ -51,9 +51,16 @@ class RemoteError(SpellbookError):
 
 
 class Hub:
-    def __init__(self, settings: Settings, watch: bool | None = None, engine_factory: Callable[..., Any] | None = None):
+    def __init__(
+        self,
+        settings: Settings,
+        watch: bool | None = None,
+        engine_factory: Callable[..., Any] | None = None,
+        reconcile_on_open: bool = True,
+    ):
         self.settings = settings
         self.watch = settings.watch if watch is None else watch
+        self.reconcile_on_open = reconcile_on_open
         self._engine_factory = engine_factory
         self.index_dir = settings.index_path
         self.role = "starting"
@@ -115,7 +122,8 @@ class Hub:
                 self._watcher.start()
             self._serve_followers()
             self._ready.set()
-            engine.reconcile(progress)
+            if self.reconcile_on_open:
+                engine.reconcile(progress)
         except BaseException as exc:  # noqa: BLE001 - reported to every caller instead
             log.exception("could not open the index")
             self._open_error = exc
