@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
@@ -157,3 +158,29 @@ def test_two_servers_share_one_vault_and_hand_over(tmp_path: Path) -> None:
     while any(alive(p) for p in pids) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not any(alive(p) for p in pids), "a server process outlived its client"
+
+
+def test_resources_and_prompts(tmp_path: Path) -> None:
+    vault = tmp_path / "vault"
+
+    async def main() -> None:
+        async with Client(server(vault)) as client:
+            stored = await call(client, "scribe", text="Use uv for Python envs.", title="Python envs", category="dev")
+            listed = {str(r.uri) for r in (await client.list_resources()).resources}
+            assert {"memory://index", "memory://recent"} <= listed
+            templates = {t.uri_template for t in (await client.list_resource_templates()).resource_templates}
+            assert "memory://notes/{id}" in templates
+            index = json.loads((await client.read_resource("memory://index")).contents[0].text)
+            assert index["categories"]["dev"]["notes"] == 1
+            recent = json.loads((await client.read_resource("memory://recent")).contents[0].text)
+            assert recent["memories"][0]["id"] == stored["id"]
+            note = (await client.read_resource(f"memory://notes/{stored['id']}")).contents[0].text
+            assert note == (vault / stored["path"]).read_text()
+            prompts = {p.name for p in (await client.list_prompts()).prompts}
+            assert {"chunking_guide", "summarize_memories"} <= prompts
+            guide = await client.get_prompt("chunking_guide", {})
+            assert "one idea" in guide.messages[0].content.text.lower()
+            summary = await client.get_prompt("summarize_memories", {"subject": "python environments"})
+            assert "Use uv for Python envs." in summary.messages[0].content.text
+
+    anyio.run(main)

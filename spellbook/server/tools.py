@@ -20,6 +20,7 @@ from spellbook import __version__
 from spellbook.errors import SpellbookError
 from spellbook.search.filters import Filter
 from spellbook.server.hub import Hub
+from spellbook.server.resources import add_resources_and_prompts
 
 INSTRUCTIONS = """Spellbook is your long-term memory: a markdown vault the user also reads and edits.
 - At the start of a task, call memorize with what you are about to work on.
@@ -201,6 +202,7 @@ def build_server(hub: Hub) -> MCPServer:
         data = await call("rebuild_index")
         return _result(f"Rebuilt: {data['indexed']} files indexed in {data['seconds']} s.", data)
 
+    add_resources_and_prompts(server, hub)
     return server
 
 
