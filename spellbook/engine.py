@@ -356,6 +356,8 @@ class Engine:
                 "id": note_id, "path": note.path, "version": state.version, "title": note.title,
                 "metadata": parsed.meta, "text": parsed.body,
                 "chunks": [{"index": c.idx, "heading": c.heading} for c in self.catalog.chunks_of(note.path)],
+                "links": [self._link(target) for target in self.catalog.links_of(note.path)],
+                "backlinks": [_ref(n) for n in self.catalog.backlinks(note)],
             })
         if not memories:
             raise NoteNotFoundError(missing[0] if len(missing) == 1 else ", ".join(missing))
@@ -424,6 +426,10 @@ class Engine:
             )
         return rows[0]
 
+    def _link(self, target: str) -> dict[str, Any]:
+        found = self.catalog.resolve_link(target)
+        return {"target": target, **(_ref(found) if found else {"resolved": False})}
+
     def _check_text(self, text: str) -> str:
         if not isinstance(text, str) or not text.strip():
             raise InvalidInputError("text is empty: pass the memory's content as markdown.")
@@ -485,6 +491,10 @@ def _filter(value: Filter | dict | None) -> Filter | None:
         raise InvalidInputError(
             f"Invalid filter: {exc}. Allowed keys: {', '.join(Filter.model_fields)}."
         ) from None
+
+
+def _ref(note: NoteRow) -> dict[str, Any]:
+    return {"id": note.note_id, "path": note.path, "title": note.title}
 
 
 def _compact(note: NoteRow) -> dict[str, Any]:

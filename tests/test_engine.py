@@ -258,3 +258,24 @@ def test_timeline_lists_neighbours_in_time(engine: Engine, vault: Path) -> None:
     around = engine.timeline(ids[2], window=2)
     assert [m["id"] for m in around["before"]] == [ids[1], ids[0]]
     assert [m["id"] for m in around["after"]] == [ids[3], ids[4]]
+
+
+def test_wikilinks_and_backlinks_resolve_like_obsidian(engine: Engine, vault: Path) -> None:
+    (vault / "people").mkdir()
+    (vault / "people" / "Minji Kim.md").write_text("---\naliases: [Minji]\n---\n# Minji Kim\n\nDesigner.\n")
+    (vault / "Projects.md").write_text(
+        "# Projects\n\nLed by [[Minji]] and [[people/Minji Kim|MK]]; see [[Roadmap#Q3]] and [[Nowhere]].\n"
+        "```\n[[Not a link]]\n```\n"
+    )
+    (vault / "Roadmap.md").write_text("# Roadmap\n\n## Q3\n\nShip it.\n")
+    engine.reconcile()
+    projects = engine.memorize("Projects", mode="keyword")["results"][0]
+    full = engine.get_memories([projects["id"]])["memories"][0]
+    links = {link["target"]: link.get("path") for link in full["links"]}
+    assert links == {
+        "Minji": "people/Minji Kim.md", "people/Minji Kim": "people/Minji Kim.md",
+        "Roadmap": "Roadmap.md", "Nowhere": None,
+    }
+    minji = engine.memorize("Designer", mode="keyword")["results"][0]
+    backlinks = engine.get_memories([minji["id"]])["memories"][0]["backlinks"]
+    assert [b["path"] for b in backlinks] == ["Projects.md"]

@@ -39,6 +39,9 @@ CREATE TABLE IF NOT EXISTS chunks (
 );
 CREATE INDEX IF NOT EXISTS chunks_path ON chunks(path);
 CREATE INDEX IF NOT EXISTS chunks_digest ON chunks(digest);
+CREATE TABLE IF NOT EXISTS links (path TEXT NOT NULL, target TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS links_path ON links(path);
+CREATE INDEX IF NOT EXISTS links_target ON links(target COLLATE NOCASE);
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(title, meta, body, tokenize='unicode61 remove_diacritics 0');
 """
 
@@ -71,6 +74,7 @@ class NoteRow:
     folder: str
     managed: bool
     meta: dict[str, Any]
+    links: tuple[str, ...] = ()  # wikilink targets written in the note, as written
 
 
 @dataclass(frozen=True)
@@ -166,6 +170,9 @@ class Catalog:
                             json.dumps(note.meta, ensure_ascii=False, default=str),
                         ),
                     )
+                    self._db.executemany(
+                        "INSERT INTO links VALUES (?, ?)", [(note.path, target) for target in note.links]
+                    )
                 for chunk in chunks:
                     row = chunk.row
                     cur = self._db.execute(
@@ -188,11 +195,12 @@ class Catalog:
         )
         self._db.execute("DELETE FROM chunks WHERE path = ?", (path,))
         self._db.execute("DELETE FROM notes WHERE path = ?", (path,))
+        self._db.execute("DELETE FROM links WHERE path = ?", (path,))
         self._db.execute("DELETE FROM files WHERE path = ?", (path,))
 
     def clear(self) -> None:
         with self._lock, self._db:
-            for table in ("chunks_fts", "chunks", "notes", "files", "meta"):
+            for table in ("chunks_fts", "chunks", "notes", "links", "files", "meta"):
                 self._db.execute(f"DELETE FROM {table}")
 
     # --- reads --------------------------------------------------------------------------------
@@ -286,6 +294,39 @@ class Catalog:
         with self._lock:
             return [(r[0], r[1]) for r in self._db.execute(sql, [expression, *params, limit]).fetchall()]
 
+    def links_of(self, path: str) -> list[str]:
+        with self._lock:
+            return [r[0] for r in self._db.execute("SELECT target FROM links WHERE path = ?", (path,))]
+
+    def resolve_link(self, target: str) -> NoteRow | None:
+        """The note a ``[[target]]`` points to, as Obsidian resolves it: a path (with or without
+        .md), a file name, a title, or an alias; case-insensitive; the shortest path wins."""
+        name = target.strip().removesuffix(".md").lower()
+        with self._lock:
+            row = self._db.execute(
+                f"SELECT {_NOTE_COLS} FROM notes WHERE lower(path) = ? OR lower(path) LIKE ? ESCAPE '\\' "
+                "OR lower(title) = ? OR EXISTS (SELECT 1 FROM json_each(json_extract(notes.meta, '$.aliases')) "
+                "WHERE lower(value) = ?) ORDER BY length(path), path LIMIT 1",
+                (name + ".md", "%/" + _like_escape(name) + ".md", name, name),
+            ).fetchone()
+        return _note(row) if row else None
+
+    def backlinks(self, note: NoteRow) -> list[NoteRow]:
+        """Notes whose wikilinks point at ``note`` by path, file name, title or alias."""
+        stem = note.path.removesuffix(".md")
+        names = {stem.lower(), stem.rsplit("/", 1)[-1].lower(), note.title.lower()}
+        aliases = note.meta.get("aliases")
+        if isinstance(aliases, list):
+            names.update(str(a).lower() for a in aliases)
+        marks = ",".join("?" * len(names))
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT {_NOTE_COLS} FROM notes WHERE path != ? AND path IN "
+                f"(SELECT path FROM links WHERE lower(target) IN ({marks})) ORDER BY path",
+                [note.path, *names],
+            ).fetchall()
+        return [_note(r) for r in rows]
+
     def around(self, path: str, when: str, window: int) -> tuple[list[NoteRow], list[NoteRow]]:
         """Notes created just before (newest first) and just after (oldest first) ``when``."""
         created = "coalesce(created, updated, '')"
@@ -324,6 +365,10 @@ class Catalog:
 _NOTE_COLS = (
     "path, note_id, title, category, topic, type, context, importance, tags, created, updated, folder, managed, meta"
 )
+
+
+def _like_escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 def _note(row: tuple) -> NoteRow:

@@ -22,13 +22,13 @@ from spellbook.errors import InvalidInputError, VaultPathError
 from spellbook.index.catalog import Catalog, ChunkRow, FileRow, IndexedChunk, NoteRow
 from spellbook.indexing.chunker import CHUNKER_VERSION, chunk_body
 from spellbook.search.keyword import index_text
-from spellbook.vault.fields import derived_id, inline_tags, normalize_importance, normalize_tags, title_of
+from spellbook.vault.fields import derived_id, inline_tags, normalize_importance, normalize_tags, title_of, wikilinks
 from spellbook.vault.note import parse_note
 from spellbook.vault.store import Vault
 
 log = logging.getLogger(__name__)
 
-INDEX_FORMAT = "1"
+INDEX_FORMAT = "2"
 BATCH_FILES = 64
 MAX_FILE_BYTES = 5 * 1024 * 1024
 
@@ -212,7 +212,7 @@ class Indexer:
             topic=_text(meta.get("topic")), type=_text(meta.get("type")), context=_text(meta.get("context")),
             importance=normalize_importance(meta.get("importance")), tags=tags,
             created=_text(meta.get("created")), updated=_text(meta.get("updated")),
-            folder=folder, managed="id" in meta, meta=meta,
+            folder=folder, managed="id" in meta, meta=meta, links=tuple(wikilinks(parsed.body, meta.get("links"))),
         )
         key = hashlib.sha1(path.encode("utf-8")).hexdigest()[:16]
         fts_meta = index_text(" ".join(_flatten(meta.get(k)) for k in ("keywords", "questions", "entities", "aliases")) + " " + " ".join(tags))

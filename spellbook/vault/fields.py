@@ -89,6 +89,22 @@ def inline_tags(body: str) -> list[str]:
     return [normalize_tag(t) for t in _INLINE_TAG.findall(text)]
 
 
+_WIKILINK = re.compile(r"!?\[\[([^\[\]|#^\n]+)(?:[#^][^\[\]|\n]*)?(?:\|[^\[\]\n]*)?\]\]")
+
+
+def wikilinks(body: str, meta_links: Any = None) -> list[str]:
+    """``[[Target]]`` / ``[[Target|alias]]`` / ``[[Target#heading]]`` targets in the body (outside
+    code) and in a frontmatter ``links`` list, in order, without duplicates."""
+    text = _INLINE_CODE.sub(" ", _FENCE.sub(" ", body))
+    found = [m.strip() for m in _WIKILINK.findall(text)]
+    if isinstance(meta_links, list):
+        for item in meta_links:
+            item = str(item)
+            inner = _WIKILINK.findall(item)
+            found.extend(m.strip() for m in inner) if inner else found.append(item.strip())
+    return list(dict.fromkeys(t for t in found if t))[:MAX_LIST_ITEMS]
+
+
 def title_of(meta: dict[str, Any], body: str, path: str) -> str:
     """A note's title: frontmatter ``title``, else its first H1, else the file name."""
     title = meta.get("title")
