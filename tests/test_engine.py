@@ -279,3 +279,33 @@ def test_wikilinks_and_backlinks_resolve_like_obsidian(engine: Engine, vault: Pa
     minji = engine.memorize("Designer", mode="keyword")["results"][0]
     backlinks = engine.get_memories([minji["id"]])["memories"][0]["backlinks"]
     assert [b["path"] for b in backlinks] == ["Projects.md"]
+
+
+def test_interrupted_first_index_resumes_where_it_stopped(settings: Settings, vault: Path) -> None:
+    for n in range(200):
+        (vault / f"note {n:03d}.md").write_text(f"# Note {n}\n\nBody of note number {n}.\n")
+
+    class Dies(CountingEmbedder):
+        def embed_documents(self, texts):
+            if len(self.embedded) >= 128:  # dies during the third batch of 64 files
+                raise KeyboardInterrupt("killed")
+            return super().embed_documents(texts)
+
+    engine = Engine(settings, embedder=Dies())
+    with pytest.raises(KeyboardInterrupt):
+        engine.start()
+    engine.close()
+    resumed = CountingEmbedder()
+    engine = open_engine(settings, resumed)
+    try:
+        assert len(resumed.embedded) == 200 - 128  # only what was not committed before
+        assert engine.stats()["notes"] == 200
+    finally:
+        engine.close()
+
+
+def test_huge_files_are_skipped_with_the_reason(engine: Engine, vault: Path) -> None:
+    (vault / "huge.md").write_text("# Huge\n\n" + "word " * 1_300_000)
+    engine.reconcile()
+    problems = {p["path"]: p["problem"] for p in engine.stats()["problems"]}
+    assert "too large" in problems["huge.md"]
