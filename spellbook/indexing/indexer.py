@@ -14,6 +14,7 @@ import hashlib
 import logging
 import os
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,6 +32,7 @@ log = logging.getLogger(__name__)
 INDEX_FORMAT = "2"
 BATCH_FILES = 64
 MAX_FILE_BYTES = 5 * 1024 * 1024
+RECENTLY_REMOVED_MAX = 20_000  # vectors of removed chunks kept in memory for moves (about 40 MB at 512-d)
 
 Progress = Callable[[int, int], None]
 
@@ -67,6 +69,7 @@ class Indexer:
         self.embedder = embedder
         self.max_chunk_chars = max_chunk_chars
         self.lock = threading.RLock()  # one writer at a time: tools, watcher, reconcile
+        self._recently_removed: OrderedDict[str, list[float]] = OrderedDict()
 
     # --- identity -----------------------------------------------------------------------------
     def identity(self) -> dict[str, str]:
@@ -122,9 +125,21 @@ class Indexer:
         # Deleted files go last, so a file that was moved reuses their vectors first.
         gone = sorted(set(known) - set(on_disk))
         with self.lock:
-            self._remove(gone)
-        report.removed += len(gone)
+            report.removed += self._remove_missing(gone)
         return report
+
+    def _remove_missing(self, paths: list[str]) -> int:
+        """Drop these paths from the index if they are still missing now (a checkout or pull may
+        have brought them back since the scan); returns how many were dropped."""
+        missing = [p for p in paths if not self._exists(p)]
+        self._remove(missing)
+        return len(missing)
+
+    def _exists(self, path: str) -> bool:
+        try:
+            return self.vault.file(path).is_file()
+        except VaultPathError:
+            return False
 
     def _drop_orphan_vectors(self) -> int:
         """Vectors whose catalog rows never committed (a crash between the two) are removed."""
@@ -150,8 +165,7 @@ class Indexer:
             if prepared:
                 self._commit(prepared, report)
             if gone:  # after the commit, so a moved file reuses the vectors of its old path
-                self._remove(gone)
-                report.removed += len(gone)
+                report.removed += self._remove_missing(gone)
         return report
 
     def sync_path(self, path: str) -> SyncReport:
@@ -238,6 +252,8 @@ class Indexer:
             source = reuse.get(chunk.row.digest)
             if source in known:
                 vectors[chunk.row.chunk_id] = known[source]
+            elif chunk.row.digest in self._recently_removed:
+                vectors[chunk.row.chunk_id] = self._recently_removed[chunk.row.digest]
             else:
                 to_embed.append((chunk.row.chunk_id, text))
         if to_embed:
@@ -261,9 +277,19 @@ class Indexer:
                 report.problems.append({"path": p.file.path, "problem": p.file.problem})
 
     def _remove(self, paths: list[str]) -> None:
-        ids = [cid for path in paths for cid in self.catalog.chunk_ids(path)]
-        if ids:
-            self.vectors.delete(ids)
+        rows = [row for path in paths for row in self.catalog.chunks_of(path)]
+        if rows:
+            # Keep the vectors of removed chunks for a while: a move often arrives as a delete
+            # in one batch and a create in the next (git checkout, Obsidian moves), and the
+            # created file's chunks then reuse them instead of being embedded again.
+            vectors = self.vectors.vectors([r.chunk_id for r in rows])
+            for row in rows:
+                if row.chunk_id in vectors:
+                    self._recently_removed[row.digest] = vectors[row.chunk_id]
+                    self._recently_removed.move_to_end(row.digest)
+            while len(self._recently_removed) > RECENTLY_REMOVED_MAX:
+                self._recently_removed.popitem(last=False)
+            self.vectors.delete([r.chunk_id for r in rows])
         self.catalog.remove(paths)
 
 
