@@ -33,6 +33,12 @@ class Settings(BaseSettings):
     duplicate_similarity: float = Field(
         default=0.8, ge=0.0, le=1.0, description="scribe flags an existing memory this similar as a near-duplicate."
     )
+    importance_boost: float = Field(
+        default=0.05, ge=0.0, le=0.5, description="Search score x (1 + boost x (importance - 3))."
+    )
+    recency_half_life_days: float | None = Field(
+        default=None, gt=0, description="If set, older notes rank lower: score x (0.5 + 0.5 x 0.5^(age/half-life))."
+    )
     watch: bool = Field(default=True, description="Watch the vault and re-index changes live.")
     debounce_seconds: float = Field(default=0.25, ge=0.0)
     log_level: str = "INFO"

@@ -7,6 +7,7 @@ the tool (read-your-writes). Every method returns JSON-ready dicts and raises ``
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import os
 import shutil
@@ -34,6 +35,7 @@ Mode = Literal["hybrid", "semantic", "keyword"]
 MAX_QUERY_CHARS = 2_000
 MAX_TITLE_CHARS = 200
 SNIPPET_CHARS = 240
+SUPERSEDED_FACTOR = 0.5
 SEMANTIC_WEIGHT = 0.3  # hybrid = 0.3 * semantic + 0.7 * keyword x coverage; tuned on shared/eval (docs/search.md)
 LIST_FIELDS = ("keywords", "questions", "entities", "links")
 TEXT_FIELDS = ("category", "topic", "context", "source")
@@ -270,6 +272,8 @@ class Engine:
             ranked = list(keyword_scores.items())
         chunks = self.catalog.chunks([cid for cid, _ in ranked[: depth * 2]])
         notes = self.catalog.notes_at(c.path for c in chunks.values())
+        if mode != "keyword":
+            ranked = self._boost(ranked, chunks, notes)
         terms = [t for t in tokenize(query) if len(t) > 1]
         hits: list[dict[str, Any]] = []
         seen: set[str] = set()
@@ -336,6 +340,19 @@ class Engine:
             "before": [_compact(r) for r in before], "after": [_compact(r) for r in after],
             "sections": [{"index": c.idx, "heading": c.heading} for c in self.catalog.chunks_of(note.path)],
         }
+
+    def _boost(self, ranked: list[tuple[str, float]], chunks: dict, notes: dict) -> list[tuple[str, float]]:
+        """Importance, recency (off unless a half-life is set) and superseded notes nudge the order."""
+        settings = self.settings
+        now = time.time()
+        out: list[tuple[str, float]] = []
+        for cid, score in ranked:
+            chunk = chunks.get(cid)
+            note = notes.get(chunk.path) if chunk else None
+            if note is not None:
+                score *= boost_factor(note, settings.importance_boost, settings.recency_half_life_days, now)
+            out.append((cid, score))
+        return sorted(out, key=lambda kv: (-kv[1], kv[0]))
 
     def get_memories(self, ids: list[str]) -> dict[str, Any]:
         if not ids:
@@ -491,6 +508,24 @@ def _filter(value: Filter | dict | None) -> Filter | None:
         raise InvalidInputError(
             f"Invalid filter: {exc}. Allowed keys: {', '.join(Filter.model_fields)}."
         ) from None
+
+
+def boost_factor(note: NoteRow, importance_boost: float, half_life_days: float | None, now: float) -> float:
+    """How much a note's metadata scales its search score (see docs/search.md)."""
+    factor = 1.0
+    if note.importance is not None:
+        factor *= 1.0 + importance_boost * (note.importance - 3)
+    meta = note.meta
+    if meta.get("superseded_by") or str(meta.get("status", "")).lower() == "superseded":
+        factor *= SUPERSEDED_FACTOR
+    if half_life_days:
+        when = note.updated or note.created
+        try:
+            age_days = max(0.0, (now - dt.datetime.fromisoformat(when).timestamp()) / 86_400) if when else 0.0
+        except (TypeError, ValueError):
+            age_days = 0.0
+        factor *= 0.5 + 0.5 * 0.5 ** (age_days / half_life_days)
+    return factor
 
 
 def _ref(note: NoteRow) -> dict[str, Any]:

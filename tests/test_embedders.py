@@ -142,3 +142,20 @@ def test_default_model_finds_memories_across_english_korean_japanese(tmp_path: P
             assert top == [ids[key] for _, key in QUERIES], mode
     finally:
         engine.close()
+
+
+@pytest.mark.parametrize(
+    ("model", "prefixes"),
+    [
+        ("nomic-embed-text", ("search_document: ", "search_query: ")),
+        ("nomic-embed-text:v1.5", ("search_document: ", "search_query: ")),
+        ("jeffh/intfloat-multilingual-e5-large:f16", ("passage: ", "query: ")),
+        ("zylonai/multilingual-e5-large", ("passage: ", "query: ")),
+        ("bge-m3", ("", "")),
+        ("mxbai-embed-large", ("", "")),
+    ],
+)
+def test_ollama_models_get_their_task_prefixes(model: str, prefixes: tuple[str, str]) -> None:
+    from spellbook.embedders.ollama import _prefixes
+
+    assert _prefixes(model) == prefixes

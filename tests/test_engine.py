@@ -309,3 +309,33 @@ def test_huge_files_are_skipped_with_the_reason(engine: Engine, vault: Path) -> 
     engine.reconcile()
     problems = {p["path"]: p["problem"] for p in engine.stats()["problems"]}
     assert "too large" in problems["huge.md"]
+
+
+def test_importance_recency_and_superseded_nudge_ranking(settings: Settings, vault: Path) -> None:
+    engine = open_engine(settings)
+    try:
+        low = engine.scribe("Kettle descaling uses citric acid.", title="Kettle A", category="home", importance=1)
+        high = engine.scribe("Kettle descaling uses citric acid.", title="Kettle B", category="home", importance=5)
+        top = engine.memorize("kettle descaling citric acid", limit=2, mode="semantic")["results"]
+        assert [h["id"] for h in top] == [high["id"], low["id"]]
+        engine.revise(high["id"], text="Kettle descaling uses citric acid.")
+        file = vault / engine.get_memories([high["id"]])["memories"][0]["path"]
+        file.write_text(file.read_text().replace("importance: 5\n", "importance: 5\nsuperseded_by: abc\n"))
+        engine.reconcile()
+        top = engine.memorize("kettle descaling citric acid", limit=2, mode="semantic")["results"]
+        assert top[0]["id"] == low["id"]  # superseded (x0.5) outweighs importance (x1.1)
+    finally:
+        engine.close()
+    old_and_new = settings.model_copy(update={"recency_half_life_days": 30.0})
+    engine = open_engine(old_and_new)
+    try:
+        old = engine.scribe("Bus timetable for line 7.", title="Bus old", category="town")
+        new = engine.scribe("Bus timetable for line 7.", title="Bus new", category="town")
+        file = vault / old["path"]
+        file.write_text(file.read_text().replace(old["created"], "2020-01-01T00:00:00+00:00"))
+        engine.reconcile()
+        top = engine.memorize("bus timetable line 7", limit=10, mode="semantic")["results"]
+        ranks = [h["id"] for h in top]
+        assert ranks.index(new["id"]) < ranks.index(old["id"])
+    finally:
+        engine.close()

@@ -12,18 +12,18 @@ from spellbook.errors import EmbedderError
 
 _PREFIXES: dict[str, tuple[str, str]] = {
     "nomic-embed-text": ("search_document: ", "search_query: "),
-    "multilingual-e5": ("passage: ", "query: "),
-    "e5": ("passage: ", "query: "),
+    "e5": ("passage: ", "query: "),  # multilingual-e5-*, e5-*
 }
 _BATCH = 64
 
 
 def _prefixes(model: str) -> tuple[str, str]:
-    base = model.split(":")[0].split("/")[-1]
+    """Task prefixes by model family: ``nomic-embed-text``, ``jeffh/intfloat-multilingual-e5-large:f16``..."""
+    base = model.split(":")[0].split("/")[-1].lower()
     for name, prefixes in _PREFIXES.items():
-        if base.startswith(name):
+        if name in base:
             return prefixes
-    return ("", "")
+    return ("", "")  # bge-m3, mxbai, all-minilm...: no prefixes
 
 
 class OllamaEmbedder:
