@@ -50,8 +50,11 @@ def blend(
 
 
 def query_terms(query: str) -> set[str]:
-    terms = {t for t in tokenize(query) if t not in STOPWORDS}
-    return terms or set(tokenize(query))
+    """The terms coverage counts: words and CJK bigrams (single CJK characters match too easily
+    to say a hit covers a query), without stopwords."""
+    tokens = tokenize(query)
+    terms = {t for t in tokens if t not in STOPWORDS and (len(t) > 1 or t.isascii())}
+    return terms or set(tokens)
 
 
 def coverage(terms: set[str], texts: Iterable[str]) -> float:

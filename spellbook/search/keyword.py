@@ -27,14 +27,15 @@ def normalize(text: str) -> str:
 
 
 def tokenize(text: str) -> list[str]:
-    """Index tokens: lowercase words; bigrams (and the lone character of 1-char runs) for CJK."""
+    """Index tokens: lowercase words; for CJK runs, every character and every character bigram.
+
+    Measured on dev_ko with plain BM25 (bench/tokenizers.py): whitespace words hit@5 0.868,
+    trigrams 0.948, bigrams 0.981, unigrams + bigrams 0.985 (MRR 0.973)."""
     out: list[str] = []
     for run in _TOKEN.findall(normalize(text)):
         if _CJK_RUN.match(run):
-            if len(run) == 1:
-                out.append(run)
-            else:
-                out.extend(run[i : i + 2] for i in range(len(run) - 1))
+            out.extend(run)
+            out.extend(run[i : i + 2] for i in range(len(run) - 1))
         else:
             out.append(_stem(run))
     return out
