@@ -276,13 +276,7 @@ class Engine:
             ranked = self._boost(ranked, chunks, notes)
         terms = [t for t in tokenize(query) if len(t) > 1]
         hits: list[dict[str, Any]] = []
-        seen: set[str] = set()
-        for cid, score in ranked:
-            chunk = chunks.get(cid)
-            if chunk is None or chunk.path in seen or chunk.path not in notes:
-                continue  # orphan vector, or a second chunk of a note already listed
-            seen.add(chunk.path)
-            note = notes[chunk.path]
+        for cid, score, chunk, note in _best_per_note(ranked, chunks, notes, limit):
             hit = {
                 "id": note.note_id, "path": note.path, "title": note.title, "score": round(score, 4),
                 "snippet": _snippet(chunk.text, terms), "category": note.category, "topic": note.topic,
@@ -293,8 +287,6 @@ class Engine:
             if cid in similarity:
                 hit["similarity"] = round(similarity[cid], 4)
             hits.append(hit)
-            if len(hits) == limit:
-                break
         return hits
 
     def related(self, id: str, limit: int = 5) -> dict[str, Any]:
@@ -315,18 +307,10 @@ class Engine:
         found = self.vectors.query([x / norm for x in mean], limit * 4 + len(chunk_ids))
         chunks = self.catalog.chunks([cid for cid, _ in found])
         notes = self.catalog.notes_at(c.path for c in chunks.values())
-        out: list[dict[str, Any]] = []
-        seen = {path}
-        for cid, similarity in found:
-            chunk = chunks.get(cid)
-            if chunk is None or chunk.path in seen or chunk.path not in notes:
-                continue
-            seen.add(chunk.path)
-            other = notes[chunk.path]
-            out.append({"id": other.note_id, "path": other.path, "title": other.title, "similarity": round(similarity, 4)})
-            if len(out) == limit:
-                break
-        return out
+        return [
+            {**_ref(note), "similarity": round(similarity, 4)}
+            for _, similarity, _, note in _best_per_note(found, chunks, notes, limit, exclude=path)
+        ]
 
     def timeline(self, id: str, window: int = 3) -> dict[str, Any]:
         """The memories written just before and just after this one, and this note's sections."""
@@ -538,6 +522,24 @@ def _compact(note: NoteRow) -> dict[str, Any]:
         "topic": note.topic, "tags": note.tags, "type": note.type, "importance": note.importance,
         "updated": note.updated or note.created,
     }
+
+
+def _best_per_note(
+    ranked: list[tuple[str, float]], chunks: dict, notes: dict, limit: int, exclude: str | None = None
+) -> list[tuple[str, float, Any, NoteRow]]:
+    """The best chunk of each note, best first, skipping vectors the catalog does not know
+    (orphans) and the ``exclude`` path: (chunk id, score, chunk, note)."""
+    out: list[tuple[str, float, Any, NoteRow]] = []
+    seen = {exclude}
+    for cid, score in ranked:
+        chunk = chunks.get(cid)
+        if chunk is None or chunk.path in seen or chunk.path not in notes:
+            continue
+        seen.add(chunk.path)
+        out.append((cid, score, chunk, notes[chunk.path]))
+        if len(out) == limit:
+            break
+    return out
 
 
 def _snippet(text: str, terms: list[str]) -> str:

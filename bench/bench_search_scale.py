@@ -1,0 +1,115 @@
+"""memorize latency as the vault grows: p50/p95 per mode, with and without filters.
+
+Notes are written straight into a vault and indexed in one batched reconcile (indexing speed is
+bench_sync.py's business). At 10k notes it uses the real default model; at 100k chunks the
+vectors come from the hashing embedder at 512 dimensions (the query-embedding cost is then ~0.2 ms
+instead of ~4 ms: add that back), because what is measured there is Chroma + SQLite with filters.
+
+    .venv/bin/python bench/bench_search_scale.py [--sizes 10000] [--big 100000] [--queries 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from spellbook.config import Settings
+from spellbook.embedders.hashing import HashingEmbedder
+from spellbook.engine import Engine
+from spellbook.vault.note import render_note
+
+TOPICS = ["deploy", "database", "frontend", "billing", "hiring", "travel", "cooking", "garden", "music", "health"]
+WORDS = (
+    "service cluster release rollback index query schema cache latency budget invoice contract interview "
+    "flight hotel recipe oven soil tomato guitar chord sleep running coffee team meeting roadmap bug fix"
+).split()
+KO = "배포 데이터베이스 회의 예산 여행 요리 정원 음악 건강 일정 팀 버그 수정".split()
+JA = "デプロイ データベース 会議 予算 旅行 料理 庭 音楽 健康 予定 チーム バグ 修正".split()
+
+
+def make_vault(root: Path, n: int, seed: int = 1) -> None:
+    rng = random.Random(seed)
+    for i in range(n):
+        topic = rng.choice(TOPICS)
+        lang = rng.random()
+        pool = KO if lang < 0.2 else JA if lang < 0.3 else WORDS
+        body = " ".join(rng.choice(pool) for _ in range(rng.randint(30, 90))) + f" marker{i}."
+        meta = {
+            "id": f"n{i:06d}", "title": f"{topic} note {i}", "category": rng.choice(["projects", "people", "ops", "life"]),
+            "topic": topic, "tags": rng.sample(TOPICS, 2), "importance": rng.randint(1, 5),
+            "created": f"2026-{rng.randint(1, 11):02d}-{rng.randint(1, 28):02d}T10:00:00+00:00",
+        }
+        folder = root / meta["category"] / topic
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"note {i:06d}.md").write_text(render_note(meta, body), encoding="utf-8")
+
+
+def percentiles(values: list[float]) -> str:
+    values = sorted(values)
+    p95 = values[int(len(values) * 0.95) - 1]
+    return f"p50 {statistics.median(values):7.1f} ms   p95 {p95:7.1f} ms"
+
+
+def measure(engine: Engine, queries: list[str], label: str) -> None:
+    filters = {
+        "none": None,
+        "category (25%)": {"category": "projects"},
+        "category+topic (2.5%)": {"category": "projects", "topic": "deploy"},
+        "tags any": {"tags_any": ["music"]},
+        "date range": {"updated_after": "2026-06-01", "updated_before": "2026-07-01"},
+    }
+    print(f"\n{label}")
+    for mode in ("hybrid", "semantic", "keyword"):
+        for name, spec in filters.items():
+            if mode != "hybrid" and name not in ("none", "category (25%)"):
+                continue
+            times = []
+            for q in queries:
+                started = time.perf_counter()
+                engine.memorize(q, limit=5, mode=mode, filter=spec)
+                times.append((time.perf_counter() - started) * 1000)
+            print(f"  {mode:<9} filter {name:<22} {percentiles(times)}")
+
+
+def run(size: int, embedder, label: str, queries: int) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        vault = Path(tmp) / "vault"
+        vault.mkdir()
+        make_vault(vault, size)
+        engine = Engine(Settings(vault=vault, watch=False), embedder=embedder)
+        started = time.perf_counter()
+        engine.start()
+        built = time.perf_counter() - started
+        stats = engine.stats()
+        rng = random.Random(7)
+        qs = [" ".join(rng.choice(rng.choice([WORDS, KO, JA])) for _ in range(rng.randint(2, 5))) for _ in range(queries)]
+        measure(engine, qs, f"{label}: {stats['notes']} notes, {stats['chunks']} chunks (indexed in {built:.0f} s, "
+                            f"{stats['notes'] / built:.0f} notes/s)")
+        engine.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sizes", default="10000")
+    parser.add_argument("--big", type=int, default=100_000)
+    parser.add_argument("--queries", type=int, default=200)
+    args = parser.parse_args()
+    print(f"machine: {os.cpu_count()} CPUs; load {os.getloadavg()[0]:.1f} at start")
+    from spellbook.embedders.use import USEEmbedder
+
+    for size in [int(s) for s in args.sizes.split(",") if s]:
+        model = USEEmbedder()
+        model.warm_up()
+        run(size, model, f"use-m3 at {size:,}", args.queries)
+    if args.big:
+        run(args.big, HashingEmbedder(dimensions=512), f"hashing-512 at {args.big:,} (Chroma + SQLite cost)", args.queries)
+    print(f"\nload {os.getloadavg()[0]:.1f} at end")
+
+
+if __name__ == "__main__":
+    main()
