@@ -60,6 +60,9 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("serve", help="run the MCP server over stdio")
     vault_args(p)
     p.add_argument("--no-watch", action="store_true", help="do not watch the vault for changes")
+    p.add_argument("--http", action="store_true", help="serve streamable HTTP at /mcp instead of stdio")
+    p.add_argument("--host", default="127.0.0.1", help="HTTP address (default 127.0.0.1; others need SPELLBOOK_TOKEN)")
+    p.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765)")
     p.set_defaults(run=_serve)
 
     p = sub.add_parser("index", help="bring the index up to date with the vault")
@@ -114,17 +117,35 @@ def _serve(args: argparse.Namespace) -> int:
     from spellbook.vault.template import init_vault
 
     settings = settings_from(args, watch=False if args.no_watch else None)
+    if args.http:
+        from spellbook.server.http import check_bind
+
+        check_bind(args.host, settings.token)  # before anything is created
     if not settings.vault_dir.exists():
         init_vault(settings.vault_dir)
         log.info("created a new vault at %s from the template", settings.vault_dir)
     hub = Hub(settings)
+    server = build_server(hub)
+    if args.http:
+        import uvicorn
+
+        from spellbook.server.http import http_app
+
+        app = http_app(server, hub, args.host, args.port, settings.token, settings.allowed_origins)
+        hub.start(background=True)
+        log.info("serving %s at http://%s:%d/mcp (%s)", settings.vault_dir, args.host, args.port, hub.role)
+        try:
+            uvicorn.run(app, host=args.host, port=args.port, log_level="warning", lifespan="on")
+        finally:
+            hub.close()
+        return 0
     hub.start(background=True)
     log.info("serving %s over stdio (%s)", settings.vault_dir, hub.role)
     if sys.stdin.isatty():
         log.info("this is an MCP server speaking JSON-RPC on stdin/stdout: connect it from an MCP client "
                  "(see README, 'Connect your agent'); Ctrl-C stops it")
     try:
-        build_server(hub).run("stdio")
+        server.run("stdio")
     finally:
         hub.close()
     return 0

@@ -41,6 +41,8 @@ class Settings(BaseSettings):
     )
     watch: bool = Field(default=True, description="Watch the vault and re-index changes live.")
     debounce_seconds: float = Field(default=0.25, ge=0.0)
+    token: str | None = Field(default=None, description="Bearer token for `serve --http` (required off loopback).")
+    allowed_origins: list[str] = Field(default_factory=list, description="Extra browser Origins allowed over HTTP.")
     log_level: str = "INFO"
 
     @property

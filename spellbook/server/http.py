@@ -1,0 +1,111 @@
+"""MCP over streamable HTTP at ``/mcp``, with a health check, CORS preflight, bearer-token auth and
+Host/Origin checks. Many clients share one HTTP server (and one index).
+
+Safety rules:
+* Binds 127.0.0.1 by default. Binding any other address needs ``SPELLBOOK_TOKEN``; then every
+  request to ``/mcp`` must carry ``Authorization: Bearer <token>``.
+* On loopback, the SDK's DNS-rebinding protection accepts only loopback Host headers and
+  loopback (or ``SPELLBOOK_ALLOWED_ORIGINS``) Origins, so a web page cannot drive the server.
+* Request bodies are limited to 4 MiB (the SDK's limit).
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+from typing import Any
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.transport_security import TransportSecuritySettings
+
+from spellbook import __version__
+from spellbook.errors import SpellbookError
+from spellbook.server.hub import Hub
+
+LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
+CORS_HEADERS = "authorization, content-type, mcp-session-id, mcp-protocol-version, last-event-id"
+
+
+def check_bind(host: str, token: str | None) -> None:
+    if host not in LOOPBACK and not token:
+        raise SpellbookError(
+            f"Refusing to listen on {host} without a token: anyone on the network could read and write "
+            "your memories. Set SPELLBOOK_TOKEN to a long random string (clients send it as "
+            "'Authorization: Bearer <token>'), or bind 127.0.0.1."
+        )
+
+
+def http_app(server: MCPServer, hub: Hub, host: str, port: int, token: str | None, origins: list[str]) -> Any:
+    check_bind(host, token)
+    loopback = host in LOOPBACK
+    local_origins = [f"http://{name}:{port}" for name in ("127.0.0.1", "localhost", "[::1]")]
+    security = TransportSecuritySettings(
+        enable_dns_rebinding_protection=loopback,
+        allowed_hosts=[f"{name}:{port}" for name in ("127.0.0.1", "localhost", "[::1]")],
+        allowed_origins=local_origins + origins,
+    )
+    app = server.streamable_http_app(transport_security=security, host=host)
+    return _Gate(app, hub, token, set(local_origins + origins))
+
+
+class _Gate:
+    """ASGI wrapper: health check, CORS preflight and the bearer token, in front of the MCP app."""
+
+    def __init__(self, app: Any, hub: Hub, token: str | None, origins: set[str]) -> None:
+        self.app = app
+        self.hub = hub
+        self.token = token
+        self.origins = origins
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        path, method = scope["path"].rstrip("/") or "/", scope["method"]
+        origin = headers.get("origin")
+        cors = self._cors(origin)
+        if method == "OPTIONS":
+            await _send(send, 204, b"", cors + [(b"access-control-max-age", b"600")])
+            return
+        wants_stream = "text/event-stream" in headers.get("accept", "")
+        if path == "/healthz" or (path == "/mcp" and method == "GET" and not wants_stream):
+            await _send(send, 200, json.dumps(self._health()).encode(), cors, "application/json")
+            return
+        if self.token and not _authorized(headers.get("authorization", ""), self.token):
+            body = json.dumps({"error": "missing or wrong bearer token (Authorization: Bearer <SPELLBOOK_TOKEN>)"})
+            await _send(send, 401, body.encode(), cors + [(b"www-authenticate", b'Bearer realm="spellbook"')],
+                        "application/json")
+            return
+
+        async def send_with_cors(message: dict) -> None:
+            if message["type"] == "http.response.start" and cors:
+                message = {**message, "headers": list(message.get("headers", [])) + cors}
+            await send(message)
+
+        await self.app(scope, receive, send_with_cors)
+
+    def _cors(self, origin: str | None) -> list[tuple[bytes, bytes]]:
+        if not origin or origin not in self.origins:
+            return []
+        return [
+            (b"access-control-allow-origin", origin.encode()),
+            (b"access-control-allow-methods", b"GET, POST, DELETE, OPTIONS"),
+            (b"access-control-allow-headers", CORS_HEADERS.encode()),
+            (b"access-control-expose-headers", b"mcp-session-id"),
+            (b"vary", b"origin"),
+        ]
+
+    def _health(self) -> dict[str, Any]:
+        return {"status": "ok", "name": "spellbook", "version": __version__, "role": self.hub.role, "endpoint": "/mcp"}
+
+
+def _authorized(header: str, token: str) -> bool:
+    scheme, _, value = header.partition(" ")
+    return scheme.lower() == "bearer" and hmac.compare_digest(value.strip().encode(), token.encode())
+
+
+async def _send(send: Any, status: int, body: bytes, headers: list, content_type: str = "text/plain") -> None:
+    all_headers = [(b"content-type", content_type.encode()), (b"content-length", str(len(body)).encode()), *headers]
+    await send({"type": "http.response.start", "status": status, "headers": all_headers})
+    await send({"type": "http.response.body", "body": body})
