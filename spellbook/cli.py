@@ -51,6 +51,7 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("--vault", type=Path, help="vault folder (default: $SPELLBOOK_VAULT or ./vault)")
         p.add_argument("--index-dir", type=Path, help="index folder (default: <vault>/.spellbook)")
         p.add_argument("--embedder", choices=["use-m3", "minilm", "ollama", "hashing"], help="embedding model")
+        p.add_argument("--chroma-url", help="use a Chroma server (http://127.0.0.1:8000) instead of the embedded index")
         p.add_argument("-v", "--verbose", action="store_true")
 
     p = sub.add_parser("init", help="create a vault from the template")
@@ -96,7 +97,7 @@ def settings_from(args: argparse.Namespace, **extra: Any):
     from spellbook.config import Settings
 
     overrides: dict[str, Any] = {k: v for k, v in extra.items() if v is not None}
-    for name in ("vault", "index_dir", "embedder"):
+    for name in ("vault", "index_dir", "embedder", "chroma_url"):
         value = getattr(args, name, None)
         if value is not None:
             overrides[name] = value

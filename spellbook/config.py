@@ -22,6 +22,9 @@ class Settings(BaseSettings):
     index_dir: Path | None = Field(
         default=None, description="Where the derived index lives; default <vault>/.spellbook."
     )
+    chroma_url: str | None = Field(
+        default=None, description="Use a Chroma server (http://host:port) instead of the embedded folder."
+    )
     embedder: EmbedderName = Field(default="use-m3", description="Embedding model to use.")
     ollama_url: str = "http://127.0.0.1:11434"
     ollama_model: str = "nomic-embed-text"

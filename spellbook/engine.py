@@ -53,9 +53,7 @@ class Engine:
         index_dir.mkdir(parents=True, exist_ok=True)
         self.embedder = embedder or load_embedder(settings)
         if vectors is None:
-            from spellbook.index.chroma import VectorIndex
-
-            vectors = VectorIndex.embedded(index_dir / "chroma")
+            vectors = _open_vectors(settings, self.vault.root)
         self.catalog = Catalog(index_dir / "catalog.sqlite3")
         self.indexer = Indexer(self.vault, self.catalog, vectors, self.embedder, settings.max_chunk_chars)
         self.vectors = vectors
@@ -562,6 +560,27 @@ def _report(report: SyncReport) -> dict[str, Any]:
     data = asdict(report)
     data["problems"] = data["problems"][:20]
     return data
+
+
+def _open_vectors(settings: Settings, vault_root: Any) -> Any:
+    from spellbook.index.chroma import VectorIndex
+
+    if not settings.chroma_url:
+        return VectorIndex.embedded(settings.index_path / "chroma")
+    # One collection per vault on a shared server, named from the vault's absolute path.
+    import hashlib
+
+    name = "spellbook-" + hashlib.sha1(str(vault_root).encode("utf-8")).hexdigest()[:16]
+    try:
+        return VectorIndex.server(settings.chroma_url, name)
+    except Exception as exc:  # connection refused, bad URL, incompatible server
+        from spellbook.errors import IndexUnavailableError
+
+        raise IndexUnavailableError(
+            f"Cannot reach the Chroma server at {settings.chroma_url} ({exc}). Start it with "
+            "`chroma run --path DIR --host 127.0.0.1 --port PORT`, or unset SPELLBOOK_CHROMA_URL to use the "
+            "embedded index."
+        ) from exc
 
 
 def wipe_index(settings: Settings) -> None:

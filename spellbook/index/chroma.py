@@ -34,6 +34,23 @@ class VectorIndex:
         )
         return cls(client)
 
+    @classmethod
+    def server(cls, url: str, collection: str) -> VectorIndex:
+        """A Chroma server (``chroma run --host 127.0.0.1 --port 8000`` -> ``http://127.0.0.1:8000``)."""
+        import chromadb
+        from chromadb.config import Settings as ChromaSettings
+        from urllib.parse import urlparse
+
+        parsed = urlparse(url)
+        if parsed.scheme not in ("http", "https") or not parsed.hostname:
+            raise ValueError(f"chroma_url must look like http://127.0.0.1:8000, not {url!r}")
+        client = chromadb.HttpClient(
+            host=parsed.hostname, port=parsed.port or (443 if parsed.scheme == "https" else 8000),
+            ssl=parsed.scheme == "https", settings=ChromaSettings(anonymized_telemetry=False),
+        )
+        client.heartbeat()  # fail now, with the URL in the message, rather than on the first query
+        return cls(client, collection)
+
     def _open(self):
         return self._client.get_or_create_collection(
             self._name, embedding_function=None, configuration={"hnsw": {"space": "cosine"}}
