@@ -36,6 +36,7 @@ MAX_QUERY_CHARS = 2_000
 MAX_TITLE_CHARS = 200
 SNIPPET_CHARS = 240
 SUPERSEDED_FACTOR = 0.5
+TOPIC_PAGE_CHARS = 30_000  # get_topic returns at most about this much text per call
 SEMANTIC_WEIGHT = 0.3  # hybrid = 0.3 * semantic + 0.7 * keyword x coverage; tuned on shared/eval (docs/search.md)
 LIST_FIELDS = ("keywords", "questions", "entities", "links")
 TEXT_FIELDS = ("category", "topic", "context", "source")
@@ -373,6 +374,29 @@ class Engine:
         items = [_compact(r) for r in rows]
         next_offset = offset + len(items) if offset + len(items) < total else None
         return {"memories": items, "total": total, "offset": offset, "next_offset": next_offset}
+
+    def get_topic(self, topic: str, category: str | None = None, offset: int = 0) -> dict[str, Any]:
+        """Every memory of a topic, oldest first, with full text; paged by size."""
+        if not isinstance(topic, str) or not topic.strip():
+            raise InvalidInputError("topic is empty: pass a topic name from get_index.")
+        spec = _filter({"topic": topic.strip(), **({"category": category} if category else {})})
+        where, params = to_sql(spec)
+        rows, total = self.catalog.list_notes(where, params, 10_000, 0, oldest_first=True)
+        if not rows:
+            raise InvalidInputError(f"No memories in topic {topic!r}. Call get_index to see the topics.")
+        memories: list[dict[str, Any]] = []
+        size = 0
+        for row in rows[offset:]:
+            try:
+                body = parse_note(self.vault.read(row.path).text).body
+            except (OSError, SpellbookError):
+                continue
+            if memories and size + len(body) > TOPIC_PAGE_CHARS:
+                break
+            size += len(body)
+            memories.append({**_compact(row), "text": body})
+        end = offset + len(memories)
+        return {"topic": topic, "total": total, "memories": memories, "next_offset": end if end < total else None}
 
     def get_index(self) -> dict[str, Any]:
         """Table of contents: categories -> topics -> counts, with totals."""

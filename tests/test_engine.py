@@ -339,3 +339,17 @@ def test_importance_recency_and_superseded_nudge_ranking(settings: Settings, vau
         assert ranks.index(new["id"]) < ranks.index(old["id"])
     finally:
         engine.close()
+
+
+def test_get_topic_returns_a_topic_in_order(engine: Engine, vault: Path) -> None:
+    first = engine.scribe("Step one: install.", title="One", category="guide", topic="setup")
+    second = engine.scribe("Step two: configure.", title="Two", category="guide", topic="setup")
+    engine.scribe("Unrelated.", title="Other", category="guide", topic="misc")
+    file = vault / first["path"]
+    file.write_text(file.read_text().replace(first["created"], "2026-01-01T00:00:00+00:00", 1))
+    engine.reconcile()
+    topic = engine.get_topic("setup")
+    assert [m["id"] for m in topic["memories"]] == [first["id"], second["id"]]
+    assert topic["memories"][1]["text"] == "Step two: configure." and topic["next_offset"] is None
+    with pytest.raises(InvalidInputError, match="get_index"):
+        engine.get_topic("nope")

@@ -263,12 +263,14 @@ class Catalog:
             rows = self._db.execute(f"SELECT {_NOTE_COLS} FROM notes WHERE path IN ({marks})", wanted).fetchall()
         return {r[0]: _note(r) for r in rows}
 
-    def list_notes(self, where: str, params: Sequence[Any], limit: int, offset: int) -> tuple[list[NoteRow], int]:
+    def list_notes(
+        self, where: str, params: Sequence[Any], limit: int, offset: int, oldest_first: bool = False
+    ) -> tuple[list[NoteRow], int]:
+        order = "coalesce(created, updated, '') ASC, path" if oldest_first else "coalesce(updated, created, '') DESC, path"
         with self._lock:
             total = self._db.execute(f"SELECT count(*) FROM notes WHERE {where}", params).fetchone()[0]
             rows = self._db.execute(
-                f"SELECT {_NOTE_COLS} FROM notes WHERE {where} ORDER BY coalesce(updated, created, '') DESC, path "
-                "LIMIT ? OFFSET ?",
+                f"SELECT {_NOTE_COLS} FROM notes WHERE {where} ORDER BY {order} LIMIT ? OFFSET ?",
                 [*params, limit, offset],
             ).fetchall()
         return [_note(r) for r in rows], total

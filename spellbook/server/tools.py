@@ -187,6 +187,17 @@ def build_server(hub: Hub) -> MCPServer:
         return _result("\n".join(lines), data)
 
     @server.tool(annotations=_READ)
+    async def get_topic(
+        topic: str, category: str | None = None, offset: Annotated[int, Field(ge=0)] = 0
+    ) -> CallToolResult:
+        """All memories of a topic, oldest first, with full text (paged)."""
+        data = await call("get_topic", topic=topic, category=category, offset=offset)
+        parts = [f"# {m['title']} (id {m['id']})\n{m['text']}" for m in data["memories"]]
+        if data["next_offset"] is not None:
+            parts.append(f"More: call again with offset={data['next_offset']}.")
+        return _result("\n\n".join(parts), data)
+
+    @server.tool(annotations=_READ)
     async def stats() -> CallToolResult:
         """Index health: counts, embedder, progress, and files skipped with the reason."""
         data = await call("stats")
