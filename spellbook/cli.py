@@ -80,6 +80,18 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(run=_search)
 
+    for verb, text in (("install", "add Spellbook to an MCP client's config"), ("uninstall", "remove it again")):
+        p = sub.add_parser(verb, help=text)
+        p.add_argument("client", choices=["claude-code", "claude-desktop", "cursor"])
+        p.add_argument("--scope", choices=["user", "project"], default="user",
+                       help="user-wide config, or the project's (.mcp.json / .cursor/mcp.json)")
+        p.add_argument("--name", default="spellbook", help="server name in the client's config")
+        if verb == "install":
+            p.add_argument("--vault", type=Path, help="vault the client's server uses (default: $SPELLBOOK_VAULT or ./vault)")
+            p.add_argument("--http", metavar="URL", help="connect to a running `serve --http` instead of starting one")
+            p.add_argument("--token", help="bearer token for --http (default: $SPELLBOOK_TOKEN)")
+        p.set_defaults(run=_install)
+
     p = sub.add_parser("doctor", help="check that the index equals the vault; --repair fixes it")
     vault_args(p)
     p.add_argument("--repair", action="store_true", help="bring the index level with the vault")
@@ -229,6 +241,28 @@ def _search(args: argparse.Namespace) -> int:
         heading = f" › {hit['heading']}" if hit.get("heading") else ""
         print(f"{n}. [{hit['score']:.3f}] {hit['title']}  ({hit['path']}{heading})")
         print(f"   {hit['snippet']}")
+    return 0
+
+
+def _install(args: argparse.Namespace) -> int:
+    import os
+
+    from spellbook import clients
+
+    if args.command == "uninstall":
+        result = clients.uninstall(args.client, scope=args.scope, name=args.name)
+        print(f"{'removed from' if result.changed else 'not configured in'} {result.path}"
+              + (f" (backup: {result.backup})" if result.backup else ""))
+        return 0
+    token = args.token or (os.environ.get("SPELLBOOK_TOKEN") if args.http else None)
+    vault = None if args.http else (args.vault or Path(os.environ.get("SPELLBOOK_VAULT", "vault")))
+    entry = clients.server_entry(command=clients.default_command(), vault=vault, http_url=args.http, token=token)
+    result = clients.install(args.client, scope=args.scope, name=args.name, entry=entry)
+    print(f"{'configured' if result.changed else 'already configured:'} {args.name} in {result.path}"
+          + (f" (backup: {result.backup})" if result.backup else ""))
+    if token and args.scope == "project":
+        print("warning: the token is now in a project file; keep that file out of git.", file=sys.stderr)
+    print(f"Restart {args.client} to load it.", file=sys.stderr)
     return 0
 
 

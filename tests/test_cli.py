@@ -106,3 +106,20 @@ def test_doctor_finds_drift_and_repairs_it(tmp_path: Path) -> None:
     repaired = run("doctor", *common, "--repair")
     assert repaired.stdout.startswith("index == vault")
     assert run("doctor", *common).returncode == 0
+
+
+def test_install_and_uninstall_a_client(tmp_path: Path) -> None:
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / ".mcp.json").write_text('{"mcpServers": {"other": {"command": "x"}}}\n')
+    env = child_env(HOME=str(tmp_path))
+    def cli(*args):
+        return subprocess.run([SPELLBOOK, *args], capture_output=True, text=True, env=env, cwd=project, timeout=60)
+    first = cli("install", "claude-code", "--scope", "project", "--vault", "notes")
+    assert first.returncode == 0, first.stderr
+    config = json.loads((project / ".mcp.json").read_text())
+    assert config["mcpServers"]["other"] == {"command": "x"}
+    assert config["mcpServers"]["spellbook"] == {"command": SPELLBOOK, "args": ["serve", "--vault", str(project / "notes")]}
+    assert "already configured" in cli("install", "claude-code", "--scope", "project", "--vault", "notes").stdout
+    assert cli("uninstall", "claude-code", "--scope", "project").returncode == 0
+    assert json.loads((project / ".mcp.json").read_text()) == {"mcpServers": {"other": {"command": "x"}}}
