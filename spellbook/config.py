@@ -44,6 +44,9 @@ class Settings(BaseSettings):
     )
     watch: bool = Field(default=True, description="Watch the vault and re-index changes live.")
     debounce_seconds: float = Field(default=0.25, ge=0.0)
+    redact: bool = Field(default=True, description="Redact secrets before they reach the vault or a tool answer.")
+    redact_disabled: list[str] = Field(default_factory=list, description="Kinds of secret not to redact.")
+    redact_patterns: list[str] = Field(default_factory=list, description="Extra regexes to redact (kind 'custom').")
     token: str | None = Field(default=None, description="Bearer token for `serve --http` (required off loopback).")
     allowed_origins: list[str] = Field(default_factory=list, description="Extra browser Origins allowed over HTTP.")
     log_level: str = "INFO"

@@ -21,6 +21,7 @@ from spellbook.config import Settings
 from spellbook.errors import InvalidInputError, NoteNotFoundError, SpellbookError, VaultPathError
 from spellbook.index.catalog import Catalog, NoteRow
 from spellbook.indexing.indexer import Indexer, Progress, SyncReport, file_changed
+from spellbook.privacy import KINDS, Redaction, describe, redact, redact_data
 from spellbook.search.filters import Filter, to_sql
 from spellbook.search.hybrid import blend, coverage, query_terms
 from spellbook.search.keyword import tokenize
@@ -55,6 +56,11 @@ class Engine:
         self.embedder = embedder or load_embedder(settings)
         if vectors is None:
             vectors = _open_vectors(settings, self.vault.root)
+        self._privacy = {"extra_patterns": tuple(settings.redact_patterns), "disabled": tuple(settings.redact_disabled)}
+        try:
+            redact("", **self._privacy)  # a typo in a disabled kind or a bad regex fails now
+        except ValueError as exc:
+            raise InvalidInputError(f"Privacy settings: {exc}. Known kinds: {', '.join(KINDS)}.") from None
         self.catalog = Catalog(index_dir / "catalog.sqlite3")
         self.indexer = Indexer(self.vault, self.catalog, vectors, self.embedder, settings.max_chunk_chars)
         self.vectors = vectors
@@ -96,8 +102,8 @@ class Engine:
 
     # --- write tools --------------------------------------------------------------------------
     def scribe(self, text: str, title: str | None = None, **fields: Any) -> dict[str, Any]:
-        body = self._check_text(text)
-        title = _check_title(title) or title_from_text(body)
+        body, found = self._scrub(self._check_text(text))
+        (title, fields), more = self._scrub_data((_check_title(title) or title_from_text(body), fields))
         meta = {"id": new_id(), "title": title, **self._fields(fields)}
         now = now_iso()
         meta["created"] = now
@@ -109,10 +115,11 @@ class Engine:
         similar = self._similar(path, 3)
         for hit in similar:
             hit["near_duplicate"] = hit["similarity"] >= self.settings.duplicate_similarity
-        return {
+        out = {
             "id": meta["id"], "path": path, "version": content_version(rendered), "title": title,
             "category": meta.get("category"), "topic": meta.get("topic"), "created": now, "similar": similar,
         }
+        return _with_redactions(out, [r.kind for r in found] + more)
 
     def revise(self, id: str, text: str | None = None, version: str | None = None, **fields: Any) -> dict[str, Any]:
         note = self._note(id)
@@ -120,7 +127,12 @@ class Engine:
         if version is not None and version != state.version:
             from spellbook.errors import ConflictError
 
-            raise ConflictError(note.path, version, state.version, state.text, note_id=id)
+            raise ConflictError(note.path, version, state.version, self._scrub(state.text)[0], note_id=id)
+        if text is not None:
+            text, found = self._scrub(text)
+        else:
+            found = []
+        fields, more = self._scrub_data(fields)
         parsed = parse_note(state.text)
         if parsed.problem:
             raise InvalidInputError(
@@ -142,7 +154,8 @@ class Engine:
         out = render_note(meta, body, original=parsed, remove=removed)
         new_version = self.vault.write(note.path, out, expected_version=state.version)
         self.indexer.sync_path(note.path)
-        return {"id": id, "path": note.path, "version": new_version, "updated": meta["updated"]}
+        out = {"id": id, "path": note.path, "version": new_version, "updated": meta["updated"]}
+        return _with_redactions(out, [r.kind for r in found] + more)
 
     def erase(self, id: str, version: str | None = None) -> dict[str, Any]:
         note = self._note(id)
@@ -167,7 +180,7 @@ class Engine:
         for path in sorted(on_disk & set(known)):
             row = known[path]
             try:
-                st = self.vault.stat(path)
+                st = self.vault.scan_stat(path)
             except OSError:
                 changed.append(path)
                 continue
@@ -278,7 +291,7 @@ class Engine:
         for cid, score, chunk, note in _best_per_note(ranked, chunks, notes, limit):
             hit = {
                 "id": note.note_id, "path": note.path, "title": note.title, "score": round(score, 4),
-                "snippet": _snippet(chunk.text, terms), "category": note.category, "topic": note.topic,
+                "snippet": self._scrub(_snippet(chunk.text, terms))[0], "category": note.category, "topic": note.topic,
                 "tags": note.tags, "type": note.type, "updated": note.updated or note.created,
             }
             if chunk.heading:
@@ -354,7 +367,7 @@ class Engine:
             parsed = parse_note(state.text)
             memories.append({
                 "id": note_id, "path": note.path, "version": state.version, "title": note.title,
-                "metadata": parsed.meta, "text": parsed.body,
+                "metadata": self._scrub_data(parsed.meta)[0], "text": self._scrub(parsed.body)[0],
                 "chunks": [{"index": c.idx, "heading": c.heading} for c in self.catalog.chunks_of(note.path)],
                 "links": [self._link(target) for target in self.catalog.links_of(note.path)],
                 "backlinks": [_ref(n) for n in self.catalog.backlinks(note)],
@@ -394,7 +407,7 @@ class Engine:
             if memories and size + len(body) > TOPIC_PAGE_CHARS:
                 break
             size += len(body)
-            memories.append({**_compact(row), "text": body})
+            memories.append({**_compact(row), "text": self._scrub(body)[0]})
         end = offset + len(memories)
         return {"topic": topic, "total": total, "memories": memories, "next_offset": end if end < total else None}
 
@@ -448,6 +461,13 @@ class Engine:
                 "give one of them a new id by hand, then retry."
             )
         return rows[0]
+
+    def _scrub(self, text: str) -> tuple[str, list[Redaction]]:
+        """Secrets out of text going into the vault or out in an answer (unless disabled)."""
+        return redact(text, **self._privacy) if self.settings.redact else (text, [])
+
+    def _scrub_data(self, value: Any) -> tuple[Any, list[str]]:
+        return redact_data(value, **self._privacy) if self.settings.redact else (value, [])
 
     def _link(self, target: str) -> dict[str, Any]:
         found = self.catalog.resolve_link(target)
@@ -532,6 +552,12 @@ def boost_factor(note: NoteRow, importance_boost: float, half_life_days: float |
             age_days = 0.0
         factor *= 0.5 + 0.5 * 0.5 ** (age_days / half_life_days)
     return factor
+
+
+def _with_redactions(out: dict[str, Any], kinds: list[str]) -> dict[str, Any]:
+    if kinds:
+        out["redacted"] = describe(kinds)
+    return out
 
 
 def _ref(note: NoteRow) -> dict[str, Any]:

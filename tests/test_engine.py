@@ -353,3 +353,32 @@ def test_get_topic_returns_a_topic_in_order(engine: Engine, vault: Path) -> None
     assert topic["memories"][1]["text"] == "Step two: configure." and topic["next_offset"] is None
     with pytest.raises(InvalidInputError, match="get_index"):
         engine.get_topic("nope")
+
+
+def test_secrets_are_redacted_before_the_vault_and_in_answers(settings: Settings, vault: Path) -> None:
+    key = "ghp_" + "a1B2c3D4e5" * 4
+    engine = open_engine(settings)
+    try:
+        out = engine.scribe(f"Deploy token is GITHUB_TOKEN={key}\n<private>my diary</private>", title="Deploy",
+                            category="ops", keywords=[f"password: Xk9mPq2wZ7"])
+        text = (vault / out["path"]).read_text()
+        assert key not in text and "my diary" not in text and "Xk9mPq2wZ7" not in text
+        assert "[REDACTED:github-token]" in text and "[REDACTED:private]" in text
+        assert "github-token" in out["redacted"]
+        (vault / "hand.md").write_text(f"# Hand\n\nAWS key AKIA{'Q' * 16} for the bucket.\n")
+        engine.reconcile()
+        hit = engine.memorize("AWS key bucket", mode="keyword")["results"][0]
+        assert "AKIA" not in hit["snippet"]
+        full = engine.get_memories([hit["id"]])["memories"][0]
+        assert "[REDACTED:aws-access-key]" in full["text"]
+        assert "AKIA" in (vault / "hand.md").read_text()  # a person's file is never rewritten by reading
+    finally:
+        engine.close()
+    off = open_engine(settings.model_copy(update={"redact": False}))
+    try:
+        out = off.scribe(f"token={key}", title="Raw", category="ops")
+        assert key in (vault / out["path"]).read_text() and "redacted" not in out
+    finally:
+        off.close()
+    with pytest.raises(InvalidInputError, match="Known kinds"):
+        Engine(settings.model_copy(update={"redact_disabled": ["nope"]}), embedder=HashingEmbedder())

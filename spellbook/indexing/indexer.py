@@ -105,8 +105,8 @@ class Indexer:
         for path in on_disk:
             row = known.get(path)
             try:
-                st = self.vault.stat(path)
-            except (OSError, VaultPathError):
+                st = self.vault.scan_stat(path)
+            except OSError:
                 continue
             if row is not None and row.mtime_ns == st.st_mtime_ns and row.size == st.st_size:
                 report.unchanged += 1
@@ -263,6 +263,10 @@ class Indexer:
         report.reused_chunks += len(all_chunks) - len(to_embed)
         # Vectors first, then the catalog: a crash in between leaves the file marked as not yet
         # indexed (the next reconcile redoes it) and at worst orphan vectors (dropped then).
+        new_digests = {c.row.digest for c, _ in all_chunks}
+        replaced = [r for p in prepared for r in self.catalog.chunks_of(p.file.path) if r.digest not in new_digests]
+        if replaced:
+            self._remember(replaced)
         new_ids = {c.row.chunk_id for c, _ in all_chunks}
         stale = [cid for p in prepared for cid in self.catalog.chunk_ids(p.file.path) if cid not in new_ids]
         if stale:
@@ -279,18 +283,21 @@ class Indexer:
     def _remove(self, paths: list[str]) -> None:
         rows = [row for path in paths for row in self.catalog.chunks_of(path)]
         if rows:
-            # Keep the vectors of removed chunks for a while: a move often arrives as a delete
-            # in one batch and a create in the next (git checkout, Obsidian moves), and the
-            # created file's chunks then reuse them instead of being embedded again.
-            vectors = self.vectors.vectors([r.chunk_id for r in rows])
-            for row in rows:
-                if row.chunk_id in vectors:
-                    self._recently_removed[row.digest] = vectors[row.chunk_id]
-                    self._recently_removed.move_to_end(row.digest)
-            while len(self._recently_removed) > RECENTLY_REMOVED_MAX:
-                self._recently_removed.popitem(last=False)
+            self._remember(rows)
             self.vectors.delete([r.chunk_id for r in rows])
         self.catalog.remove(paths)
+
+    def _remember(self, rows: list[ChunkRow]) -> None:
+        """Keep the vectors of chunks about to be removed or replaced, for a while: a move often
+        arrives as a delete in one batch and a create in the next (git checkout, Obsidian), and a
+        checkout back restores old text; their chunks then reuse these instead of being embedded."""
+        vectors = self.vectors.vectors([r.chunk_id for r in rows])
+        for row in rows:
+            if row.chunk_id in vectors:
+                self._recently_removed[row.digest] = vectors[row.chunk_id]
+                self._recently_removed.move_to_end(row.digest)
+        while len(self._recently_removed) > RECENTLY_REMOVED_MAX:
+            self._recently_removed.popitem(last=False)
 
 
 def _text(value: Any) -> str | None:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
@@ -22,14 +24,16 @@ log = logging.getLogger(__name__)
 
 
 class VaultWatcher(FileSystemEventHandler):
-    def __init__(self, indexer: Indexer, debounce: float = 0.25) -> None:
+    def __init__(self, indexer: Indexer, debounce: float = 0.25, reconcile: Callable[[], object] | None = None) -> None:
         self.indexer = indexer
+        self._reconcile = reconcile or indexer.reconcile
         self.root = indexer.vault.root
         self.debounce = debounce
         self._dirty: set[str] = set()
         self._full = False
         self._cond = threading.Condition()
         self._stopped = False
+        self._last_event = 0.0
         self._observer = Observer()
         self._worker = threading.Thread(target=self._run, name="spellbook-watcher", daemon=True)
 
@@ -51,6 +55,7 @@ class VaultWatcher(FileSystemEventHandler):
         if event.event_type in ("opened", "closed_no_write"):
             return
         paths = [event.src_path] + ([event.dest_path] if getattr(event, "dest_path", "") else [])
+        relevant = False
         with self._cond:
             for raw in paths:
                 path = self._relative(raw)
@@ -58,10 +63,13 @@ class VaultWatcher(FileSystemEventHandler):
                     continue
                 if event.is_directory:
                     if event.event_type != "modified":
-                        self._full = True
+                        self._full = relevant = True
                 elif not is_ignored(path):
                     self._dirty.add(path)
-            self._cond.notify()
+                    relevant = True
+            if relevant:
+                self._last_event = time.monotonic()
+                self._cond.notify()
 
     def _relative(self, raw: str | bytes) -> str | None:
         text = raw.decode() if isinstance(raw, bytes) else raw
@@ -80,19 +88,20 @@ class VaultWatcher(FileSystemEventHandler):
                     self._cond.wait()
                 if self._stopped:
                     return
-                # Debounce: wait until no event arrived for `debounce` seconds.
-                while True:
-                    before = (len(self._dirty), self._full)
-                    self._cond.wait(self.debounce)
-                    if self._stopped:
-                        return
-                    if (len(self._dirty), self._full) == before:
+                # Debounce: wait until no relevant event arrived for `debounce` seconds, so a
+                # burst (a git checkout, an editor's save) is synced once, after it ends.
+                while not self._stopped:
+                    quiet = time.monotonic() - self._last_event
+                    if quiet >= self.debounce:
                         break
+                    self._cond.wait(self.debounce - quiet)
+                if self._stopped:
+                    return
                 dirty, full = self._dirty, self._full
                 self._dirty, self._full = set(), False
             try:
                 if full:
-                    self.indexer.reconcile()
+                    self._reconcile()
                 else:
                     self.indexer.sync_paths(sorted(dirty))
             except Exception:  # noqa: BLE001 - a bad batch must never stop the watcher

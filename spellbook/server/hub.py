@@ -117,7 +117,7 @@ class Hub:
                 # Watch before the first reconcile, so a change made while it runs is not missed.
                 from spellbook.indexing.watcher import VaultWatcher
 
-                self._watcher = VaultWatcher(engine.indexer, self.settings.debounce_seconds)
+                self._watcher = VaultWatcher(engine.indexer, self.settings.debounce_seconds, reconcile=engine.reconcile)
                 self._watcher.start()
             self._serve_followers()
             self._ready.set()

@@ -10,6 +10,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError
 
 from spellbook.errors import SpellbookError
+from spellbook.privacy import redact
 from spellbook.server.hub import Hub
 from spellbook.vault.note import parse_note
 from spellbook.vault.template import template_dir
@@ -39,7 +40,11 @@ def add_resources_and_prompts(server: MCPServer, hub: Hub) -> None:
     async def memory(id: str) -> str:
         found = await call("get_memories", ids=[id])
         note = found["memories"][0]
-        return await anyio.to_thread.run_sync(lambda: hub.settings.vault_dir.joinpath(note["path"]).read_text("utf-8"))
+        text = await anyio.to_thread.run_sync(lambda: hub.settings.vault_dir.joinpath(note["path"]).read_text("utf-8"))
+        settings = hub.settings
+        if settings.redact:
+            text = redact(text, extra_patterns=settings.redact_patterns, disabled=settings.redact_disabled)[0]
+        return text
 
     @server.prompt(description="How to split knowledge into memories and fill their metadata.")
     async def chunking_guide() -> str:

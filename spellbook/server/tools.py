@@ -72,6 +72,8 @@ def build_server(hub: Hub) -> MCPServer:
             source=source,
         )
         text = f"Stored memory {data['id']} at {data['path']} (version {data['version']})."
+        if data.get("redacted"):
+            text += f" Privacy filter: {data['redacted']}."
         dupes = [s for s in data["similar"] if s["near_duplicate"]]
         if dupes:
             text += " Near-duplicates (consider revising one instead): " + "; ".join(
@@ -151,7 +153,10 @@ def build_server(hub: Hub) -> MCPServer:
             keywords=keywords, questions=questions, entities=entities, importance=importance, type=type,
             context=context, source=source,
         )
-        return _result(f"Revised {data['id']} ({data['path']}), now version {data['version']}.", data)
+        text = f"Revised {data['id']} ({data['path']}), now version {data['version']}."
+        if data.get("redacted"):
+            text += f" Privacy filter: {data['redacted']}."
+        return _result(text, data)
 
     @server.tool(annotations=_DELETE)
     async def erase(

@@ -1,0 +1,571 @@
+"""Privacy filter: find secrets in text and replace them with ``[REDACTED:<kind>]``.
+
+Pure and dependency free (standard library ``re`` only, every built-in pattern compiled once at
+import). ``redact`` is meant to run on everything that is about to reach the vault (a note's
+body *and* its metadata) and on every tool answer.
+
+    >>> redact("export GITHUB_TOKEN=ghp_" + "a1B2c3D4e5" * 4)[0]
+    'export GITHUB_TOKEN=[REDACTED:github-token]'
+
+What is found (``KINDS``), strongest evidence first:
+
+* ``private``        a whole ``<private>...</private>`` span (multi-line, tags case-insensitive).
+                     An opening tag that is never closed hides the rest of its paragraph (up to
+                     the next blank line): failing closed, because the writer asked for privacy.
+* ``private-key``    PEM private keys, ``-----BEGIN [RSA|EC|DSA|OPENSSH|ENCRYPTED|PGP ...]PRIVATE
+                     KEY-----`` through the matching END line (an unterminated block is cut at the
+                     end of its base64 lines).
+* provider tokens recognised by their prefix: ``aws-access-key`` (AKIA/ASIA + 16),
+  ``aws-secret-key`` (40 chars after ``aws_secret_access_key =``), ``github-token`` (ghp_, gho_,
+  ghu_, ghs_, ghr_, github_pat_), ``gitlab-token`` (glpat-), ``anthropic-key`` (sk-ant-),
+  ``openai-key`` (sk-, sk-proj-, sk-svcacct-, sk-admin-), ``slack-token`` (xoxb-, xoxp-, xoxa-,
+  xoxr-, xoxs-, xapp-), ``slack-webhook`` (hooks.slack.com URLs), ``stripe-key`` (sk_live_,
+  sk_test_, rk_live_, rk_test_, whsec_), ``google-api-key`` (AIza + 35), ``npm-token`` (npm_),
+  ``pypi-token`` (pypi-AgEIcHlwaS5vcmc...), ``huggingface-token`` (hf_), ``jwt`` (eyJ... three
+  base64url segments).
+* ``url-password``   the password of credentials in a URL: ``postgres://user:[REDACTED:url-password]@host``.
+* ``bearer-token`` / ``basic-auth``   the credential after ``Authorization: Bearer|Token|Basic``; a
+                     bare ``Bearer <token>`` only when the token is long and random-looking.
+* ``password`` / ``secret`` / ``api-key`` / ``token``   the VALUE of an assignment whose key names a
+                     secret (``password = "..."``, ``DB_PASSWORD=...``, ``"apiKey": "..."``,
+                     ``secret: ...``, ``X-API-Key: ...``, ``--token ...``, ``<password>..</password>``)
+                     and the value in prose such as "the wifi password is Xk9mPq2w". The key is
+                     kept so the note stays readable.
+* ``custom``         matches of ``extra_patterns`` (a named group ``secret`` narrows the redaction
+                     to that group).
+
+False-positive policy (a redaction is destructive: the vault keeps only the redacted text):
+
+* Nothing is redacted on shape alone unless the shape is a provider's documented prefix. Git
+  SHAs, UUIDs, hashes, base64 blobs and long identifiers are left alone unless an assignment key
+  says they are a secret (``token: <uuid>`` *is* redacted).
+* The word "password" in prose is not a secret; an assignment value must be at least 6
+  characters and must not be a placeholder: ``<your-password>``, ``${DB_PASSWORD}``, ``{{ token }}``,
+  ``$TOKEN``, ``%s``, ``****``, ``xxxxxx``, anything containing ``changeme``/``example``/
+  ``placeholder``/``your_``/``redacted``, or a stop word (``none``, ``null``, ``true``,
+  ``string``, ``required``, ...). So ``password = "changeme"`` is kept on purpose: it is a
+  well-known default, and notes about setting one up would otherwise lose their meaning.
+* Unquoted values that look like code are kept: calls (``get_password()``), attribute paths
+  (``settings.SECRET_KEY``), variable names that contain a secret word (``db_password``), values
+  with brackets, file paths and URLs. Quoted string literals are always taken at their word.
+* ``key: word more words`` (an all-letter value followed by more prose) is read as prose.
+* In prose ("the password is X") the value must mix letters and digits (or be quoted) and must
+  not look like an algorithm name (``SHA-256``).
+* URL passwords are redacted whatever they are (``user:pass@``), except template syntax, and
+  except ``host:port@`` look-alikes.
+
+Overlaps: detectors run in the order of ``KINDS`` (``custom`` right after ``private-key``); a
+later match that overlaps an earlier one is dropped, so ``password = "ghp_..."`` is reported as
+``github-token``. Disabling a specific kind can therefore let a generic one catch the same text
+(disable ``jwt`` and ``token: eyJ...`` is still redacted as ``token``).
+
+Idempotent: ``[REDACTED:...]`` markers are never matched again, so ``redact(redact(t)[0])[0] ==
+redact(t)[0]``.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import re
+from collections import Counter
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+__all__ = ["KINDS", "MARKER_RE", "Redaction", "describe", "marker", "redact", "redact_data", "shannon_entropy"]
+
+KINDS: tuple[str, ...] = (
+    "private",
+    "private-key",
+    "aws-access-key",
+    "aws-secret-key",
+    "github-token",
+    "gitlab-token",
+    "anthropic-key",
+    "openai-key",
+    "slack-webhook",
+    "slack-token",
+    "stripe-key",
+    "google-api-key",
+    "npm-token",
+    "pypi-token",
+    "huggingface-token",
+    "jwt",
+    "url-password",
+    "bearer-token",
+    "basic-auth",
+    "password",
+    "secret",
+    "api-key",
+    "token",
+    "custom",
+)
+
+MARKER_RE = re.compile(r"\[REDACTED:[a-z0-9-]+\]")
+MIN_VALUE_CHARS = 6  # shortest assignment value taken for a secret
+
+
+def marker(kind: str) -> str:
+    return f"[REDACTED:{kind}]"
+
+
+@dataclass(frozen=True)
+class Redaction:
+    """One replaced secret: its kind and its span ``[start, end)`` in the ORIGINAL text."""
+
+    kind: str
+    start: int
+    end: int
+
+
+def shannon_entropy(value: str) -> float:
+    """Bits per character of ``value`` (0 for empty); random base64 scores about 5, English about 3.5-4."""
+    if not value:
+        return 0.0
+    n = len(value)
+    return -sum(c / n * math.log2(c / n) for c in Counter(value).values())
+
+
+# --- value heuristics -------------------------------------------------------------------------
+
+_PLACEHOLDER_RE = re.compile(
+    r"""^(?:
+        <[^<>]*>                      # <your-password>
+      | \{\{.*\}\} | \{%.*%\}         # {{ token }}  {% secret %}
+      | \$\{.*\} | \$\(.*\)?          # ${DB_PASSWORD}  $(cat file)
+      | \{[^{}]*\}                    # {password}
+      | \$[A-Za-z_][A-Za-z0-9_]*      # $TOKEN
+      | %\(?[A-Za-z_]*\)?[sd]         # %s  %(password)s
+      | [*xX•·#._-]+                  # ****  xxxxxx  ......
+      | .*(?:changeme|change[_-]me|example|placeholder|your[_-]|yourpass|redacted|replace[_-]?me|\.\.\.|…).*
+    )$""",
+    re.IGNORECASE | re.VERBOSE | re.DOTALL,
+)
+_STOPWORDS = frozenset(
+    """
+    none null nil true false yes no on off undefined unset empty default required optional hidden
+    masked secret secrets password passwords token tokens string str bytes int integer bool boolean
+    number any object text secretstr secretbytes sensitive dummy test testing sample foo bar baz
+    todo tbd fixme env environ environment prompt ask stdin keyring vault omitted generic opaque
+    """.split()
+)
+_SECRET_WORDS = frozenset({"password", "passwd", "pass", "pwd", "secret", "token", "key", "apikey", "passphrase"})
+_IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
+_CALL_RE = re.compile(r"^[A-Za-z_][\w.]*\(")
+_ATTR_PATH_RE = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+$")
+_PATH_RE = re.compile(r"^(?:~?/|\.\.?/)[\w./~-]*$")
+_URL_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+_ALGO_RE = re.compile(r"^[A-Z]+[-_]?\d+$")  # SHA-256, AES128, MD5
+
+
+def _is_placeholder(value: str) -> bool:
+    v = value.strip()
+    return not v or "REDACTED" in v.upper() or bool(_PLACEHOLDER_RE.match(v)) or v.lower() in _STOPWORDS
+
+
+def _plausible_value(value: str, *, quoted: bool) -> bool:
+    """Is the value of ``<secret key> = value`` a real secret rather than a placeholder or code?"""
+    v = value.strip()
+    if len(v) < MIN_VALUE_CHARS or _is_placeholder(v):
+        return False
+    if quoted:
+        return True
+    if any(c in v for c in "([{<") or _CALL_RE.match(v) or (_ATTR_PATH_RE.match(v) and not _random_looking(v)):
+        return False  # code: get_password(), settings.SECRET_KEY, Optional[str]
+    if _PATH_RE.match(v) or _URL_RE.match(v) or v.startswith("!"):
+        return False  # a file, a URL (credentials in URLs have their own detector), a YAML tag
+    if _IDENT_RE.match(v) and not any(c.isdigit() for c in v):
+        parts = {p.lower() for p in re.split(r"[_.-]", v)}
+        if parts & _SECRET_WORDS:
+            return False  # a variable that holds the secret: db_password, GITHUB_TOKEN
+    return True
+
+
+def _random_looking(value: str, *, min_len: int = 16, min_entropy: float = 3.0) -> bool:
+    """Long, mixes letters and digits, and is not repetitive: the shape of a generated token."""
+    return (
+        len(value) >= min_len
+        and any(c.isalpha() for c in value)
+        and any(c.isdigit() for c in value)
+        and shannon_entropy(value) >= min_entropy
+        and not _is_placeholder(value)
+    )
+
+
+def _hf_like(token: str) -> bool:
+    """hf_ + 34 letters: mixed case and random, unlike an identifier such as hf_model_name_..."""
+    body = token[3:]
+    return (
+        any(c.isupper() for c in body)
+        and any(c.islower() for c in body)
+        and shannon_entropy(body) >= 3.5
+        and not _is_placeholder(body)
+    )
+
+
+# --- detectors ---------------------------------------------------------------------------------
+
+Match = tuple[str, int, int]  # kind, start, end
+
+
+@dataclass(frozen=True)
+class _Detector:
+    kinds: frozenset[str]
+    find: Callable[[str], Iterable[Match]]
+    covers_markers: bool = False  # may swallow an existing [REDACTED:...] marker (private spans, PEM)
+
+
+def _regex(kind: str, pattern: str, flags: int = 0, group: int | str = 0, accept=None) -> _Detector:
+    compiled = re.compile(pattern, flags)
+
+    def find(text: str) -> Iterator[Match]:
+        for m in compiled.finditer(text):
+            start, end = m.span(group)
+            if start < end and (accept is None or accept(m.group(group))):
+                yield kind, start, end
+
+    return _Detector(frozenset({kind}), find)
+
+
+_PRIVATE_OPEN_RE = re.compile(r"<private(?:\s[^<>]*)?>", re.IGNORECASE)
+_PRIVATE_CLOSE_RE = re.compile(r"</private\s*>", re.IGNORECASE)
+_PARAGRAPH_END_RE = re.compile(r"\r?\n[ \t]*\r?\n")
+
+
+def _find_private(text: str) -> Iterator[Match]:
+    pos = 0
+    while (m := _PRIVATE_OPEN_RE.search(text, pos)) is not None:
+        close = _PRIVATE_CLOSE_RE.search(text, m.end())
+        if close is not None:
+            end = close.end()
+        else:  # unclosed: hide the rest of the paragraph
+            para = _PARAGRAPH_END_RE.search(text, m.end())
+            end = para.start() if para else len(text)
+        yield "private", m.start(), end
+        pos = end
+
+
+_PEM_BEGIN_RE = re.compile(r"-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----")
+_PEM_END_RE = re.compile(r"-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----")
+_PEM_BODY_RE = re.compile(  # the lines after an unterminated BEGIN: base64 and PEM headers
+    r"(?:[ \t]*(?:\r?\n|\\n)[ \t]*(?:[A-Za-z0-9+/=]+|(?:Proc-Type|DEK-Info|Comment|Version|Hash):[^\n]*))*"
+)
+
+
+def _find_pem(text: str) -> Iterator[Match]:
+    if "PRIVATE KEY" not in text:
+        return
+    end_starts, end_ends = [], []
+    for m in _PEM_END_RE.finditer(text):
+        end_starts.append(m.start())
+        end_ends.append(m.end())
+    pos = 0
+    for m in _PEM_BEGIN_RE.finditer(text):
+        if m.start() < pos:
+            continue  # inside the block just reported
+        i = bisect.bisect_left(end_starts, m.end())
+        end = end_ends[i] if i < len(end_ends) else _PEM_BODY_RE.match(text, m.end()).end()
+        yield "private-key", m.start(), end
+        pos = end
+
+
+# Generic "<secret key> <sep> value". Keys end at a non-word character, so password_hash,
+# token_count, max_tokens and secret_name are not keys; `pwd` alone is the shell's working directory.
+_KEY = r"""
+    (?P<key>
+        [\w.-]*?(?:password|passwd|passphrase|passcode)
+      | (?:[\w.-]*[_.-])?pass
+      | [\w.-]*[_.-]pwd
+      | [\w.-]*?token
+      | [\w.-]*?(?:api[_.-]?key|apikey|access[_.-]?key|app[_.-]?key|subscription[_.-]?key)
+      | [\w.-]*?(?:secret(?:[_.-]?key)?|private[_.-]?key|encryption[_.-]?key|signing[_.-]?key|master[_.-]?key)
+    )(?![\w])"""
+_VALUE = r"""(?: "(?P<dq>[^"\n]*)" | '(?P<sq>[^'\n]*)' | `(?P<bq>[^`\n]*)` | (?P<uq>[^\s"'`,;)}\]]+) )"""
+_ASSIGN_RE = re.compile(
+    rf"""(?<![\w.-]){_KEY}\**["']?[ \t]*(?P<sep>:=|=>|==|=|:)(?![:=>])\**[ \t]*{_VALUE}""",
+    re.IGNORECASE | re.VERBOSE,
+)
+_CLI_RE = re.compile(
+    r"""(?<![\w-])--(?P<key>(?:[\w-]*-)?(?:password|passwd|pass|passphrase|token|api-?key|secret|access-key))
+        [ \t]+(?!-)"""
+    + _VALUE,
+    re.IGNORECASE | re.VERBOSE,
+)
+_XML_RE = re.compile(rf"<{_KEY}>(?P<uq>[^<>\n]+)</(?P=key)>", re.IGNORECASE | re.VERBOSE)
+_PROSE_RE = re.compile(
+    r"""\b(?P<key>password|passphrase|passcode|secret|token|api[ _-]?key|access[ _-]?key|secret[ _-]?key)s?
+        \s+(?:is|was|=)\s+(?:set\s+to\s+|now\s+|still\s+)?
+        (?: (?P<q>["'`])(?P<qv>[^"'`\n]+)(?P=q) | (?P<uv>[^\s"'`]+) )""",
+    re.IGNORECASE | re.VERBOSE,
+)
+
+
+def _key_kind(key: str) -> str:
+    k = key.lower()
+    if "pass" in k or "pwd" in k:
+        return "password"
+    if "token" in k:
+        return "token"
+    if "secret" in k or any(w in k for w in ("private", "encryption", "signing", "master")):
+        return "secret"
+    return "api-key"
+
+
+def _value_span(m: re.Match[str]) -> tuple[int, int, str, bool]:
+    for group, quoted in (("dq", True), ("sq", True), ("bq", True), ("uq", False)):
+        if m.group(group) is not None:
+            return m.start(group), m.end(group), m.group(group), quoted
+    raise AssertionError("value group missing")
+
+
+def _find_assignments(text: str) -> Iterator[Match]:
+    for regex in (_ASSIGN_RE, _CLI_RE):
+        for m in regex.finditer(text):
+            start, end, value, quoted = _value_span(m)
+            if not quoted:  # "Set PASSWORD=hunter22." ends a sentence, not the password
+                value = value.rstrip(".:")
+                end = start + len(value)
+            if not _plausible_value(value, quoted=quoted):
+                continue
+            if (
+                not quoted
+                and m.groupdict().get("sep") == ":"
+                and value.isalpha()
+                and re.match(r"[ \t]+[A-Za-z]", text[end:])
+            ):
+                continue  # "Password: stored in the team vault" is prose, not YAML
+            yield _key_kind(m.group("key")), start, end
+    for m in _XML_RE.finditer(text):
+        if _plausible_value(m.group("uq"), quoted=True):
+            yield _key_kind(m.group("key")), m.start("uq"), m.end("uq")
+
+
+def _find_prose(text: str) -> Iterator[Match]:
+    for m in _PROSE_RE.finditer(text):
+        if m.group("qv") is not None:
+            value, start = m.group("qv"), m.start("qv")
+            if len(value) < 4 or _is_placeholder(value):
+                continue
+        else:
+            value, start = m.group("uv").rstrip(".,;:?)"), m.start("uv")
+            if (
+                len(value) < MIN_VALUE_CHARS
+                or not any(c.isdigit() for c in value)
+                or not any(c.isalpha() for c in value)
+                or _ALGO_RE.match(value)
+                or not _plausible_value(value, quoted=False)
+            ):
+                continue
+        yield _key_kind(m.group("key")), start, start + len(value)
+
+
+_URL_CRED_RE = re.compile(
+    r"""\b[A-Za-z][A-Za-z0-9+.-]{1,30}://(?P<user>[^\s:/?#@\[\]"'<>]*):(?P<pw>[^\s@/?#"'<>]+)@""",
+)
+
+
+def _find_url_passwords(text: str) -> Iterator[Match]:
+    for m in _URL_CRED_RE.finditer(text):
+        user, pw = m.group("user"), m.group("pw")
+        if "REDACTED" in pw.upper() or _PLACEHOLDER_RE.match(pw) and not pw.isalnum():
+            continue  # ${DB_PASSWORD}, <password>, ****
+        if pw.isdigit() and "." in user:
+            continue  # host:port@ look-alike
+        yield "url-password", m.start("pw"), m.end("pw")
+
+
+_AUTH_RE = re.compile(
+    r"""(?P<auth>authorization["']?[ \t]*[:=][ \t]*["']?)?
+        \b(?P<scheme>bearer|token|basic)[ \t]+(?P<cred>[A-Za-z0-9._~+/=-]+)""",
+    re.IGNORECASE | re.VERBOSE,
+)
+
+
+def _find_auth(text: str) -> Iterator[Match]:
+    for m in _AUTH_RE.finditer(text):
+        cred, scheme = m.group("cred"), m.group("scheme").lower()
+        if m.group("auth"):
+            if len(cred) < 8 or _is_placeholder(cred) or re.fullmatch(r"[A-Z_]+", cred):
+                continue
+            kind = "basic-auth" if scheme == "basic" else "bearer-token"
+        elif scheme == "bearer" and _random_looking(cred):
+            kind = "bearer-token"
+        else:
+            continue
+        yield kind, m.start("cred"), m.end("cred")
+
+
+_END = r"(?![\w-])"
+_BUILTIN: tuple[_Detector, ...] = (
+    _Detector(frozenset({"private"}), _find_private, covers_markers=True),
+    _Detector(frozenset({"private-key"}), _find_pem, covers_markers=True),
+    _regex("aws-access-key", r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])"),
+    _regex(
+        "aws-secret-key",
+        r"""(?<![\w])aws[_.-]?secret[_.-]?(?:access[_.-]?)?key["']?[ \t]*(?::=|=>|=|:)[ \t]*["'`]?"""
+        r"(?P<v>[A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])",
+        re.IGNORECASE,
+        group="v",
+    ),
+    _regex("github-token", r"(?<![\w])(?:gh[pousr]_[A-Za-z0-9]{36,251}|github_pat_[A-Za-z0-9_]{22,247})(?![\w])"),
+    _regex("gitlab-token", r"(?<![\w-])glpat-[A-Za-z0-9_-]{20,}(?:\.[A-Za-z0-9_-]+)*" + _END),
+    _regex("anthropic-key", r"(?<![\w-])sk-ant-[A-Za-z0-9_-]{20,}" + _END),
+    _regex(
+        "openai-key",
+        r"(?<![\w-])sk-(?!ant-)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}" + _END,
+        accept=lambda v: _random_looking(v, min_len=20),
+    ),
+    _regex(
+        "slack-webhook",
+        r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_-]+(?:/[A-Za-z0-9_-]+)+",
+    ),
+    _regex("slack-token", r"(?<![\w-])(?:xox[abposr]|xapp)-[A-Za-z0-9-]{10,}[A-Za-z0-9]" + _END),
+    _regex("stripe-key", r"(?<![\w])(?:(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}|whsec_[A-Za-z0-9]{24,})(?![\w])"),
+    _regex("google-api-key", r"(?<![\w-])AIza[0-9A-Za-z_-]{35}" + _END),
+    _regex("npm-token", r"(?<![\w])npm_[A-Za-z0-9]{36}(?![\w])"),
+    _regex("pypi-token", r"(?<![\w-])pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{50,}" + _END),
+    _regex("huggingface-token", r"(?<![\w])hf_[A-Za-z0-9]{34,40}(?![\w])", accept=_hf_like),
+    _regex("jwt", r"(?<![\w-])eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*" + _END),
+    _Detector(frozenset({"url-password"}), _find_url_passwords),
+    _Detector(frozenset({"bearer-token", "basic-auth"}), _find_auth),
+    _Detector(frozenset({"password", "secret", "api-key", "token"}), _find_assignments),
+    _Detector(frozenset({"password", "secret", "api-key", "token"}), _find_prose),
+)
+_CUSTOM_AT = 2  # user patterns run right after <private> spans and PEM keys
+assert {k for d in _BUILTIN for k in d.kinds} | {"custom"} == set(KINDS)
+
+
+@lru_cache(maxsize=64)
+def _custom_detector(patterns: tuple[str, ...]) -> _Detector:
+    compiled = []
+    for pattern in patterns:
+        try:
+            compiled.append(re.compile(pattern))
+        except re.error as exc:
+            raise ValueError(f"Invalid redaction pattern {pattern!r}: {exc}") from None
+
+    def find(text: str) -> Iterator[Match]:
+        for regex in compiled:
+            group = "secret" if "secret" in regex.groupindex else 0
+            for m in regex.finditer(text):
+                start, end = m.span(group)
+                if start < end:
+                    yield "custom", start, end
+
+    return _Detector(frozenset({"custom"}), find)
+
+
+def _check_disabled(disabled: Collection[str]) -> frozenset[str]:
+    if isinstance(disabled, str):
+        disabled = [disabled]
+    unknown = sorted(set(disabled) - set(KINDS))
+    if unknown:
+        raise ValueError(f"Unknown redaction kind(s) {', '.join(unknown)}; known kinds: {', '.join(KINDS)}.")
+    return frozenset(disabled)
+
+
+class _Spans:
+    """Disjoint ``[start, end)`` spans, sorted, with an O(log n) overlap test."""
+
+    def __init__(self, spans: Iterable[tuple[int, int]] = ()) -> None:
+        self.starts: list[int] = []
+        self.ends: list[int] = []
+        for start, end in spans:
+            self.add(start, end)
+
+    def overlaps(self, start: int, end: int) -> bool:
+        i = bisect.bisect_right(self.starts, start)
+        return (i > 0 and self.ends[i - 1] > start) or (i < len(self.starts) and self.starts[i] < end)
+
+    def add(self, start: int, end: int) -> None:
+        i = bisect.bisect_right(self.starts, start)
+        self.starts.insert(i, start)
+        self.ends.insert(i, end)
+
+
+# --- public API --------------------------------------------------------------------------------
+
+
+def redact(
+    text: str, *, extra_patterns: Sequence[str] = (), disabled: Collection[str] = ()
+) -> tuple[str, list[Redaction]]:
+    """Replace every secret in ``text`` with ``[REDACTED:<kind>]``.
+
+    ``extra_patterns``: regular expressions of more secrets (kind ``custom``; a named group
+    ``secret`` redacts only that group). ``disabled``: kinds from ``KINDS`` to leave alone.
+    Raises ``ValueError`` for an unknown kind or an invalid pattern. Returns the new text and the
+    redactions, sorted, with spans in the ORIGINAL text.
+    """
+    off = _check_disabled(disabled)
+    detectors = list(_BUILTIN)
+    if isinstance(extra_patterns, str):
+        extra_patterns = [extra_patterns]
+    if extra_patterns:
+        detectors.insert(_CUSTOM_AT, _custom_detector(tuple(extra_patterns)))
+    markers = _Spans(m.span() for m in MARKER_RE.finditer(text))
+    taken = _Spans()
+    found: list[Redaction] = []
+    for detector in detectors:
+        if detector.kinds <= off:
+            continue
+        for kind, start, end in detector.find(text):
+            if kind in off:
+                continue
+            if not detector.covers_markers and markers.overlaps(start, end):
+                continue
+            if taken.overlaps(start, end):
+                continue
+            taken.add(start, end)
+            found.append(Redaction(kind, start, end))
+    if not found:
+        return text, []
+    found.sort(key=lambda r: r.start)
+    out, pos = [], 0
+    for r in found:
+        out.append(text[pos : r.start])
+        out.append(marker(r.kind))
+        pos = r.end
+    out.append(text[pos:])
+    return "".join(out), found
+
+
+def redact_data(
+    value: Any, *, extra_patterns: Sequence[str] = (), disabled: Collection[str] = ()
+) -> tuple[Any, list[str]]:
+    """Redact every string inside ``value`` (dicts, lists, tuples; dict keys are kept as they are).
+
+    For note metadata. Returns the redacted copy and the kinds redacted (spans would be
+    meaningless across several strings).
+    """
+    kinds: list[str] = []
+
+    def walk(v: Any) -> Any:
+        if isinstance(v, str):
+            new, found = redact(v, extra_patterns=extra_patterns, disabled=disabled)
+            kinds.extend(r.kind for r in found)
+            return new
+        if isinstance(v, dict):
+            return {k: walk(x) for k, x in v.items()}
+        if isinstance(v, list):
+            return [walk(x) for x in v]
+        if isinstance(v, tuple):
+            return tuple(walk(x) for x in v)
+        return v
+
+    return walk(value), kinds
+
+
+def describe(redactions: Iterable[Redaction | str]) -> str:
+    """``"2 secrets redacted: github-token, password"``; repeated kinds as ``"password x2"``.
+
+    Accepts ``Redaction`` objects or kind names (what ``redact_data`` returns). Returns
+    ``"no secrets redacted"`` for none.
+    """
+    kinds = [r if isinstance(r, str) else r.kind for r in redactions]
+    if not kinds:
+        return "no secrets redacted"
+    counts = Counter(kinds)
+    parts = [k if counts[k] == 1 else f"{k} x{counts[k]}" for k in dict.fromkeys(kinds)]
+    return f"{len(kinds)} secret{'s' if len(kinds) != 1 else ''} redacted: {', '.join(parts)}"
