@@ -13,6 +13,7 @@ import os
 import shutil
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from typing import Any, Literal
 
@@ -31,6 +32,7 @@ from spellbook.vault.paths import note_path
 from spellbook.vault.store import Vault
 
 log = logging.getLogger(__name__)
+_POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="spellbook-search")
 
 Mode = Literal["hybrid", "semantic", "keyword"]
 MAX_QUERY_CHARS = 2_000
@@ -254,6 +256,9 @@ class Engine:
         rankings: list[list[str]] = []
         similarity: dict[str, float] = {}
         keyword_scores: dict[str, float] = {}
+        keyword_job = None
+        if mode == "hybrid":  # SQLite and the embedder release the GIL: run both sides at once
+            keyword_job = _POOL.submit(self.catalog.keyword_search, query, where, params, depth)
         if mode in ("hybrid", "semantic"):
             vector = self.embedder.embed_query(query)
             allowed = self.catalog.filtered_chunk_ids(where, params) if spec else None
@@ -265,7 +270,7 @@ class Engine:
             similarity = dict(found)
             rankings.append([cid for cid, _ in found])
         if mode in ("hybrid", "keyword"):
-            found = self.catalog.keyword_search(query, where, params, depth)
+            found = keyword_job.result() if keyword_job else self.catalog.keyword_search(query, where, params, depth)
             keyword_scores = dict(found)
             rankings.append([cid for cid, _ in found])
         if mode == "hybrid":

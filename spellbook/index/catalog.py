@@ -39,6 +39,9 @@ CREATE TABLE IF NOT EXISTS chunks (
 );
 CREATE INDEX IF NOT EXISTS chunks_path ON chunks(path);
 CREATE INDEX IF NOT EXISTS chunks_digest ON chunks(digest);
+CREATE TABLE IF NOT EXISTS tags (path TEXT NOT NULL, tag TEXT NOT NULL COLLATE NOCASE);
+CREATE INDEX IF NOT EXISTS tags_tag ON tags(tag COLLATE NOCASE, path);
+CREATE INDEX IF NOT EXISTS tags_path ON tags(path);
 CREATE TABLE IF NOT EXISTS links (path TEXT NOT NULL, target TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS links_path ON links(path);
 CREATE INDEX IF NOT EXISTS links_target ON links(target COLLATE NOCASE);
@@ -173,6 +176,7 @@ class Catalog:
                     self._db.executemany(
                         "INSERT INTO links VALUES (?, ?)", [(note.path, target) for target in note.links]
                     )
+                    self._db.executemany("INSERT INTO tags VALUES (?, ?)", [(note.path, tag) for tag in note.tags])
                 for chunk in chunks:
                     row = chunk.row
                     cur = self._db.execute(
@@ -196,11 +200,12 @@ class Catalog:
         self._db.execute("DELETE FROM chunks WHERE path = ?", (path,))
         self._db.execute("DELETE FROM notes WHERE path = ?", (path,))
         self._db.execute("DELETE FROM links WHERE path = ?", (path,))
+        self._db.execute("DELETE FROM tags WHERE path = ?", (path,))
         self._db.execute("DELETE FROM files WHERE path = ?", (path,))
 
     def clear(self) -> None:
         with self._lock, self._db:
-            for table in ("chunks_fts", "chunks", "notes", "links", "files", "meta"):
+            for table in ("chunks_fts", "chunks", "notes", "links", "tags", "files", "meta"):
                 self._db.execute(f"DELETE FROM {table}")
 
     # --- reads --------------------------------------------------------------------------------

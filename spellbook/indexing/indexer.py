@@ -29,7 +29,7 @@ from spellbook.vault.store import Vault
 
 log = logging.getLogger(__name__)
 
-INDEX_FORMAT = "3"  # 3: CJK unigrams + bigrams in the keyword index
+INDEX_FORMAT = "4"  # 3: CJK unigrams + bigrams in the keyword index; 4: tags table
 BATCH_FILES = 64
 MAX_FILE_BYTES = 5 * 1024 * 1024
 RECENTLY_REMOVED_MAX = 20_000  # vectors of removed chunks kept in memory for moves (about 40 MB at 512-d)

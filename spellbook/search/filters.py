@@ -53,12 +53,12 @@ def to_sql(spec: Filter | None) -> tuple[str, list[Any]]:
             clauses.append(f"notes.{column} = ? COLLATE NOCASE")
             params.append(value)
     for tag in spec.tags or []:
-        clauses.append("EXISTS (SELECT 1 FROM json_each(notes.tags) WHERE value = ? COLLATE NOCASE)")
+        clauses.append("notes.path IN (SELECT path FROM tags WHERE tag = ?)")
         params.append(tag)
     if spec.tags_any:
         marks = ",".join("?" * len(spec.tags_any))
-        clauses.append(f"EXISTS (SELECT 1 FROM json_each(notes.tags) WHERE lower(value) IN ({marks}))")
-        params.extend(t.lower() for t in spec.tags_any)
+        clauses.append(f"notes.path IN (SELECT path FROM tags WHERE tag IN ({marks}))")
+        params.extend(spec.tags_any)
     if spec.importance is not None:
         clauses.append("coalesce(notes.importance, 0) >= ?")
         params.append(spec.importance)
