@@ -1,6 +1,7 @@
 """memorize latency as the vault grows: p50/p95 per mode, with and without filters.
 
-Notes are written straight into a vault and indexed in one batched reconcile (indexing speed is
+Notes are mixes of 2-4 real sentences from ../shared/eval (English and Korean), queries are the
+eval's real questions. Notes are written straight into a vault and indexed in one batched reconcile (indexing speed is
 bench_sync.py's business). At 10k notes it uses the real default model; at 100k chunks the
 vectors come from the hashing embedder at 512 dimensions (the query-embedding cost is then ~0.2 ms
 instead of ~4 ms: add that back), because what is measured there is Chroma + SQLite with filters.
@@ -11,7 +12,10 @@ instead of ~4 ms: add that back), because what is measured there is Chroma + SQL
 from __future__ import annotations
 
 import argparse
+import gzip
+import json
 import os
+import re
 import random
 import statistics
 import tempfile
@@ -23,22 +27,32 @@ from spellbook.embedders.hashing import HashingEmbedder
 from spellbook.engine import Engine
 from spellbook.vault.note import render_note
 
+EVAL = Path(__file__).resolve().parents[2] / "shared" / "eval"
 TOPICS = ["deploy", "database", "frontend", "billing", "hiring", "travel", "cooking", "garden", "music", "health"]
-WORDS = (
-    "service cluster release rollback index query schema cache latency budget invoice contract interview "
-    "flight hotel recipe oven soil tomato guitar chord sleep running coffee team meeting roadmap bug fix"
-).split()
-KO = "배포 데이터베이스 회의 예산 여행 요리 정원 음악 건강 일정 팀 버그 수정".split()
-JA = "デプロイ データベース 会議 予算 旅行 料理 庭 音楽 健康 予定 チーム バグ 修正".split()
 
 
-def make_vault(root: Path, n: int, seed: int = 1) -> None:
+def _sentences() -> tuple[list[str], list[str]]:
+    """Real sentences and queries from ../shared/eval (English and Korean), for a realistic vocabulary."""
+    sentences: list[str] = []
+    queries: list[str] = []
+    for name in ("dev_en", "dev_ko"):
+        with gzip.open(EVAL / f"{name}.jsonl.gz", "rt", encoding="utf-8") as f:
+            for line in f:
+                rec = json.loads(line)
+                if rec["kind"] == "note":
+                    sentences += [x.strip() + "." for x in re.split(r"(?<=[.!?])\s+", rec["text"]) if len(x) > 20]
+                else:
+                    queries.append(rec["q"])
+    return sentences, queries
+
+
+def make_vault(root: Path, n: int, seed: int = 1) -> list[str]:
+    """n notes of 2-4 real sentences each (unique mixes), with metadata to filter on; returns queries."""
     rng = random.Random(seed)
+    sentences, queries = _sentences()
     for i in range(n):
         topic = rng.choice(TOPICS)
-        lang = rng.random()
-        pool = KO if lang < 0.2 else JA if lang < 0.3 else WORDS
-        body = " ".join(rng.choice(pool) for _ in range(rng.randint(30, 90))) + f" marker{i}."
+        body = " ".join(rng.sample(sentences, rng.randint(2, 4)))
         meta = {
             "id": f"n{i:06d}", "title": f"{topic} note {i}", "category": rng.choice(["projects", "people", "ops", "life"]),
             "topic": topic, "tags": rng.sample(TOPICS, 2), "importance": rng.randint(1, 5),
@@ -47,6 +61,7 @@ def make_vault(root: Path, n: int, seed: int = 1) -> None:
         folder = root / meta["category"] / topic
         folder.mkdir(parents=True, exist_ok=True)
         (folder / f"note {i:06d}.md").write_text(render_note(meta, body), encoding="utf-8")
+    return queries
 
 
 def percentiles(values: list[float]) -> str:
@@ -80,14 +95,13 @@ def run(size: int, embedder, label: str, queries: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         vault = Path(tmp) / "vault"
         vault.mkdir()
-        make_vault(vault, size)
+        real_queries = make_vault(vault, size)
         engine = Engine(Settings(vault=vault, watch=False), embedder=embedder)
         started = time.perf_counter()
         engine.start()
         built = time.perf_counter() - started
         stats = engine.stats()
-        rng = random.Random(7)
-        qs = [" ".join(rng.choice(rng.choice([WORDS, KO, JA])) for _ in range(rng.randint(2, 5))) for _ in range(queries)]
+        qs = random.Random(7).sample(real_queries, queries)
         measure(engine, qs, f"{label}: {stats['notes']} notes, {stats['chunks']} chunks (indexed in {built:.0f} s, "
                             f"{stats['notes'] / built:.0f} notes/s)")
         engine.close()

@@ -258,7 +258,7 @@ class Engine:
         keyword_scores: dict[str, float] = {}
         keyword_job = None
         if mode == "hybrid":  # SQLite and the embedder release the GIL: run both sides at once
-            keyword_job = _POOL.submit(self.catalog.keyword_search, query, where, params, depth)
+            keyword_job = _POOL.submit(self.catalog.keyword_search, query, where, params, depth, True)
         if mode in ("hybrid", "semantic"):
             vector = self.embedder.embed_query(query)
             allowed = self.catalog.filtered_chunk_ids(where, params) if spec else None

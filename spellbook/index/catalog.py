@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from spellbook.search.keyword import index_text, match_query
+from spellbook.search.keyword import index_text, match_query, tokenize
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -46,10 +46,13 @@ CREATE TABLE IF NOT EXISTS links (path TEXT NOT NULL, target TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS links_path ON links(path);
 CREATE INDEX IF NOT EXISTS links_target ON links(target COLLATE NOCASE);
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(title, meta, body, tokenize='unicode61 remove_diacritics 0');
+CREATE VIRTUAL TABLE IF NOT EXISTS chunks_vocab USING fts5vocab(chunks_fts, 'row');
 """
 
 # Column weights for bm25(): title/heading, agent metadata (keywords, questions...), body.
 FTS_WEIGHTS = (3.0, 2.0, 1.0)
+COMMON_SHARE = 0.05  # query tokens in more than 5% of chunks are left out of the MATCH...
+COMMON_MIN_CHUNKS = 2_000  # ...once the index is this large (docs/search.md)
 
 
 @dataclass(frozen=True)
@@ -287,9 +290,12 @@ class Catalog:
             )
             return [r[0] for r in rows.fetchall()]
 
-    def keyword_search(self, query: str, where: str, params: Sequence[Any], limit: int) -> list[tuple[str, float]]:
-        """(chunk_id, bm25 score; higher is better) for the best keyword matches."""
-        expression = match_query(query)
+    def keyword_search(
+        self, query: str, where: str, params: Sequence[Any], limit: int, prune: bool = False
+    ) -> list[tuple[str, float]]:
+        """(chunk_id, bm25 score; higher is better) for the best keyword matches. ``prune`` leaves
+        out very common query tokens in large indexes (hybrid search, where vectors make up for it)."""
+        expression = match_query(query, self._too_common(query) if prune else set())
         if expression is None:
             return []
         weights = ", ".join(str(w) for w in FTS_WEIGHTS)
@@ -349,6 +355,18 @@ class Catalog:
                 (path, when, when, path, window),
             ).fetchall()
         return [_note(r) for r in before], [_note(r) for r in after]
+
+    def _too_common(self, query: str) -> set[str]:
+        """Query tokens found in more than COMMON_SHARE of the chunks: they add almost nothing to
+        BM25 (tiny IDF) and cost the most (the longest posting lists). Only pruned in large indexes."""
+        tokens = list(dict.fromkeys(tokenize(query)))
+        with self._lock:
+            total = self._db.execute("SELECT count(*) FROM chunks").fetchone()[0]
+            if total < COMMON_MIN_CHUNKS or not tokens:
+                return set()
+            marks = ",".join("?" * len(tokens))
+            rows = self._db.execute(f"SELECT term, doc FROM chunks_vocab WHERE term IN ({marks})", tokens).fetchall()
+        return {term for term, docs in rows if docs > total * COMMON_SHARE}
 
     def counts(self) -> dict[str, int]:
         with self._lock:

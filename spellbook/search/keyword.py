@@ -45,11 +45,13 @@ def index_text(text: str) -> str:
     return " ".join(tokenize(text))
 
 
-def match_query(text: str) -> str | None:
-    """An FTS5 MATCH expression: any query token, each quoted. None when nothing is searchable."""
-    tokens = [t for t in dict.fromkeys(tokenize(text)) if t not in STOPWORDS]
+def match_query(text: str, skip: set[str] | frozenset[str] = frozenset()) -> str | None:
+    """An FTS5 MATCH expression: any query token, each quoted. None when nothing is searchable.
+    Stopwords and ``skip`` tokens are left out unless nothing else is left."""
+    everything = list(dict.fromkeys(tokenize(text)))
+    tokens = [t for t in everything if t not in STOPWORDS and t not in skip]
     if not tokens:
-        tokens = list(dict.fromkeys(tokenize(text)))
+        tokens = [t for t in everything if t not in STOPWORDS] or everything
     if not tokens:
         return None
     return " OR ".join('"' + t.replace('"', '""') + '"' for t in tokens)
