@@ -11,6 +11,11 @@ hub, the vault writes and the index exactly as an agent would see them.
 
 The dev sets (see ``<workspace>/shared/eval/README.md``) are gzip'd JSON Lines: notes first, then
 queries; every record has a ``conv`` (the store it belongs to). Each ``conv`` gets its own vault.
+
+Modes are queried interleaved (each query in every mode, in rotating order), so background load
+hits all modes alike. The run prints a hash of the spellbook source it imported; to measure a
+fixed version while spellbook/ is being edited, copy the package and put the copy first:
+``cp -r spellbook /tmp/snap/ && PYTHONPATH=/tmp/snap .venv/bin/python bench/eval_retrieval.py``.
 """
 
 from __future__ import annotations
@@ -30,7 +35,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import anyio
+# Running ``python bench/eval_retrieval.py`` puts bench/ first on sys.path, where other scripts'
+# names (e.g. bench/tokenizers.py) would shadow real packages that the embedders import.
+_HERE = Path(__file__).resolve().parent
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
+
+import anyio  # noqa: E402
+
+SPELLBOOK_MODULES = (
+    "spellbook.config", "spellbook.engine", "spellbook.server.hub", "spellbook.server.tools",
+    "spellbook.indexing.indexer", "spellbook.index.catalog", "spellbook.index.chroma", "spellbook.search.keyword",
+    "spellbook.search.hybrid", "spellbook.embedders.base", "spellbook.embedders.use", "spellbook.embedders.minilm",
+    "spellbook.embedders.hashing",
+)
 
 EVAL_DIR = Path(__file__).resolve().parents[2] / "shared" / "eval"
 DEFAULT_SETS = [EVAL_DIR / "dev_en.jsonl.gz", EVAL_DIR / "dev_ko.jsonl.gz"]
@@ -157,9 +174,44 @@ class ModeResult:
         return out
 
 
+# --- client-side fusion sweep ------------------------------------------------------------------
+SWEEP_DEPTH = 50  # memorize's maximum limit
+# (label, RRF k, semantic weight, keyword weight). The first row is plain RRF (equal weights, k=60).
+SWEEP_CONFIGS = [
+    ("rrf k60 s1:k1", 60, 1.0, 1.0),
+    ("rrf k60 s1:k2", 60, 1.0, 2.0),
+    ("rrf k60 s1:k3", 60, 1.0, 3.0),
+    ("rrf k60 s2:k1", 60, 2.0, 1.0),
+    ("rrf k20 s1:k1", 20, 1.0, 1.0),
+    ("rrf k20 s1:k2", 20, 1.0, 2.0),
+    ("rrf k10 s1:k2", 10, 1.0, 2.0),
+]
+
+
+def rrf(rankings: list[tuple[list[str], float]], k: int) -> list[str]:
+    scores: dict[str, float] = {}
+    for ranking, weight in rankings:
+        for rank, item in enumerate(ranking, 1):
+            scores[item] = scores.get(item, 0.0) + weight / (k + rank)
+    return [item for item, _ in sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))]
+
+
+def fusion_sweep(queries: list[dict[str, Any]], lists: list[tuple[list[str], list[str]]]) -> dict[str, Any]:
+    """Metrics of weighted RRF over the note-level semantic and keyword rankings (top 50 each)."""
+    out: dict[str, Any] = {}
+    for label, k, w_sem, w_kw in SWEEP_CONFIGS:
+        mr = ModeResult(label)
+        for q, (sem, kw) in zip(queries, lists):
+            mr.add(q, rrf([(sem, w_sem), (kw, w_kw)], k)[:SEARCH_LIMIT], 0.0)
+        summary = mr.summary()
+        out[label] = {key: summary[key] for key in ("hit@1", "hit@5", "hit@10", "mrr@10")}
+    return out
+
+
 # --- the run ----------------------------------------------------------------------------------
 async def evaluate(
-    data: EvalSet, embedder: str, modes: list[str], limit_queries: int | None, title_fallback: str, progress: bool
+    data: EvalSet, embedder: str, modes: list[str], limit_queries: int | None, title_fallback: str, progress: bool,
+    sweep: bool = False,
 ) -> dict[str, Any]:
     from mcp import Client
 
@@ -169,7 +221,8 @@ async def evaluate(
 
     queries = data.queries[:limit_queries] if limit_queries else data.queries
     result: dict[str, Any] = {"conv": data.conv, "source": str(data.source), "notes": len(data.notes),
-                              "queries": len(queries), "embedder_setting": embedder}
+                              "queries": len(queries), "embedder_setting": embedder, "loadavg": {}}
+    result["loadavg"]["start"] = _loadavg()
     with tempfile.TemporaryDirectory(prefix=f"spellbook-eval-{data.conv}-", ignore_cleanup_errors=True) as tmp:
         vault_dir = Path(tmp) / "vault"
         vault_dir.mkdir()
@@ -178,10 +231,10 @@ async def evaluate(
         hub = Hub(settings, watch=False)
         hub.start(background=False)
         result["open_seconds"] = time.perf_counter() - t0
-        if hub._open_error is not None:  # noqa: SLF001 - surface the real cause instead of a later tool error
-            raise RuntimeError(f"hub failed to open: {hub._open_error!r}")
-        server = build_server(hub)
         try:
+            if hub._open_error is not None:  # noqa: SLF001 - the real cause, instead of an error per tool call
+                raise RuntimeError(f"hub failed to open: {hub._open_error!r}")
+            server = build_server(hub)
             async with Client(server) as client:
                 stats = await client.call_tool("stats", {})
                 result["embedder"] = (stats.structured_content or {}).get("embedder")
@@ -219,18 +272,21 @@ async def evaluate(
                 if len(memory_to_note) != len(data.notes) - len(scribe_errors):
                     result["load"]["duplicate_ids"] = len(data.notes) - len(scribe_errors) - len(memory_to_note)
 
+                result["loadavg"]["after_load"] = _loadavg()
                 stats = (await client.call_tool("stats", {})).structured_content or {}
                 result["index"] = {k: stats.get(k) for k in ("notes", "chunks", "vectors", "skipped", "warnings",
                                                              "problems_total", "state")}
 
-                # Queries, one mode at a time.
-                result["modes"] = {}
-                for mode in modes:
-                    mr = ModeResult(mode)
-                    # One untimed call so lazy set-up inside a mode does not land in p95.
+                # Queries. Modes are interleaved per query (in rotating order), so a burst of other
+                # work on the machine slows every mode alike instead of skewing one mode's latency.
+                results_by_mode = {mode: ModeResult(mode) for mode in modes}
+                for mode in modes:  # one untimed call each, so lazy set-up does not land in p95
                     await client.call_tool("memorize", {"query": "warm up", "limit": SEARCH_LIMIT, "mode": mode})
-                    t_mode = time.perf_counter()
-                    for j, q in enumerate(queries, 1):
+                t_queries = time.perf_counter()
+                for j, q in enumerate(queries, 1):
+                    shift = j % len(modes)
+                    for mode in modes[shift:] + modes[:shift]:
+                        mr = results_by_mode[mode]
                         t = time.perf_counter()
                         r = await client.call_tool("memorize", {"query": q["q"], "limit": SEARCH_LIMIT, "mode": mode})
                         latency = (time.perf_counter() - t) * 1000
@@ -245,16 +301,39 @@ async def evaluate(
                                 mr.unmapped_hits += 1
                             ranked.append(note_id)
                         mr.add(q, ranked, latency)
-                        if progress and j % 250 == 0:
-                            _log(f"  [{data.conv}] {mode}: {j}/{len(queries)} queries")
-                    summary = mr.summary()
-                    summary["seconds"] = time.perf_counter() - t_mode
+                    if progress and j % 250 == 0:
+                        _log(f"  [{data.conv}] {j}/{len(queries)} queries x {len(modes)} modes")
+                result["query_seconds"] = time.perf_counter() - t_queries
+                result["modes"] = {}
+                for mode in modes:
+                    summary = results_by_mode[mode].summary()
                     result["modes"][mode] = summary
                     if progress:
                         _log(f"  [{data.conv}] {mode}: hit@10 {summary['hit@10']:.3f} mrr@10 {summary['mrr@10']:.3f}")
+
+                if sweep:  # untimed: deeper semantic and keyword lists, fused here with other settings
+                    lists: list[tuple[list[str], list[str]]] = []
+                    for q in queries:
+                        pair = []
+                        for mode in ("semantic", "keyword"):
+                            r = await client.call_tool(
+                                "memorize", {"query": q["q"], "limit": SWEEP_DEPTH, "mode": mode}
+                            )
+                            hits = [] if r.is_error else (r.structured_content or {}).get("results", [])
+                            pair.append([memory_to_note.get(h.get("id"), "?") for h in hits])
+                        lists.append((pair[0], pair[1]))
+                    result["fusion_sweep"] = fusion_sweep(queries, lists)
         finally:
             hub.close()
+    result["loadavg"]["end"] = _loadavg()
     return result
+
+
+def _loadavg() -> float | None:
+    try:
+        return round(os.getloadavg()[0], 2)
+    except (AttributeError, OSError):
+        return None
 
 
 def _text_of(result: Any) -> str:
@@ -264,6 +343,39 @@ def _text_of(result: Any) -> str:
 
 def _log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
+
+
+# --- code under test --------------------------------------------------------------------------
+def source_fingerprint() -> dict[str, Any]:
+    """A hash of the spellbook package's .py files (the code being measured), and its newest mtime."""
+    import hashlib
+    import importlib.util
+
+    spec = importlib.util.find_spec("spellbook")
+    root = Path(spec.origin).parent if spec and spec.origin else None
+    if root is None:
+        return {"path": None, "sha256": None}
+    digest = hashlib.sha256()
+    newest = 0.0
+    for file in sorted(root.rglob("*.py")):
+        digest.update(file.relative_to(root).as_posix().encode() + b"\0" + file.read_bytes() + b"\0")
+        newest = max(newest, file.stat().st_mtime)
+    return {"path": str(root), "sha256": digest.hexdigest()[:16],
+            "newest_mtime": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(newest))}
+
+
+def import_spellbook() -> dict[str, Any]:
+    """Import every spellbook module the run uses now (the engine is otherwise imported lazily when
+    the hub opens), so an edit to the package during a long run cannot mix two versions."""
+    import importlib
+
+    before = source_fingerprint()
+    for name in SPELLBOOK_MODULES:
+        importlib.import_module(name)
+    after = source_fingerprint()
+    if before["sha256"] != after["sha256"]:
+        raise SystemExit("spellbook's source changed while it was being imported; run again.")
+    return after
 
 
 # --- output -----------------------------------------------------------------------------------
@@ -285,6 +397,10 @@ def machine_info() -> dict[str, Any]:
     except OSError:
         pass
     try:
+        info["loadavg_start"] = [round(x, 2) for x in os.getloadavg()]
+    except (AttributeError, OSError):
+        pass
+    try:
         from spellbook import __version__
 
         info["spellbook"] = __version__
@@ -303,6 +419,11 @@ def render(result: dict[str, Any], by_category: bool) -> str:
         f"   open {result['open_seconds']:.1f} s; load {load['seconds']:.1f} s = {load['notes_per_second']:.1f} notes/s "
         f"(scribe p50 {load['scribe_ms_p50']:.1f} ms, p95 {load['scribe_ms_p95']:.1f} ms, errors {load['errors']})"
     )
+    la = result.get("loadavg") or {}
+    lines.append(
+        f"   1-min load average (CPUs {os.cpu_count()}): start {la.get('start')}, after load {la.get('after_load')}, "
+        f"end {la.get('end')}; above the CPU count means other work competed for the CPU and timings are inflated"
+    )
     lines.append(
         f"   index: {idx.get('notes')} notes, {idx.get('chunks')} chunks, {idx.get('vectors')} vectors, "
         f"{idx.get('problems_total')} problem(s)"
@@ -317,7 +438,7 @@ def render(result: dict[str, Any], by_category: bool) -> str:
         )
     ref = REFERENCE_BM25.get(result["conv"])
     if ref:
-        lines.append(f"   {'BM25 ref':<9} {'':>6} {ref[0]:>6.3f} {ref[1]:>6.3f} {ref[2]:>7.3f}   (plain BM25, README)")
+        lines.append(f"   {'BM25 ref':<9} {'':>6} {ref[0]:>6.3f} {ref[1]:>6.3f} {ref[2]:>7.3f}   (plain BM25 on the full set, README)")
     if by_category:
         for mode, s in result["modes"].items():
             cats = s.get("by_category", {})
@@ -329,6 +450,13 @@ def render(result: dict[str, Any], by_category: bool) -> str:
                     f"     {cat:<22} n={c['queries']:<4} hit@1 {c['hit@1']:.3f}  hit@10 {c['hit@10']:.3f}  "
                     f"MRR@10 {c['mrr@10']:.3f}"
                 )
+    if result.get("fusion_sweep"):
+        lines.append(f"   fusion sweep (client-side weighted RRF of note-level top-{SWEEP_DEPTH} semantic and keyword lists;")
+        lines.append("   a baseline for the server's own hybrid row above; the first row is plain equal-weight RRF):")
+        for label, m in result["fusion_sweep"].items():
+            lines.append(
+                f"   {label:<14} {m['hit@1']:>6.3f} {m['hit@5']:>6.3f} {m['hit@10']:>6.3f} {m['mrr@10']:>7.3f}"
+            )
     for mode, s in result["modes"].items():
         for example in s.get("error_examples", []):
             lines.append(f"   ! {mode} error: {example}")
@@ -348,7 +476,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--title-fallback", choices=("id", "none"), default="id",
                    help="title for notes without meta.title: the eval note id (default) or none (Spellbook derives one)")
     p.add_argument("--by-category", action="store_true", help="also print per-category rows")
+    p.add_argument("--fusion-sweep", action="store_true",
+                   help="also compare weighted RRF settings, fused here from deeper semantic + keyword lists")
     p.add_argument("--json", action="store_true", help="print a JSON summary after the tables")
+    p.add_argument("--json-out", type=Path, metavar="PATH",
+                   help="also write the JSON summary to PATH, updated after each set (survives a killed run)")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     args = p.parse_args(argv)
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
@@ -366,6 +498,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 async def amain(args: argparse.Namespace) -> dict[str, Any]:
+    code = import_spellbook()
     machine = machine_info()
     print(
         f"machine: {machine.get('cpu_count')} CPUs ({machine.get('cpu_affinity', '?')} usable), "
@@ -373,24 +506,42 @@ async def amain(args: argparse.Namespace) -> dict[str, Any]:
     )
     print(f"embedder setting: {args.embedder}; modes: {', '.join(args.modes)}; top {SEARCH_LIMIT}"
           + (f"; first {args.limit_queries} queries per set" if args.limit_queries else ""), flush=True)
+    print(f"code: spellbook source sha256 {code['sha256']} (newest file {code.get('newest_mtime')}) at {code['path']}")
     results = []
     for path in args.sets:
         for data in load_sets(path):
             if not args.quiet:
                 _log(f"[{data.conv}] {len(data.notes)} notes, {len(data.queries)} queries from {path}")
             result = await evaluate(data, args.embedder, args.modes, args.limit_queries, args.title_fallback,
-                                    progress=not args.quiet)
+                                    progress=not args.quiet, sweep=args.fusion_sweep)
             print()
             print(render(result, args.by_category), flush=True)
             results.append(result)
-    return {"machine": machine, "embedder_setting": args.embedder, "modes": args.modes,
+            if args.json_out:
+                _write_json(args.json_out, {"machine": machine, "code": code, "embedder_setting": args.embedder,
+                                            "modes": args.modes, "limit_queries": args.limit_queries,
+                                            "title_fallback": args.title_fallback, "sets": results, "partial": True})
+    now = source_fingerprint()
+    if now["sha256"] != code["sha256"]:
+        print(f"note: spellbook's source on disk changed during the run (now {now['sha256']}); "
+              f"the numbers above are for {code['sha256']}, the version imported at the start.")
+    return {"machine": machine, "code": code, "code_at_end": now, "embedder_setting": args.embedder, "modes": args.modes,
             "limit_queries": args.limit_queries, "title_fallback": args.title_fallback, "sets": results}
+
+
+def _write_json(path: Path, data: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     summary = anyio.run(amain, args)
+    if args.json_out:
+        _write_json(args.json_out, summary)
     if args.json:
         print()
         print(json.dumps(summary, ensure_ascii=False, indent=2, default=str))

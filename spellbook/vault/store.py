@@ -79,14 +79,20 @@ class Vault:
         return FileState(path, text, content_version(data), st.st_mtime_ns, st.st_size)
 
     def create(self, path: str, text: str) -> str:
-        """Write a new file at ``path``, or at ``path`` with ' 2', ' 3'... if taken. Returns the path used."""
-        for n in range(1, 1000):
+        """Write a new file at ``path``, or at ``path`` with ' 2', ' 3'... if taken. Returns the path used.
+
+        Taken names are skipped with a cheap existence check; the exclusive link still decides
+        when two writers race for the same free name."""
+        self.file(path).parent.mkdir(parents=True, exist_ok=True)
+        n = 1
+        while True:
             candidate = path if n == 1 else with_suffix_number(path, n)
+            n += 1
             target = self.file(candidate)
-            target.parent.mkdir(parents=True, exist_ok=True)
+            if target.exists():
+                continue
             if _atomic_write(target, text, exclusive=True):
                 return candidate
-        raise InvalidInputError(f"Too many notes named like {path!r}; give the memory a more specific title.")
 
     def write(self, path: str, text: str, expected_version: str | None = None) -> str:
         """Replace a note. With ``expected_version``, refuse if the file changed since it was read.

@@ -1,7 +1,7 @@
 """Which keyword tokenisation for Korean (and English)? Plain BM25 (k1 1.2, b 0.75) over the eval
 sets with several tokenisers; prints hit@1/5/10 and MRR@10 per tokeniser.
 
-    .venv/bin/python bench/tokenizers.py
+    .venv/bin/python bench/tokenizer_compare.py
 """
 
 from __future__ import annotations
