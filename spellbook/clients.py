@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -27,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from spellbook.errors import InvalidInputError, SpellbookError
+from spellbook.vault.store import atomic_write
 
 CLIENTS = ("claude-code", "claude-desktop", "cursor")
 SCOPES = ("user", "project")
@@ -289,7 +289,7 @@ def _write_config(file: Path, config: Mapping[str, Any], existed: bool) -> Path 
     except OSError as exc:
         raise ClientConfigError(f"Cannot create {target.parent} ({exc}); create it yourself and try again.")
     mode = target.stat().st_mode & 0o7777 if existed else None
-    _atomic_write(target, render_config(config), mode)
+    atomic_write(target, render_config(config), mode=mode)
     return backup
 
 
@@ -318,16 +318,3 @@ def _backup(file: Path) -> Path:
     raise ClientConfigError(f"Too many backups of {file} this second; delete old *.bak files next to it and retry.")
 
 
-def _atomic_write(target: Path, text: str, mode: int | None) -> None:
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        if mode is not None:
-            os.chmod(tmp, mode)  # keep the original file's permissions; new files stay private (0600)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

@@ -19,7 +19,7 @@ from spellbook.vault.note import content_version
 from spellbook.vault.paths import IGNORED_DIRS, is_ignored, resolve_path, with_suffix_number
 
 TRASH_DIR = ".trash"
-_TEMP_NAME = re.compile(r"^\..+\.md\.[A-Za-z0-9_]+\.tmp$")  # what _atomic_write creates
+_TEMP_NAME = re.compile(r"^\..+\.md\.[A-Za-z0-9_]+\.tmp$")  # what atomic_write creates
 
 
 @dataclass(frozen=True)
@@ -91,7 +91,7 @@ class Vault:
             target = self.file(candidate)
             if target.exists():
                 continue
-            if _atomic_write(target, text, exclusive=True):
+            if atomic_write(target, text, exclusive=True):
                 return candidate
 
     def write(self, path: str, text: str, expected_version: str | None = None) -> str:
@@ -108,7 +108,7 @@ class Vault:
             current = content_version(data)
             if current != expected_version:
                 raise ConflictError(path, expected_version, current, data.decode("utf-8", "replace"))
-        _atomic_write(target, text)
+        atomic_write(target, text)
         return content_version(text)
 
     def trash(self, path: str) -> str:
@@ -128,15 +128,18 @@ class Vault:
         return dest_path
 
 
-def _atomic_write(target: Path, text: str, exclusive: bool = False) -> bool:
-    """Write ``text`` to ``target`` atomically. With ``exclusive``, never replace an existing file
-    (returns False when the name is taken)."""
+def atomic_write(target: Path, text: str, exclusive: bool = False, mode: int | None = None) -> bool:
+    """Write ``text`` to ``target`` atomically (unique dotfile temp, fsync, rename). With
+    ``exclusive``, never replace an existing file (returns False when the name is taken). ``mode``
+    sets the file's permissions (the temp file is created 0600)."""
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
+        if mode is not None:
+            os.chmod(tmp, mode)
         if exclusive:
             try:
                 os.link(tmp, target)  # atomic, and fails if the name exists
