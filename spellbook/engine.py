@@ -39,6 +39,7 @@ MAX_QUERY_CHARS = 2_000
 MAX_TITLE_CHARS = 200
 SNIPPET_CHARS = 240
 SUPERSEDED_FACTOR = 0.5
+RELEVANCE_SIGMAS = 5.0  # relevance 1.0 = 5 standard deviations above two unrelated notes' similarity
 TOPIC_PAGE_CHARS = 30_000  # get_topic returns at most about this much text per call
 SEMANTIC_WEIGHT = 0.3  # hybrid = 0.3 * semantic + 0.7 * keyword x coverage; tuned on shared/eval (docs/search.md)
 LIST_FIELDS = ("keywords", "questions", "entities", "links")
@@ -69,6 +70,7 @@ class Engine:
         self.progress: dict[str, Any] = {"state": "opening", "done": 0, "total": 0}
         self._last_report: SyncReport | None = None
         self._reconciled = threading.Event()
+        self._baseline: tuple[float, float, int] | None = None
 
     def close(self) -> None:
         self.catalog.close()
@@ -227,7 +229,12 @@ class Engine:
 
     # --- read tools ---------------------------------------------------------------------------
     def memorize(
-        self, query: str, limit: int = 5, filter: Filter | dict | None = None, mode: Mode = "hybrid"
+        self,
+        query: str,
+        limit: int = 5,
+        filter: Filter | dict | None = None,
+        mode: Mode = "hybrid",
+        min_score: float | None = None,
     ) -> dict[str, Any]:
         query = (query or "").strip()
         if not query:
@@ -238,6 +245,8 @@ class Engine:
             raise InvalidInputError("limit must be between 1 and 50.")
         if mode not in ("hybrid", "semantic", "keyword"):
             raise InvalidInputError("mode must be hybrid, semantic or keyword.")
+        if min_score is not None and not 0.0 <= min_score <= 1.0:
+            raise InvalidInputError("min_score is a relevance between 0 and 1 (0.5 = clearly related); see docs/search.md.")
         spec = _filter(filter)
         catching_up = self._await_first_index()
         hits = self._search(query, limit, spec, mode)
@@ -245,6 +254,8 @@ class Engine:
         if stale:  # never answer from an index older than the files: catch up, then search again
             self.indexer.sync_paths(stale)
             hits = self._search(query, limit, spec, mode)
+        if min_score is not None:
+            hits = [h for h in hits if h["relevance"] >= min_score]
         result: dict[str, Any] = {"query": query, "mode": mode, "results": hits}
         if catching_up:
             result["note"] = catching_up
@@ -292,6 +303,8 @@ class Engine:
         if mode != "keyword":
             ranked = self._boost(ranked, chunks, notes)
         terms = [t for t in tokenize(query) if len(t) > 1]
+        query_set = query_terms(query)
+        baseline = self._similarity_baseline() if similarity else None
         hits: list[dict[str, Any]] = []
         for cid, score, chunk, note in _best_per_note(ranked, chunks, notes, limit):
             hit = {
@@ -301,10 +314,36 @@ class Engine:
             }
             if chunk.heading:
                 hit["heading"] = chunk.heading
+            meaning = 0.0
             if cid in similarity:
                 hit["similarity"] = round(similarity[cid], 4)
+                mu, sigma = baseline
+                meaning = min(1.0, max(0.0, (similarity[cid] - mu) / sigma / RELEVANCE_SIGMAS))
+            words = coverage(query_set, (chunk.text, chunk.heading, note.title, _meta_text(note.meta)))
+            hit["relevance"] = round(max(meaning, words), 3)
             hits.append(hit)
         return hits
+
+    def _similarity_baseline(self) -> tuple[float, float]:
+        """(mean, standard deviation) of the cosine similarity between stored chunks, i.e. what
+        two unrelated notes score with this embedder; recomputed when the index grows or shrinks
+        by a quarter. Makes ``relevance`` (and ``min_score``) mean the same for every embedder."""
+        count = self.vectors.count()
+        cached = self._baseline
+        if cached and abs(count - cached[2]) <= max(cached[2], 40) // 4:
+            return cached[0], cached[1]
+        import numpy as np
+
+        sample = self.vectors.sample(400)
+        if len(sample) < 5:
+            mu, sigma = 0.0, 0.15  # too few notes to measure: a typical spread for unrelated text
+        else:
+            m = np.asarray(sample, dtype=np.float32)
+            m /= np.clip(np.linalg.norm(m, axis=1, keepdims=True), 1e-12, None)
+            sims = (m @ m.T)[np.triu_indices(len(m), 1)]
+            mu, sigma = float(sims.mean()), max(float(sims.std()), 1e-3)
+        self._baseline = (mu, sigma, count)
+        return mu, sigma
 
     def related(self, id: str, limit: int = 5) -> dict[str, Any]:
         """Notes semantically closest to a memory (by the mean of its chunk vectors), itself excluded."""

@@ -159,3 +159,23 @@ def test_ollama_models_get_their_task_prefixes(model: str, prefixes: tuple[str, 
     from spellbook.embedders.ollama import _prefixes
 
     assert _prefixes(model) == prefixes
+
+
+def test_min_score_drops_unrelated_hits_for_every_mode(tmp_path: Path, use_m3) -> None:
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    engine = Engine(Settings(vault=vault, watch=False), embedder=use_m3)
+    try:
+        engine.start()
+        ids = {key: engine.scribe(text, title=key, category=lang)["id"] for key, (lang, text) in NOTES.items()}
+        for mode in ("hybrid", "semantic"):
+            related = engine.memorize("누가 땅콩 알레르기가 있나요?", mode=mode, min_score=0.3)["results"]
+            assert [h["id"] for h in related] == [ids["allergy"]], mode
+            unrelated = engine.memorize("quantum chromodynamics on a lattice", mode=mode, min_score=0.3)["results"]
+            assert unrelated == [], (mode, unrelated)
+        hits = engine.memorize("daily standup meeting", mode="keyword", min_score=0.5)["results"]
+        assert all(h["relevance"] >= 0.5 for h in hits)
+        with pytest.raises(Exception, match="min_score"):
+            engine.memorize("x", min_score=3)
+    finally:
+        engine.close()

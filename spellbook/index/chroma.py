@@ -90,6 +90,11 @@ class VectorIndex:
                 out[chunk_id] = list(vector)
         return out
 
+    def sample(self, limit: int) -> list[list[float]]:
+        """Up to ``limit`` stored vectors (in storage order), for calibrating similarities."""
+        got = self._collection.get(limit=limit, include=["embeddings"])
+        return [list(v) for v in got["embeddings"]] if got["embeddings"] is not None else []
+
     def delete(self, ids: Sequence[str]) -> None:
         for start in range(0, len(ids), MAX_BATCH):
             self._collection.delete(ids=list(ids[start : start + MAX_BATCH]))

@@ -89,9 +89,12 @@ def build_server(hub: Hub) -> MCPServer:
         limit: Annotated[int, Field(ge=1, le=50)] = 5,
         filter: Filter | None = None,
         mode: Literal["hybrid", "semantic", "keyword"] = "hybrid",
+        min_score: Annotated[
+            float | None, Field(ge=0, le=1, description="Drop hits whose relevance is lower (0.5 = clearly related).")
+        ] = None,
     ) -> CallToolResult:
         """Search memories by meaning and keywords. Returns compact hits; use get_memories for full text."""
-        data = await call("memorize", query=query, limit=limit, filter=filter, mode=mode)
+        data = await call("memorize", query=query, limit=limit, filter=filter, mode=mode, min_score=min_score)
         lines = [f"{len(data['results'])} result(s) for {data['query']!r}:"]
         for n, hit in enumerate(data["results"], 1):
             where = hit["path"] + (f" › {hit['heading']}" if hit.get("heading") else "")
