@@ -264,7 +264,6 @@ class Engine:
     def _search(self, query: str, limit: int, spec: Filter | None, mode: Mode) -> list[dict[str, Any]]:
         where, params = to_sql(spec)
         depth = max(limit * 6, 50)
-        rankings: list[list[str]] = []
         similarity: dict[str, float] = {}
         keyword_scores: dict[str, float] = {}
         keyword_job = None
@@ -279,31 +278,26 @@ class Engine:
             else:
                 found = self.vectors.query(vector, depth, ids=allowed)
             similarity = dict(found)
-            rankings.append([cid for cid, _ in found])
         if mode in ("hybrid", "keyword"):
             found = keyword_job.result() if keyword_job else self.catalog.keyword_search(query, where, params, depth)
             keyword_scores = dict(found)
-            rankings.append([cid for cid, _ in found])
-        if mode == "hybrid":
-            rows = self.catalog.chunks(list(keyword_scores))
-            notes = self.catalog.notes_at(c.path for c in rows.values())
-            terms = query_terms(query)
-            covered = {
-                cid: coverage(terms, (c.text, c.heading, notes[c.path].title, _meta_text(notes[c.path].meta)))
-                for cid, c in rows.items()
-                if c.path in notes
-            }
-            ranked = blend(similarity, keyword_scores, covered, SEMANTIC_WEIGHT)
-        elif mode == "semantic":
-            ranked = list(similarity.items())
-        else:
-            ranked = list(keyword_scores.items())
-        chunks = self.catalog.chunks([cid for cid, _ in ranked[: depth * 2]])
+        # One read of the candidates' rows serves coverage, boosts and the hits.
+        chunks = self.catalog.chunks(list(similarity.keys() | keyword_scores.keys()))
         notes = self.catalog.notes_at(c.path for c in chunks.values())
+        query_set = query_terms(query)
+
+        def covers(chunk: Any) -> float:
+            note = notes[chunk.path]
+            return coverage(query_set, (chunk.text, chunk.heading, note.title, _meta_text(note.meta)))
+
+        if mode == "hybrid":
+            covered = {cid: covers(c) for cid, c in chunks.items() if cid in keyword_scores and c.path in notes}
+            ranked = blend(similarity, keyword_scores, covered, SEMANTIC_WEIGHT)
+        else:
+            ranked = sorted((similarity or keyword_scores).items(), key=lambda kv: (-kv[1], kv[0]))
         if mode != "keyword":
             ranked = self._boost(ranked, chunks, notes)
         terms = [t for t in tokenize(query) if len(t) > 1]
-        query_set = query_terms(query)
         baseline = self._similarity_baseline() if similarity else None
         hits: list[dict[str, Any]] = []
         for cid, score, chunk, note in _best_per_note(ranked, chunks, notes, limit):
@@ -319,8 +313,7 @@ class Engine:
                 hit["similarity"] = round(similarity[cid], 4)
                 mu, sigma = baseline
                 meaning = min(1.0, max(0.0, (similarity[cid] - mu) / sigma / RELEVANCE_SIGMAS))
-            words = coverage(query_set, (chunk.text, chunk.heading, note.title, _meta_text(note.meta)))
-            hit["relevance"] = round(max(meaning, words), 3)
+            hit["relevance"] = round(max(meaning, covers(chunk)), 3)
             hits.append(hit)
         return hits
 
