@@ -82,6 +82,17 @@ class NoteRow:
     meta: dict[str, Any]
     links: tuple[str, ...] = ()  # wikilink targets written in the note, as written
 
+    def ref(self) -> dict[str, Any]:
+        return {"id": self.note_id, "path": self.path, "title": self.title}
+
+    def compact(self) -> dict[str, Any]:
+        """The short form tools list memories in."""
+        return {
+            "id": self.note_id, "path": self.path, "title": self.title, "category": self.category,
+            "topic": self.topic, "tags": self.tags, "type": self.type, "importance": self.importance,
+            "updated": self.updated or self.created,
+        }
+
 
 @dataclass(frozen=True)
 class ChunkRow:

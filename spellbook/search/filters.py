@@ -6,6 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from spellbook.errors import InvalidInputError
 from spellbook.vault.fields import normalize_importance, normalize_tags
 
 
@@ -73,3 +74,17 @@ def to_sql(spec: Filter | None) -> tuple[str, list[Any]]:
         clauses.append("coalesce(notes.updated, notes.created, '') < ?")
         params.append(spec.updated_before)
     return (" AND ".join(clauses) or "1"), params
+
+
+def parse_filter(value: Filter | dict | None) -> Filter | None:
+    """A tool's filter argument (an object or None) as a Filter, with a clear error when wrong."""
+    if value is None or isinstance(value, Filter):
+        return value
+    if not isinstance(value, dict):
+        raise InvalidInputError("filter must be an object like {'category': 'system'}.")
+    try:
+        return Filter.model_validate(value) if value else None
+    except Exception as exc:  # noqa: BLE001 -- pydantic ValidationError: say which key was wrong
+        raise InvalidInputError(
+            f"Invalid filter: {exc}. Allowed keys: {', '.join(Filter.model_fields)}."
+        ) from None

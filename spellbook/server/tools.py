@@ -8,6 +8,7 @@ Each tool returns structured content (the full data) plus a short text for the m
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, Literal
 
 import anyio
@@ -38,8 +39,12 @@ _WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempoten
 _DELETE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False)
 
 
-def build_server(hub: Hub) -> MCPServer:
-    server = MCPServer("spellbook", version=__version__, instructions=INSTRUCTIONS)
+Call = Callable[..., Awaitable[Any]]
+
+
+def hub_caller(hub: Hub) -> Call:
+    """``await call(method, **params)``: run an engine method through the hub off the event loop,
+    turning Spellbook's errors into ``ToolError`` (an ``is_error`` result the model can act on)."""
 
     async def call(method: str, **params: Any) -> Any:
         params = {k: v for k, v in params.items() if v is not None}
@@ -50,6 +55,18 @@ def build_server(hub: Hub) -> MCPServer:
         except SpellbookError as exc:
             raise ToolError(str(exc)) from exc
 
+    return call
+
+
+def build_server(hub: Hub) -> MCPServer:
+    server = MCPServer("spellbook", version=__version__, instructions=INSTRUCTIONS)
+    call = hub_caller(hub)
+    add_core_tools(server, call)
+    add_resources_and_prompts(server, hub)
+    return server
+
+
+def add_core_tools(server: MCPServer, call: Call) -> None:
     @server.tool(annotations=_WRITE)
     async def scribe(
         text: Annotated[str, Field(description="The memory's content, markdown. Stored byte for byte.")],
@@ -81,7 +98,7 @@ def build_server(hub: Hub) -> MCPServer:
             )
         elif data["similar"]:
             text += " Related: " + "; ".join(f"{s['title']} (id {s['id']})" for s in data["similar"])
-        return _result(text, data)
+        return tool_result(text, data)
 
     @server.tool(annotations=_READ)
     async def memorize(
@@ -99,7 +116,7 @@ def build_server(hub: Hub) -> MCPServer:
         for n, hit in enumerate(data["results"], 1):
             where = hit["path"] + (f" › {hit['heading']}" if hit.get("heading") else "")
             lines.append(f"{n}. [{hit['score']:.2f}] {hit['title']} (id {hit['id']}, {where})\n   {hit['snippet']}")
-        return _result("\n".join(lines), data)
+        return tool_result("\n".join(lines), data)
 
     @server.tool(annotations=_READ)
     async def get_memories(
@@ -112,7 +129,7 @@ def build_server(hub: Hub) -> MCPServer:
         ]
         if data["not_found"]:
             parts.append(f"Not found: {', '.join(data['not_found'])}")
-        return _result("\n\n".join(parts), data)
+        return tool_result("\n\n".join(parts), data)
 
     @server.tool(annotations=_READ)
     async def related(id: str, limit: Annotated[int, Field(ge=1, le=50)] = 5) -> CallToolResult:
@@ -121,7 +138,7 @@ def build_server(hub: Hub) -> MCPServer:
         lines = [f"Related to {data['path']}:"] + [
             f"- {r['title']} (id {r['id']}, {r['path']}, similarity {r['similarity']:.2f})" for r in data["related"]
         ]
-        return _result("\n".join(lines), data)
+        return tool_result("\n".join(lines), data)
 
     @server.tool(annotations=_READ)
     async def timeline(id: str, window: Annotated[int, Field(ge=1, le=20)] = 3) -> CallToolResult:
@@ -129,7 +146,7 @@ def build_server(hub: Hub) -> MCPServer:
         data = await call("timeline", id=id, window=window)
         lines = [f"Before {data['title']}:"] + [f"- {m['title']} (id {m['id']})" for m in data["before"]]
         lines += ["After:"] + [f"- {m['title']} (id {m['id']})" for m in data["after"]]
-        return _result("\n".join(lines), data)
+        return tool_result("\n".join(lines), data)
 
     @server.tool(annotations=_WRITE)
     async def revise(
@@ -159,7 +176,7 @@ def build_server(hub: Hub) -> MCPServer:
         text = f"Revised {data['id']} ({data['path']}), now version {data['version']}."
         if data.get("redacted"):
             text += f" Privacy filter: {data['redacted']}."
-        return _result(text, data)
+        return tool_result(text, data)
 
     @server.tool(annotations=_DELETE)
     async def erase(
@@ -168,7 +185,7 @@ def build_server(hub: Hub) -> MCPServer:
     ) -> CallToolResult:
         """Remove a memory from search; its file moves to the vault's .trash/ folder."""
         data = await call("erase", id=id, version=version)
-        return _result(f"Erased {data['id']}; the file moved to {data['trash_path']}.", data)
+        return tool_result(f"Erased {data['id']}; the file moved to {data['trash_path']}.", data)
 
     @server.tool(annotations=_READ)
     async def list_memories(
@@ -182,7 +199,7 @@ def build_server(hub: Hub) -> MCPServer:
         lines += [f"- {m['title']} (id {m['id']}, {m['path']})" for m in data["memories"]]
         if data["next_offset"] is not None:
             lines.append(f"More: call again with offset={data['next_offset']}.")
-        return _result("\n".join(lines), data)
+        return tool_result("\n".join(lines), data)
 
     @server.tool(annotations=_READ)
     async def get_index() -> CallToolResult:
@@ -192,7 +209,7 @@ def build_server(hub: Hub) -> MCPServer:
         for name, cat in data["categories"].items():
             topics = ", ".join(f"{t} ({n})" for t, n in cat["topics"].items())
             lines.append(f"- {name} ({cat['notes']}): {topics}")
-        return _result("\n".join(lines), data)
+        return tool_result("\n".join(lines), data)
 
     @server.tool(annotations=_READ)
     async def get_topic(
@@ -203,7 +220,7 @@ def build_server(hub: Hub) -> MCPServer:
         parts = [f"# {m['title']} (id {m['id']})\n{m['text']}" for m in data["memories"]]
         if data["next_offset"] is not None:
             parts.append(f"More: call again with offset={data['next_offset']}.")
-        return _result("\n\n".join(parts), data)
+        return tool_result("\n\n".join(parts), data)
 
     @server.tool(annotations=_READ)
     async def stats() -> CallToolResult:
@@ -213,19 +230,16 @@ def build_server(hub: Hub) -> MCPServer:
             f"{data['notes']} notes, {data['chunks']} chunks, {data['vectors']} vectors; state {data['state']}; "
             f"embedder {data['embedder']}; {data['problems_total']} file problem(s)."
         )
-        return _result(text, data)
+        return tool_result(text, data)
 
     @server.tool(annotations=_WRITE)
     async def rebuild_index() -> CallToolResult:
         """Throw the derived index away and rebuild it from the vault (the vault is untouched)."""
         data = await call("rebuild_index")
-        return _result(f"Rebuilt: {data['indexed']} files indexed in {data['seconds']} s.", data)
-
-    add_resources_and_prompts(server, hub)
-    return server
+        return tool_result(f"Rebuilt: {data['indexed']} files indexed in {data['seconds']} s.", data)
 
 
-def _result(text: str, data: Any) -> CallToolResult:
+def tool_result(text: str, data: Any) -> CallToolResult:
     return CallToolResult(
         content=[TextContent(type="text", text=text)],
         structured_content=json.loads(json.dumps(data, ensure_ascii=False, default=str)),

@@ -1,0 +1,231 @@
+"""Search: what ``memorize``, ``related`` and the near-duplicate check on ``scribe`` do.
+
+A mixin of the engine (it uses the engine's catalog, vectors, embedder and settings). Hybrid
+ranking blends vector similarity with BM25 from the catalog's FTS5 table (docs/search.md):
+both sides run at once, then one read of the candidates' rows serves coverage, boosts and hits.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Literal
+
+from spellbook.errors import InvalidInputError
+from spellbook.index.catalog import NoteRow
+from spellbook.indexing.indexer import file_changed
+from spellbook.search.filters import Filter, parse_filter, to_sql
+from spellbook.search.hybrid import blend, coverage, query_terms
+from spellbook.search.keyword import tokenize
+
+_POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="spellbook-search")
+
+Mode = Literal["hybrid", "semantic", "keyword"]
+MAX_QUERY_CHARS = 2_000
+SNIPPET_CHARS = 240
+SUPERSEDED_FACTOR = 0.5
+RELEVANCE_SIGMAS = 5.0  # relevance 1.0 = 5 standard deviations above two unrelated notes' similarity
+SEMANTIC_WEIGHT = 0.3  # hybrid = 0.3 * semantic + 0.7 * keyword x coverage; tuned on shared/eval (docs/search.md)
+
+
+class Searcher:
+    """Search methods of the engine (``Engine`` inherits them)."""
+
+    def memorize(
+        self,
+        query: str,
+        limit: int = 5,
+        filter: Filter | dict | None = None,
+        mode: Mode = "hybrid",
+        min_score: float | None = None,
+    ) -> dict[str, Any]:
+        query = (query or "").strip()
+        if not query:
+            raise InvalidInputError("query is empty: describe what you want to remember, e.g. 'how we deploy'.")
+        if len(query) > MAX_QUERY_CHARS:
+            raise InvalidInputError(f"query is {len(query)} characters; keep it under {MAX_QUERY_CHARS}.")
+        if not 1 <= limit <= 50:
+            raise InvalidInputError("limit must be between 1 and 50.")
+        if mode not in ("hybrid", "semantic", "keyword"):
+            raise InvalidInputError("mode must be hybrid, semantic or keyword.")
+        if min_score is not None and not 0.0 <= min_score <= 1.0:
+            raise InvalidInputError("min_score is a relevance between 0 and 1 (0.5 = clearly related); see docs/search.md.")
+        spec = parse_filter(filter)
+        catching_up = self._await_first_index()
+        hits = self._search(query, limit, spec, mode)
+        stale = [h["path"] for h in hits if file_changed(self.vault, self.catalog.file(h["path"]), h["path"])]
+        if stale:  # never answer from an index older than the files: catch up, then search again
+            self.indexer.sync_paths(stale)
+            hits = self._search(query, limit, spec, mode)
+        if min_score is not None:
+            hits = [h for h in hits if h["relevance"] >= min_score]
+        result: dict[str, Any] = {"query": query, "mode": mode, "results": hits}
+        if catching_up:
+            result["note"] = catching_up
+        return result
+
+    def _search(self, query: str, limit: int, spec: Filter | None, mode: Mode) -> list[dict[str, Any]]:
+        where, params = to_sql(spec)
+        depth = max(limit * 6, 50)
+        similarity: dict[str, float] = {}
+        keyword_scores: dict[str, float] = {}
+        keyword_job = None
+        if mode == "hybrid":  # SQLite and the embedder release the GIL: run both sides at once
+            keyword_job = _POOL.submit(self.catalog.keyword_search, query, where, params, depth, True)
+        if mode in ("hybrid", "semantic"):
+            vector = self.embedder.embed_query(query)
+            allowed = self.catalog.filtered_chunk_ids(where, params) if spec else None
+            if allowed is not None and len(allowed) > 5_000:
+                pool = set(allowed)
+                found = [h for h in self.vectors.query(vector, depth * 10) if h[0] in pool][:depth]
+            else:
+                found = self.vectors.query(vector, depth, ids=allowed)
+            similarity = dict(found)
+        if mode in ("hybrid", "keyword"):
+            found = keyword_job.result() if keyword_job else self.catalog.keyword_search(query, where, params, depth)
+            keyword_scores = dict(found)
+        # One read of the candidates' rows serves coverage, boosts and the hits.
+        chunks = self.catalog.chunks(list(similarity.keys() | keyword_scores.keys()))
+        notes = self.catalog.notes_at(c.path for c in chunks.values())
+        query_set = query_terms(query)
+
+        def covers(chunk: Any) -> float:
+            note = notes[chunk.path]
+            return coverage(query_set, (chunk.text, chunk.heading, note.title, _meta_text(note.meta)))
+
+        if mode == "hybrid":
+            covered = {cid: covers(c) for cid, c in chunks.items() if cid in keyword_scores and c.path in notes}
+            ranked = blend(similarity, keyword_scores, covered, SEMANTIC_WEIGHT)
+        else:
+            ranked = sorted((similarity or keyword_scores).items(), key=lambda kv: (-kv[1], kv[0]))
+        if mode != "keyword":
+            ranked = self._boost(ranked, chunks, notes)
+        terms = [t for t in tokenize(query) if len(t) > 1]
+        baseline = self._similarity_baseline() if similarity else None
+        hits: list[dict[str, Any]] = []
+        for cid, score, chunk, note in _best_per_note(ranked, chunks, notes, limit):
+            hit = {
+                "id": note.note_id, "path": note.path, "title": note.title, "score": round(score, 4),
+                "snippet": self._scrub(_snippet(chunk.text, terms))[0], "category": note.category, "topic": note.topic,
+                "tags": note.tags, "type": note.type, "updated": note.updated or note.created,
+            }
+            if chunk.heading:
+                hit["heading"] = chunk.heading
+            meaning = 0.0
+            if cid in similarity:
+                hit["similarity"] = round(similarity[cid], 4)
+                mu, sigma = baseline
+                meaning = min(1.0, max(0.0, (similarity[cid] - mu) / sigma / RELEVANCE_SIGMAS))
+            hit["relevance"] = round(max(meaning, covers(chunk)), 3)
+            hits.append(hit)
+        return hits
+
+    def _similarity_baseline(self) -> tuple[float, float]:
+        """(mean, standard deviation) of the cosine similarity between stored chunks, i.e. what
+        two unrelated notes score with this embedder; recomputed when the index grows or shrinks
+        by a quarter. Makes ``relevance`` (and ``min_score``) mean the same for every embedder."""
+        count = self.vectors.count()
+        cached = self._baseline
+        if cached and abs(count - cached[2]) <= max(cached[2], 40) // 4:
+            return cached[0], cached[1]
+        import numpy as np
+
+        sample = self.vectors.sample(400)
+        if len(sample) < 5:
+            mu, sigma = 0.0, 0.15  # too few notes to measure: a typical spread for unrelated text
+        else:
+            m = np.asarray(sample, dtype=np.float32)
+            m /= np.clip(np.linalg.norm(m, axis=1, keepdims=True), 1e-12, None)
+            sims = (m @ m.T)[np.triu_indices(len(m), 1)]
+            mu, sigma = float(sims.mean()), max(float(sims.std()), 1e-3)
+        self._baseline = (mu, sigma, count)
+        return mu, sigma
+
+    def related(self, id: str, limit: int = 5) -> dict[str, Any]:
+        """Notes semantically closest to a memory (by the mean of its chunk vectors), itself excluded."""
+        if not 1 <= limit <= 50:
+            raise InvalidInputError("limit must be between 1 and 50.")
+        note = self._note(id)
+        return {"id": id, "path": note.path, "related": self._similar(note.path, limit)}
+
+    def _similar(self, path: str, limit: int) -> list[dict[str, Any]]:
+        chunk_ids = self.catalog.chunk_ids(path)
+        vectors = list(self.vectors.vectors(chunk_ids).values()) if chunk_ids else []
+        if not vectors:
+            return []
+        dims = len(vectors[0])
+        mean = [sum(v[i] for v in vectors) / len(vectors) for i in range(dims)]
+        norm = sum(x * x for x in mean) ** 0.5 or 1.0
+        found = self.vectors.query([x / norm for x in mean], limit * 4 + len(chunk_ids))
+        chunks = self.catalog.chunks([cid for cid, _ in found])
+        notes = self.catalog.notes_at(c.path for c in chunks.values())
+        return [
+            {**note.ref(), "similarity": round(similarity, 4)}
+            for _, similarity, _, note in _best_per_note(found, chunks, notes, limit, exclude=path)
+        ]
+
+    def _boost(self, ranked: list[tuple[str, float]], chunks: dict, notes: dict) -> list[tuple[str, float]]:
+        """Importance, recency (off unless a half-life is set) and superseded notes nudge the order."""
+        settings = self.settings
+        now = time.time()
+        out: list[tuple[str, float]] = []
+        for cid, score in ranked:
+            chunk = chunks.get(cid)
+            note = notes.get(chunk.path) if chunk else None
+            if note is not None:
+                score *= boost_factor(note, settings.importance_boost, settings.recency_half_life_days, now)
+            out.append((cid, score))
+        return sorted(out, key=lambda kv: (-kv[1], kv[0]))
+
+
+def boost_factor(note: NoteRow, importance_boost: float, half_life_days: float | None, now: float) -> float:
+    """How much a note's metadata scales its search score (see docs/search.md)."""
+    factor = 1.0
+    if note.importance is not None:
+        factor *= 1.0 + importance_boost * (note.importance - 3)
+    meta = note.meta
+    if meta.get("superseded_by") or str(meta.get("status", "")).lower() == "superseded":
+        factor *= SUPERSEDED_FACTOR
+    if half_life_days:
+        when = note.updated or note.created
+        try:
+            age_days = max(0.0, (now - dt.datetime.fromisoformat(when).timestamp()) / 86_400) if when else 0.0
+        except (TypeError, ValueError):
+            age_days = 0.0
+        factor *= 0.5 + 0.5 * 0.5 ** (age_days / half_life_days)
+    return factor
+
+
+def _best_per_note(
+    ranked: list[tuple[str, float]], chunks: dict, notes: dict, limit: int, exclude: str | None = None
+) -> list[tuple[str, float, Any, NoteRow]]:
+    """The best chunk of each note, best first, skipping vectors the catalog does not know
+    (orphans) and the ``exclude`` path: (chunk id, score, chunk, note)."""
+    out: list[tuple[str, float, Any, NoteRow]] = []
+    seen = {exclude}
+    for cid, score in ranked:
+        chunk = chunks.get(cid)
+        if chunk is None or chunk.path in seen or chunk.path not in notes:
+            continue
+        seen.add(chunk.path)
+        out.append((cid, score, chunk, notes[chunk.path]))
+        if len(out) == limit:
+            break
+    return out
+
+
+def _snippet(text: str, terms: list[str]) -> str:
+    flat = " ".join(text.split())
+    if len(flat) <= SNIPPET_CHARS:
+        return flat
+    lower = flat.lower()
+    positions = [p for p in (lower.find(t) for t in terms) if p >= 0]
+    start = max(0, min(positions) - SNIPPET_CHARS // 4) if positions else 0
+    piece = flat[start : start + SNIPPET_CHARS]
+    return ("…" if start else "") + piece + ("…" if start + SNIPPET_CHARS < len(flat) else "")
+
+
+def _meta_text(meta: dict[str, Any]) -> str:
+    parts = [meta.get(k) for k in ("keywords", "questions", "entities", "aliases", "tags")]
+    return " ".join(" ".join(map(str, p)) if isinstance(p, list) else str(p) for p in parts if p)
