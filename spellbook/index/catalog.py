@@ -6,6 +6,7 @@ Tables:
   notes   one row per indexed note: id, title, category, topic, tags... (for filters and listing)
   chunks  one row per chunk: heading, text, digest (content hash of what was embedded)
   chunks_fts  FTS5 over pre-tokenised title / metadata / body, rowid = chunks.rowid
+  folders one row per folder note (``_about.md``: a category's or topic's description; ``_overview.md``)
 
 Like the vector index, it is derived from the vault and can be deleted at any time.
 """
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from spellbook.search.filters import LIVE_SQL, NOW_SQL
 from spellbook.search.keyword import index_text, match_query, tokenize
 
 SCHEMA = """
@@ -30,9 +32,10 @@ CREATE TABLE IF NOT EXISTS files (
 CREATE TABLE IF NOT EXISTS notes (
     path TEXT PRIMARY KEY, note_id TEXT NOT NULL, title TEXT, category TEXT, topic TEXT,
     type TEXT, context TEXT, importance INTEGER, tags TEXT, created TEXT, updated TEXT,
-    folder TEXT, managed INTEGER, meta TEXT
+    folder TEXT, managed INTEGER, meta TEXT, expires TEXT, archived INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS notes_id ON notes(note_id);
+CREATE TABLE IF NOT EXISTS folders (path TEXT PRIMARY KEY, folder TEXT NOT NULL, meta TEXT, body TEXT);
 CREATE TABLE IF NOT EXISTS chunks (
     rowid INTEGER PRIMARY KEY, chunk_id TEXT UNIQUE NOT NULL, path TEXT NOT NULL,
     idx INTEGER NOT NULL, heading TEXT, text TEXT, digest TEXT NOT NULL
@@ -47,6 +50,13 @@ CREATE INDEX IF NOT EXISTS links_path ON links(path);
 CREATE INDEX IF NOT EXISTS links_target ON links(target COLLATE NOCASE);
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(title, meta, body, tokenize='unicode61 remove_diacritics 0');
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_vocab USING fts5vocab(chunks_fts, 'row');
+"""
+
+# Columns added after a catalog was first created: added in place (the format bump rebuilds it).
+_ADDED_COLUMNS = {"expires": "TEXT", "archived": "INTEGER NOT NULL DEFAULT 0"}
+_LATE_INDEXES = """
+CREATE INDEX IF NOT EXISTS notes_expires ON notes(expires);
+CREATE INDEX IF NOT EXISTS notes_archived ON notes(archived);
 """
 
 # Column weights for bm25(): title/heading, agent metadata (keywords, questions...), body.
@@ -81,9 +91,15 @@ class NoteRow:
     managed: bool
     meta: dict[str, Any]
     links: tuple[str, ...] = ()  # wikilink targets written in the note, as written
+    expires: str | None = None  # UTC, YYYY-MM-DDTHH:MM:SSZ (vault.fields.expires_key)
+    archived: bool = False  # under _archive/
 
     def ref(self) -> dict[str, Any]:
         return {"id": self.note_id, "path": self.path, "title": self.title}
+
+    def live(self, now: str) -> bool:
+        """Not archived, and not expired at ``now`` (UTC, in the format of ``expires``)."""
+        return not self.archived and (self.expires is None or self.expires > now)
 
     def compact(self) -> dict[str, Any]:
         """The short form tools list memories in."""
@@ -92,6 +108,16 @@ class NoteRow:
             "topic": self.topic, "tags": self.tags, "type": self.type, "importance": self.importance,
             "updated": self.updated or self.created,
         }
+
+
+@dataclass(frozen=True)
+class FolderRow:
+    """A folder note (``_about.md``, ``_overview.md``): recorded in place of a note, never searched."""
+
+    path: str
+    folder: str  # '' for the vault root
+    meta: dict[str, Any]
+    body: str
 
 
 @dataclass(frozen=True)
@@ -120,6 +146,11 @@ class Catalog:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(SCHEMA)
+        have = {row[1] for row in self._db.execute("PRAGMA table_info(notes)")}
+        for name, kind in _ADDED_COLUMNS.items():
+            if name not in have:
+                self._db.execute(f"ALTER TABLE notes ADD COLUMN {name} {kind}")
+        self._db.executescript(_LATE_INDEXES)
         self._lock = threading.RLock()
 
     def close(self) -> None:
@@ -163,13 +194,15 @@ class Catalog:
     def replace(
         self,
         file: FileRow,
-        note: NoteRow | None,
+        note: NoteRow | FolderRow | None,
         chunks: Sequence[IndexedChunk],
     ) -> None:
-        """Record one file's new state: its ledger row, its note and its chunks."""
+        """Record one file's new state: its ledger row, its note (or folder note) and its chunks."""
         self.replace_many([(file, note, chunks)])
 
-    def replace_many(self, items: Iterable[tuple[FileRow, NoteRow | None, Sequence[IndexedChunk]]]) -> None:
+    def replace_many(
+        self, items: Iterable[tuple[FileRow, NoteRow | FolderRow | None, Sequence[IndexedChunk]]]
+    ) -> None:
         with self._lock, self._db:
             for file, note, chunks in items:
                 self._delete_path(file.path)
@@ -177,14 +210,20 @@ class Catalog:
                     "INSERT INTO files VALUES (?, ?, ?, ?, ?)",
                     (file.path, file.version, file.mtime_ns, file.size, file.problem),
                 )
+                if isinstance(note, FolderRow):
+                    self._db.execute(
+                        "INSERT INTO folders VALUES (?, ?, ?, ?)",
+                        (note.path, note.folder, json.dumps(note.meta, ensure_ascii=False, default=str), note.body),
+                    )
+                    note = None
                 if note is not None:
                     self._db.execute(
-                        "INSERT INTO notes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        f"INSERT INTO notes ({_NOTE_COLS}) VALUES ({', '.join('?' * _NOTE_COUNT)})",
                         (
                             note.path, note.note_id, note.title, note.category, note.topic, note.type,
                             note.context, note.importance, json.dumps(note.tags, ensure_ascii=False),
                             note.created, note.updated, note.folder, int(note.managed),
-                            json.dumps(note.meta, ensure_ascii=False, default=str),
+                            json.dumps(note.meta, ensure_ascii=False, default=str), note.expires, int(note.archived),
                         ),
                     )
                     self._db.executemany(
@@ -215,11 +254,12 @@ class Catalog:
         self._db.execute("DELETE FROM notes WHERE path = ?", (path,))
         self._db.execute("DELETE FROM links WHERE path = ?", (path,))
         self._db.execute("DELETE FROM tags WHERE path = ?", (path,))
+        self._db.execute("DELETE FROM folders WHERE path = ?", (path,))
         self._db.execute("DELETE FROM files WHERE path = ?", (path,))
 
     def clear(self) -> None:
         with self._lock, self._db:
-            for table in ("chunks_fts", "chunks", "notes", "links", "tags", "files", "meta"):
+            for table in ("chunks_fts", "chunks", "notes", "links", "tags", "folders", "files", "meta"):
                 self._db.execute(f"DELETE FROM {table}")
 
     # --- reads --------------------------------------------------------------------------------
@@ -397,10 +437,57 @@ class Catalog:
                 "GROUP BY category, topic ORDER BY category, topic"
             ).fetchall()
 
+    # --- structure and lifecycle --------------------------------------------------------------
+    def changes(self) -> int:
+        """Rows changed through this catalog since it was opened: a cheap "did anything change?"."""
+        with self._lock:
+            return self._db.total_changes
+
+    def folder_notes(self) -> list[FolderRow]:
+        with self._lock:
+            rows = self._db.execute("SELECT path, folder, meta, body FROM folders ORDER BY path").fetchall()
+        return [FolderRow(r[0], r[1], json.loads(r[2] or "{}"), r[3] or "") for r in rows]
+
+    def topics(self, where: str, params: Sequence[Any]) -> list[tuple[str | None, str | None, int, int, str | None]]:
+        """(category, topic, notes, chunks, last update) of the notes matching ``where``."""
+        with self._lock:
+            return self._db.execute(
+                "SELECT notes.category, notes.topic, count(*), "
+                "sum((SELECT count(*) FROM chunks c WHERE c.path = notes.path)), "
+                f"max(coalesce(notes.updated, notes.created)) FROM notes WHERE {where} "
+                "GROUP BY notes.category, notes.topic ORDER BY notes.category, notes.topic",
+                params,
+            ).fetchall()
+
+    def topic_tags(self, where: str, params: Sequence[Any]) -> list[tuple[str | None, str | None, str, int]]:
+        """(category, topic, tag, notes with it), most used first."""
+        with self._lock:
+            return self._db.execute(
+                "SELECT notes.category, notes.topic, t.tag, count(*) AS n FROM tags t JOIN notes ON notes.path = t.path "
+                f"WHERE {where} GROUP BY notes.category, notes.topic, t.tag ORDER BY n DESC, t.tag",
+                params,
+            ).fetchall()
+
+    def any_hidden(self) -> bool:
+        """Is any indexed note archived or expired (so searches must filter even without a filter)?"""
+        with self._lock:
+            return bool(self._db.execute(f"SELECT EXISTS(SELECT 1 FROM notes WHERE NOT ({LIVE_SQL}))").fetchone()[0])
+
+    def expired(self) -> list[NoteRow]:
+        """Notes whose ``expires`` has passed and that are not archived yet, oldest expiry first."""
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT {_NOTE_COLS} FROM notes WHERE archived = 0 AND expires IS NOT NULL AND expires <= {NOW_SQL} "
+                "ORDER BY expires, path"
+            ).fetchall()
+        return [_note(r) for r in rows]
+
 
 _NOTE_COLS = (
-    "path, note_id, title, category, topic, type, context, importance, tags, created, updated, folder, managed, meta"
+    "path, note_id, title, category, topic, type, context, importance, tags, created, updated, folder, managed, meta, "
+    "expires, archived"
 )
+_NOTE_COUNT = _NOTE_COLS.count(",") + 1
 
 
 def _like_escape(text: str) -> str:
@@ -412,4 +499,5 @@ def _note(row: tuple) -> NoteRow:
         path=row[0], note_id=row[1], title=row[2] or "", category=row[3], topic=row[4], type=row[5],
         context=row[6], importance=row[7], tags=json.loads(row[8] or "[]"), created=row[9], updated=row[10],
         folder=row[11] or "", managed=bool(row[12]), meta=json.loads(row[13] or "{}"),
+        expires=row[14], archived=bool(row[15]),
     )

@@ -20,16 +20,25 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from spellbook.errors import InvalidInputError, VaultPathError
-from spellbook.index.catalog import Catalog, ChunkRow, FileRow, IndexedChunk, NoteRow
+from spellbook.index.catalog import Catalog, ChunkRow, FileRow, FolderRow, IndexedChunk, NoteRow
 from spellbook.indexing.chunker import CHUNKER_VERSION, chunk_body
 from spellbook.search.keyword import index_text
-from spellbook.vault.fields import derived_id, inline_tags, normalize_importance, normalize_tags, title_of, wikilinks
+from spellbook.vault.fields import (
+    derived_id,
+    expires_key,
+    inline_tags,
+    normalize_importance,
+    normalize_tags,
+    title_of,
+    wikilinks,
+)
 from spellbook.vault.note import parse_note
+from spellbook.vault.paths import is_archived, is_folder_note
 from spellbook.vault.store import Vault
 
 log = logging.getLogger(__name__)
 
-INDEX_FORMAT = "4"  # 3: CJK unigrams + bigrams in the keyword index; 4: tags table
+INDEX_FORMAT = "5"  # 3: CJK unigrams + bigrams in the keyword index; 4: tags table; 5: expires, folder notes
 BATCH_FILES = 64
 MAX_FILE_BYTES = 5 * 1024 * 1024
 RECENTLY_REMOVED_MAX = 20_000  # vectors of removed chunks kept in memory for moves (about 40 MB at 512-d)
@@ -56,7 +65,7 @@ class SyncReport:
 @dataclass
 class _Prepared:
     file: FileRow
-    note: NoteRow | None
+    note: NoteRow | FolderRow | None
     chunks: list[IndexedChunk]
     embed_texts: list[str]
 
@@ -209,6 +218,12 @@ class Indexer:
         parsed = parse_note(text)
         meta = parsed.meta
         problem = parsed.problem
+        folder = path.rsplit("/", 1)[0] if "/" in path else ""
+        if is_folder_note(path):  # a folder's description or generated overview: recorded, not searchable
+            return _Prepared(FileRow(path, version, mtime_ns, size, problem), FolderRow(path, folder, meta, parsed.body), [], [])
+        expires = expires_key(meta.get("expires"))
+        if expires is None and meta.get("expires") not in (None, ""):
+            problem = problem or f"expires {meta['expires']!r} is not an ISO date or date-time; the note never expires"
         note_id = meta.get("id")
         note_id = str(note_id).strip() if isinstance(note_id, str | int) and str(note_id).strip() else derived_id(path)
         for other in self.catalog.notes_by_id(note_id):
@@ -219,7 +234,6 @@ class Indexer:
         title = title_of(meta, parsed.body, path)
         tags = normalize_tags(meta.get("tags"))
         tags = list(dict.fromkeys(tags + normalize_tags(meta.get("tag")) + inline_tags(parsed.body)))
-        folder = path.rsplit("/", 1)[0] if "/" in path else ""
         note = NoteRow(
             path=path, note_id=note_id, title=title,
             category=_text(meta.get("category")) or (path.split("/", 1)[0] if "/" in path else None),
@@ -227,6 +241,7 @@ class Indexer:
             importance=normalize_importance(meta.get("importance")), tags=tags,
             created=_text(meta.get("created")), updated=_text(meta.get("updated")),
             folder=folder, managed="id" in meta, meta=meta, links=tuple(wikilinks(parsed.body, meta.get("links"))),
+            expires=expires, archived=is_archived(path),
         )
         key = hashlib.sha1(path.encode("utf-8")).hexdigest()[:16]
         fts_meta = index_text(" ".join(_flatten(meta.get(k)) for k in ("keywords", "questions", "entities", "aliases")) + " " + " ".join(tags))

@@ -1,4 +1,8 @@
-"""Search and list filters -> a SQL condition over the catalog's ``notes`` table. Pure."""
+"""Search and list filters -> a SQL condition over the catalog's ``notes`` table. Pure.
+
+Every condition also hides archived notes (under ``_archive/``) and notes whose ``expires`` has
+passed, by SQLite's own clock, unless the filter's ``folder`` is inside ``_archive/``.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +12,10 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from spellbook.errors import InvalidInputError
 from spellbook.vault.fields import normalize_importance, normalize_tags
+from spellbook.vault.paths import is_archived
+
+NOW_SQL = "strftime('%Y-%m-%dT%H:%M:%SZ', 'now')"  # the format of notes.expires (UTC)
+LIVE_SQL = f"(notes.archived = 0 AND (notes.expires IS NULL OR notes.expires > {NOW_SQL}))"
 
 
 class Filter(BaseModel):
@@ -22,7 +30,9 @@ class Filter(BaseModel):
     type: str | None = None
     context: str | None = None
     importance: int | None = Field(default=None, description="Minimum importance, 1-5.")
-    folder: str | None = Field(default=None, description="Vault folder, e.g. 'projects/spellbook'; includes subfolders.")
+    folder: str | None = Field(
+        default=None, description="Vault folder, e.g. 'projects/spellbook'; includes subfolders. '_archive': expired memories."
+    )
     updated_after: str | None = Field(default=None, description="ISO date or datetime.")
     updated_before: str | None = Field(default=None, description="ISO date or datetime.")
 
@@ -43,10 +53,10 @@ class Filter(BaseModel):
 
 
 def to_sql(spec: Filter | None) -> tuple[str, list[Any]]:
-    """(condition, parameters) over ``notes``; ``1`` when there is no filter."""
+    """(condition, parameters) over ``notes``: live notes only, unless ``folder`` is the archive."""
     if spec is None:
-        return "1", []
-    clauses: list[str] = []
+        return LIVE_SQL, []
+    clauses: list[str] = [] if spec.folder and is_archived(spec.folder) else [LIVE_SQL]
     params: list[Any] = []
     for column in ("category", "topic", "type", "context"):
         value = getattr(spec, column)

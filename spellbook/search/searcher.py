@@ -18,6 +18,7 @@ from spellbook.indexing.indexer import file_changed
 from spellbook.search.filters import Filter, parse_filter, to_sql
 from spellbook.search.hybrid import blend, coverage, query_terms
 from spellbook.search.keyword import tokenize
+from spellbook.vault.fields import expires_key
 
 _POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="spellbook-search")
 
@@ -75,7 +76,8 @@ class Searcher:
             keyword_job = _POOL.submit(self.catalog.keyword_search, query, where, params, depth, True)
         if mode in ("hybrid", "semantic"):
             vector = self.embedder.embed_query(query)
-            allowed = self.catalog.filtered_chunk_ids(where, params) if spec else None
+            hidden = spec or self.catalog.any_hidden()  # archived or expired notes are filtered out
+            allowed = self.catalog.filtered_chunk_ids(where, params) if hidden else None
             if allowed is not None and len(allowed) > 5_000:
                 pool = set(allowed)
                 found = [h for h in self.vectors.query(vector, depth * 10) if h[0] in pool][:depth]
@@ -159,7 +161,8 @@ class Searcher:
         norm = sum(x * x for x in mean) ** 0.5 or 1.0
         found = self.vectors.query([x / norm for x in mean], limit * 4 + len(chunk_ids))
         chunks = self.catalog.chunks([cid for cid, _ in found])
-        notes = self.catalog.notes_at(c.path for c in chunks.values())
+        now = expires_key(dt.datetime.now(dt.UTC))
+        notes = {p: n for p, n in self.catalog.notes_at(c.path for c in chunks.values()).items() if n.live(now)}
         return [
             {**note.ref(), "similarity": round(similarity, 4)}
             for _, similarity, _, note in _best_per_note(found, chunks, notes, limit, exclude=path)

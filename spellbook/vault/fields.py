@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import re
 import secrets
@@ -64,6 +65,51 @@ def normalize_importance(value: Any, strict: bool = False) -> int | None:
             )
         return None
     return int(value)
+
+
+def parse_expires(value: Any) -> dt.datetime | None:
+    """An ``expires`` value as an aware datetime, or None when absent or unreadable. An ISO
+    date-time without an offset, and a date (the start of that day), are in local time."""
+    if isinstance(value, dt.datetime):
+        when = value
+    elif isinstance(value, dt.date):
+        when = dt.datetime.combine(value, dt.time())
+    elif isinstance(value, str) and value.strip():
+        try:
+            when = dt.datetime.fromisoformat(value.strip())
+        except ValueError:
+            return None
+    else:
+        return None
+    return when if when.tzinfo is not None else when.astimezone()
+
+
+def expires_key(value: Any) -> str | None:
+    """``expires`` in UTC as ``YYYY-MM-DDTHH:MM:SSZ``: what the catalog compares with SQLite's clock."""
+    when = parse_expires(value)
+    return when.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ") if when else None
+
+
+def normalize_expires(value: Any) -> str:
+    """``expires`` as an agent passes it -> as it is written: a date stays a date, a date-time
+    gets an offset (local time when it had none), to the second."""
+    when = parse_expires(value)
+    if when is None:
+        raise InvalidInputError(
+            f"expires must be an ISO date or date-time, e.g. '2026-12-01' or '2026-12-01T18:00:00+09:00'; "
+            f"got {value!r}. Or pass ttl_days instead."
+        )
+    if isinstance(value, str) and re.fullmatch(r"\d{4}-\d{2}-\d{2}", value.strip()):
+        return value.strip()
+    return when.replace(microsecond=0).isoformat()
+
+
+def expires_in(days: Any) -> str:
+    """``ttl_days`` -> an ``expires`` that many days from now (local time, to the second)."""
+    if isinstance(days, bool) or not isinstance(days, int | float) or not 0 < days <= 36_500:
+        raise InvalidInputError(f"ttl_days must be a number of days above 0 (e.g. 3 or 0.5); got {days!r}.")
+    now = dt.datetime.now(dt.UTC).astimezone()
+    return (now + dt.timedelta(days=days)).replace(microsecond=0).isoformat()
 
 
 def string_list(name: str, value: Any) -> list[str]:

@@ -34,10 +34,11 @@ OWNED_KEYS: tuple[str, ...] = (
     "context",
     "source",
     "links",
+    "expires",
     "created",
     "updated",
 )
-NOTE_TYPES: tuple[str, ...] = ("insight", "success", "failure", "decision", "note")
+NOTE_TYPES: tuple[str, ...] = ("insight", "success", "failure", "decision", "note", "temporary")
 
 _OPEN_FENCE = re.compile(r"---[ \t]*\r?\n")
 _CLOSE_FENCE = re.compile(r"^(?:---|\.\.\.)[ \t]*\r?$", re.MULTILINE)

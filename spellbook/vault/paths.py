@@ -17,6 +17,12 @@ MAX_SEGMENT_CHARS = 80
 
 # Folders that are never notes: tool state, Obsidian's config and trash, git.
 IGNORED_DIRS = frozenset({".git", ".obsidian", ".trash", ".spellbook", "node_modules", ".stfolder"})
+# Expired memories move here (same relative path); still notes, indexed, hidden unless asked for.
+ARCHIVE_DIR = "_archive"
+# Folder notes: a description a person (or `describe`) writes, and a generated map of content.
+# Neither is a memory: the indexer records them, but never as searchable notes.
+ABOUT_NAME = "_about.md"
+OVERVIEW_NAME = "_overview.md"
 
 _WINDOWS_RESERVED = frozenset(
     {"con", "prn", "aux", "nul"} | {f"com{i}" for i in range(1, 10)} | {f"lpt{i}" for i in range(1, 10)}
@@ -48,6 +54,15 @@ def is_ignored(path: str) -> bool:
         return True  # hidden files and folders, including our own .name.tmp files
     name = parts[-1] if parts else ""
     return not name.endswith(NOTE_SUFFIX) or name.endswith("~") or name.startswith("~$")
+
+
+def is_folder_note(path: str) -> bool:
+    """True for ``_about.md`` / ``_overview.md`` files: they describe a folder, they are not memories."""
+    return PurePosixPath(path).name in (ABOUT_NAME, OVERVIEW_NAME)
+
+
+def is_archived(path: str) -> bool:
+    return path == ARCHIVE_DIR or path.startswith(ARCHIVE_DIR + "/")
 
 
 def to_path(vault: Path, file: Path) -> str:
