@@ -42,6 +42,18 @@ class Settings(BaseSettings):
     recency_half_life_days: float | None = Field(
         default=None, gt=0, description="If set, older notes rank lower: score x (0.5 + 0.5 x 0.5^(age/half-life))."
     )
+    temporary_ttl_days: float = Field(
+        default=3.0, ge=0, description="Memories scribed with type 'temporary' and no expiry expire this many days later (0: never)."
+    )
+    default_ttl_days: float | None = Field(
+        default=None, gt=0, description="If set, every other memory scribed without an expiry expires this many days later."
+    )
+    sweep_interval_seconds: float = Field(
+        default=3600.0, ge=0.5, description="How often the index owner moves expired memories to _archive/."
+    )
+    overview_notes: bool = Field(
+        default=False, description="Write a generated _overview.md (map of content) in each category folder."
+    )
     watch: bool = Field(default=True, description="Watch the vault and re-index changes live.")
     debounce_seconds: float = Field(default=0.25, ge=0.0)
     redact: bool = Field(default=True, description="Redact secrets before they reach the vault or a tool answer.")

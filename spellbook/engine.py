@@ -20,10 +20,20 @@ from spellbook.config import Settings
 from spellbook.errors import InvalidInputError, NoteNotFoundError, SpellbookError, VaultPathError
 from spellbook.index.catalog import Catalog, NoteRow
 from spellbook.indexing.indexer import Indexer, Progress, SyncReport
+from spellbook.lifecycle import Lifecycle
 from spellbook.privacy import KINDS, Redaction, describe, redact, redact_data
 from spellbook.search.filters import Filter, parse_filter, to_sql
 from spellbook.search.searcher import Searcher
-from spellbook.vault.fields import new_id, normalize_importance, normalize_tags, string_list, title_from_text
+from spellbook.structure import Structure
+from spellbook.vault.fields import (
+    expires_in,
+    new_id,
+    normalize_expires,
+    normalize_importance,
+    normalize_tags,
+    string_list,
+    title_from_text,
+)
 from spellbook.vault.note import NOTE_TYPES, content_version, now_iso, parse_note, render_note
 from spellbook.vault.paths import note_path
 from spellbook.vault.store import Vault
@@ -36,7 +46,7 @@ LIST_FIELDS = ("keywords", "questions", "entities", "links")
 TEXT_FIELDS = ("category", "topic", "context", "source")
 
 
-class Engine(Searcher):
+class Engine(Structure, Lifecycle, Searcher):
     def __init__(self, settings: Settings, embedder: Any | None = None, vectors: Any | None = None) -> None:
         from spellbook.embedders.base import load_embedder
 
@@ -89,6 +99,7 @@ class Engine(Searcher):
 
         self.progress.update(state="indexing", done=0, total=0)
         report = self.indexer.reconcile(track)
+        self.maintain(force=True)  # archive what expired, refresh overview notes (lifecycle.py)
         self.progress.update(state="ready")
         self._last_report = report
         self._reconciled.set()
@@ -99,6 +110,7 @@ class Engine(Searcher):
         body, found = self._scrub(self._check_text(text))
         (title, fields), more = self._scrub_data((_check_title(title) or title_from_text(body), fields))
         meta = {"id": new_id(), "title": title, **self._fields(fields)}
+        self._default_expiry(meta, creating=True)
         now = now_iso()
         meta["created"] = now
         meta["updated"] = now
@@ -142,6 +154,8 @@ class Engine(Searcher):
         meta.update(updates)
         if "id" not in meta:
             meta["id"] = note.note_id  # a hand-written note keeps the id it was found under
+        if updates.get("type") == "temporary":
+            self._default_expiry(meta, creating=False)
         if text is None and not updates and not removed:
             raise InvalidInputError("Nothing to change: pass text and/or metadata fields to revise.")
         meta["updated"] = now_iso()
@@ -290,18 +304,9 @@ class Engine(Searcher):
             size += len(body)
             memories.append({**row.compact(), "text": self._scrub(body)[0]})
         end = offset + len(memories)
-        return {"topic": topic, "total": total, "memories": memories, "next_offset": end if end < total else None}
-
-    def get_index(self) -> dict[str, Any]:
-        """Table of contents: categories -> topics -> counts, with totals."""
-        categories: dict[str, dict[str, Any]] = {}
-        for category, topic, count, updated in self.catalog.categories():
-            entry = categories.setdefault(category or "(none)", {"notes": 0, "topics": {}, "updated": None})
-            entry["notes"] += count
-            entry["topics"][topic or "(none)"] = count
-            if updated and (entry["updated"] is None or updated > entry["updated"]):
-                entry["updated"] = updated
-        return {"categories": categories, "total_notes": sum(c["notes"] for c in categories.values())}
+        out = {"topic": topic, "total": total, "memories": memories, "next_offset": end if end < total else None}
+        about = self._topic_about(topic.strip(), category, rows)
+        return {"about": about, **out} if about else out
 
     def stats(self) -> dict[str, Any]:
         counts = self.catalog.counts()
@@ -369,6 +374,8 @@ class Engine(Searcher):
     def _fields(self, fields: dict[str, Any]) -> dict[str, Any]:
         """Validate and normalise metadata fields; absent (None) and empty values are left out."""
         out: dict[str, Any] = {}
+        if fields.get("ttl_days") is not None and fields.get("expires") not in (None, ""):
+            raise InvalidInputError("Pass expires or ttl_days, not both.")
         for name, value in fields.items():
             if value is None or value == "" or value == []:
                 continue
@@ -384,6 +391,10 @@ class Engine(Searcher):
                 out[name] = string_list(name, value)
             elif name == "importance":
                 out[name] = normalize_importance(value, strict=True)
+            elif name == "expires":
+                out[name] = normalize_expires(value)
+            elif name == "ttl_days":
+                out["expires"] = expires_in(value)
             elif name == "type":
                 if value not in NOTE_TYPES:
                     raise InvalidInputError(f"type must be one of {', '.join(NOTE_TYPES)}; got {value!r}.")

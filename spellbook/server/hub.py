@@ -40,9 +40,11 @@ log = logging.getLogger(__name__)
 
 METHODS = frozenset(
     {"scribe", "memorize", "get_memories", "revise", "erase", "list_memories", "stats", "rebuild_index",
-     "get_index", "reconcile", "related", "timeline", "check", "repair", "get_topic"}
+     "get_index", "reconcile", "related", "timeline", "check", "repair", "get_topic",
+     "describe", "erase_topic", "sweep_expired"}
 )
 HANDOVER_SECONDS = 30.0
+MAINTAIN_SECONDS = 2.0  # the owner calls engine.maintain() this often (the sweep has its own interval)
 OPEN_TIMEOUT_SECONDS = 300.0
 
 
@@ -74,6 +76,7 @@ class Hub:
         self._lock_fd: int | None = None
         self._server: socketserver.ThreadingTCPServer | None = None
         self._watcher: Any = None
+        self._maintainer: threading.Thread | None = None
         self._closing = threading.Event()
         self._token = secrets.token_hex(16)
 
@@ -132,13 +135,26 @@ class Hub:
                 warm()  # load the model now rather than on the first query (a call waits for it)
             if self.reconcile_on_open:
                 engine.reconcile(progress)
+            if hasattr(engine, "maintain") and not self._closing.is_set():
+                self._maintainer = threading.Thread(target=self._maintain, name="spellbook-maintain", daemon=True)
+                self._maintainer.start()
         except BaseException as exc:  # noqa: BLE001 - reported to every caller instead
             log.exception("could not open the index")
             self._open_error = exc
             self._ready.set()
 
+    def _maintain(self) -> None:
+        """Expired memories to the archive, overview notes (engine.maintain), until close."""
+        while not self._closing.wait(MAINTAIN_SECONDS):
+            try:
+                self.engine.maintain()
+            except Exception:  # a failed round must not end the loop
+                log.exception("maintenance failed; will retry")
+
     def close(self) -> None:
         self._closing.set()
+        if self._maintainer is not None:
+            self._maintainer.join(timeout=30)
         if self._watcher is not None:
             self._watcher.stop()
         if self._server is not None:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from spellbook.errors import ConflictError, InvalidInputError, VaultPathError
 from spellbook.vault.note import content_version
-from spellbook.vault.paths import IGNORED_DIRS, is_ignored, resolve_path, with_suffix_number
+from spellbook.vault.paths import ARCHIVE_DIR, IGNORED_DIRS, is_ignored, resolve_path, with_suffix_number
 
 TRASH_DIR = ".trash"
 _TEMP_NAME = re.compile(r"^\..+\.md\.[A-Za-z0-9_]+\.tmp$")  # what atomic_write creates
@@ -113,19 +113,38 @@ class Vault:
 
     def trash(self, path: str) -> str:
         """Move a note to the vault's ``.trash/`` (as Obsidian does); returns where it went."""
+        return self._move_under(TRASH_DIR, path)
+
+    def archive(self, path: str) -> str:
+        """Move an expired note to ``_archive/<path>``, bytes unchanged; returns where it went."""
+        return self._move_under(ARCHIVE_DIR, path)
+
+    def _move_under(self, folder: str, path: str) -> str:
         source = self.file(path)
         if not source.is_file():
             raise VaultPathError(f"{path} is not a file in the vault.")
-        dest_path = f"{TRASH_DIR}/{path}"
+        dest_path = f"{folder}/{path}"
         dest = self.root / dest_path
         dest.parent.mkdir(parents=True, exist_ok=True)
         n = 2
-        while dest.exists():
-            dest_path = with_suffix_number(f"{TRASH_DIR}/{path}", n)
+        while dest.exists():  # never replace: 'Title 2.md', as Obsidian names a second file
+            dest_path = with_suffix_number(f"{folder}/{path}", n)
             dest = self.root / dest_path
             n += 1
         os.replace(source, dest)
         return dest_path
+
+    def remove_empty_folders(self, folder: str) -> list[str]:
+        """Remove ``folder`` and then its parents while they are empty (never the vault root)."""
+        removed: list[str] = []
+        while folder and folder != ".":
+            try:
+                self.file(folder).rmdir()
+            except OSError:  # not empty, gone, or not a folder
+                break
+            removed.append(folder)
+            folder = folder.rsplit("/", 1)[0] if "/" in folder else ""
+        return removed
 
 
 def atomic_write(target: Path, text: str, exclusive: bool = False, mode: int | None = None) -> bool:

@@ -1,0 +1,136 @@
+"""Lifecycle: memories that expire, the sweep that archives them, and erasing a whole topic.
+
+A mixin of the engine (it uses the engine's vault, catalog, indexer and settings).
+
+* ``expires`` (frontmatter, ISO date or date-time) hides a memory from search, lists and the
+  index the moment it passes: the filter runs at query time (``search.filters.LIVE_SQL``).
+* The sweep then moves the file to ``_archive/<its path>``, bytes unchanged: still markdown,
+  still indexed, found again with ``filter={"folder": "_archive"}``; never deleted. It runs on
+  every reconcile (start, ``spellbook index``, a folder event) and every
+  ``sweep_interval_seconds`` in the index owner (``maintain``, called by the hub).
+* ``erase_topic`` reports what it would remove, and only with ``confirm=True`` moves the files
+  to ``.trash/`` like ``erase``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import math
+import threading
+import time
+from typing import Any
+
+from spellbook.errors import InvalidInputError, SpellbookError
+from spellbook.index.catalog import NoteRow
+from spellbook.vault.fields import expires_in, expires_key, parse_expires
+from spellbook.vault.note import parse_note
+from spellbook.vault.paths import ABOUT_NAME, sanitize_segment
+
+log = logging.getLogger(__name__)
+_MAINTAIN_LOCK = threading.Lock()  # the owner's loop and a reconcile never maintain at once
+
+
+class Lifecycle:
+    """Expiry, archive and topic removal methods of the engine (``Engine`` inherits them)."""
+
+    _last_sweep: float = -math.inf
+
+    # --- expiry on write ----------------------------------------------------------------------
+    def _default_expiry(self, meta: dict[str, Any], creating: bool) -> None:
+        """Give a memory without ``expires`` the configured TTL: ``temporary_ttl_days`` for type
+        'temporary', ``default_ttl_days`` (new memories only) for the rest. A new memory cannot
+        start out expired."""
+        if "expires" not in meta:
+            if meta.get("type") == "temporary":
+                days = self.settings.temporary_ttl_days
+            else:
+                days = self.settings.default_ttl_days if creating else None
+            if days:
+                meta["expires"] = expires_in(days)
+        if creating and "expires" in meta and expires_key(meta["expires"]) <= _now_key():
+            raise InvalidInputError(
+                f"expires {meta['expires']!r} is in the past, so the memory would be archived at once. "
+                "Pass a future date or ttl_days (to retire an existing memory, revise its expires instead)."
+            )
+
+    # --- the sweep ----------------------------------------------------------------------------
+    def sweep_expired(self) -> dict[str, Any]:
+        """Move every memory whose ``expires`` has passed to ``_archive/`` (same relative path)."""
+        archived: list[dict[str, Any]] = []
+        for note in self.catalog.expired():
+            if not self._still_expired(note):
+                self.indexer.sync_path(note.path)  # edited since it was indexed: index what is there
+                continue
+            try:
+                target = self.vault.archive(note.path)
+            except (OSError, SpellbookError) as exc:
+                log.warning("could not archive %s: %s", note.path, exc)
+                continue
+            self.indexer.sync_paths([note.path, target])
+            log.info("archived expired memory %s -> %s", note.path, target)
+            archived.append({**note.ref(), "archive_path": target, "expires": note.meta.get("expires")})
+        self._last_sweep = time.monotonic()
+        return {"archived": archived, "count": len(archived)}
+
+    def _still_expired(self, note: NoteRow) -> bool:
+        """Does the file on disk still say it expired? (A person may have just extended it.)"""
+        try:
+            meta = parse_note(self.vault.read(note.path).text).meta
+        except (OSError, SpellbookError):
+            return False
+        when = parse_expires(meta.get("expires"))
+        return when is not None and when <= dt.datetime.now(dt.UTC)
+
+    def maintain(self, force: bool = False) -> None:
+        """The owner's periodic work: the sweep when due, then overview notes if they are on."""
+        with _MAINTAIN_LOCK:
+            if force or time.monotonic() - self._last_sweep >= self.settings.sweep_interval_seconds:
+                self.sweep_expired()
+            if self.settings.overview_notes:
+                self.write_overviews(force=force)
+
+    # --- erasing a topic ----------------------------------------------------------------------
+    def erase_topic(self, topic: str, category: str | None = None, confirm: bool = False) -> dict[str, Any]:
+        """Every memory of a topic (and its ``_about.md``): listed, or with ``confirm`` moved to .trash/."""
+        if not isinstance(topic, str) or not topic.strip():
+            raise InvalidInputError("topic is empty: pass a topic name from get_index.")
+        topic = topic.strip()
+        where, params = "notes.archived = 0 AND notes.topic = ? COLLATE NOCASE", [topic]
+        if category:
+            where += " AND notes.category = ? COLLATE NOCASE"
+            params.append(category.strip())
+        rows, total = self.catalog.list_notes(where, params, 100_000, 0, oldest_first=True)
+        if not rows:
+            where_text = f" in category {category!r}" if category else ""
+            raise InvalidInputError(f"No memories in topic {topic!r}{where_text}. Call get_index to see the topics.")
+        categories = sorted({r.category or "" for r in rows})
+        if confirm and len(categories) > 1 and not category:
+            raise InvalidInputError(
+                f"Topic {topic!r} is in several categories ({', '.join(categories)}); nothing was removed. "
+                "Call erase_topic again with category=... to choose one."
+            )
+        folders = sorted({f"{sanitize_segment(c or 'general', 'general')}/{sanitize_segment(topic, 'misc')}" for c in categories})
+        abouts = [f"{folder}/{ABOUT_NAME}" for folder in folders if self.vault.file(f"{folder}/{ABOUT_NAME}").is_file()]
+        out: dict[str, Any] = {"topic": topic, "category": category, "categories": categories, "count": total}
+        if not confirm:
+            return {
+                **out, "confirmed": False, "would_remove": [r.ref() for r in rows], "description_files": abouts,
+                "note": "Nothing was removed. Call again with confirm=true to move these files to .trash/.",
+            }
+        removed: list[dict[str, Any]] = []
+        for row in rows:
+            try:
+                removed.append({**row.ref(), "trash_path": self.vault.trash(row.path)})
+            except (OSError, SpellbookError) as exc:
+                log.warning("erase_topic: could not trash %s: %s", row.path, exc)
+        for about in abouts:
+            self.vault.trash(about)
+        self.indexer.sync_paths([r["path"] for r in removed] + abouts)
+        for folder in folders:
+            self.vault.remove_empty_folders(folder)
+        return {**out, "confirmed": True, "count": len(removed), "removed": removed, "description_files": abouts}
+
+
+def _now_key() -> str:
+    return expires_key(dt.datetime.now(dt.UTC))
