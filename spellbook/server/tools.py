@@ -31,8 +31,12 @@ INSTRUCTIONS = """Spellbook is your long-term memory: a markdown vault the user 
 - To change a memory, revise it with the version you read; if the person edited it since, you get the current text to merge."""
 
 Importance = int | Literal["low", "medium", "high"]
-NoteType = Literal["insight", "success", "failure", "decision", "note"]
+NoteType = Literal["insight", "success", "failure", "decision", "note", "temporary"]
 StrList = list[str] | None
+Expires = Annotated[
+    str | None, Field(description="ISO date or date-time when it stops being relevant; then hidden and archived.")
+]
+TtlDays = Annotated[float | None, Field(gt=0, description="Expire this many days from now (instead of expires).")]
 
 _READ = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 _WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
@@ -59,9 +63,12 @@ def hub_caller(hub: Hub) -> Call:
 
 
 def build_server(hub: Hub) -> MCPServer:
+    from spellbook.server.tools_structure import add_structure_tools
+
     server = MCPServer("spellbook", version=__version__, instructions=INSTRUCTIONS)
     call = hub_caller(hub)
     add_core_tools(server, call)
+    add_structure_tools(server, call)
     add_resources_and_prompts(server, hub)
     return server
 
@@ -81,12 +88,14 @@ def add_core_tools(server: MCPServer, call: Call) -> None:
         type: NoteType | None = None,
         context: Annotated[str | None, Field(description="Project or scope this belongs to.")] = None,
         source: str | None = None,
+        expires: Expires = None,
+        ttl_days: TtlDays = None,
     ) -> CallToolResult:
         """Store a new memory as a markdown note in the vault."""
         data = await call(
             "scribe", text=text, title=title, category=category, topic=topic, tags=tags, keywords=keywords,
             questions=questions, entities=entities, importance=importance, type=type, context=context,
-            source=source,
+            source=source, expires=expires, ttl_days=ttl_days,
         )
         text = f"Stored memory {data['id']} at {data['path']} (version {data['version']})."
         if data.get("redacted"):
@@ -166,12 +175,14 @@ def add_core_tools(server: MCPServer, call: Call) -> None:
         type: NoteType | None = None,
         context: str | None = None,
         source: str | None = None,
+        expires: Expires = None,
+        ttl_days: TtlDays = None,
     ) -> CallToolResult:
         """Change a memory's text and/or metadata. Empty string or [] removes a field."""
         data = await call(
             "revise", id=id, text=text, version=version, title=title, category=category, topic=topic, tags=tags,
             keywords=keywords, questions=questions, entities=entities, importance=importance, type=type,
-            context=context, source=source,
+            context=context, source=source, expires=expires, ttl_days=ttl_days,
         )
         text = f"Revised {data['id']} ({data['path']}), now version {data['version']}."
         if data.get("redacted"):
@@ -202,22 +213,25 @@ def add_core_tools(server: MCPServer, call: Call) -> None:
         return tool_result("\n".join(lines), data)
 
     @server.tool(annotations=_READ)
-    async def get_index() -> CallToolResult:
-        """The table of contents: categories -> topics -> note counts."""
-        data = await call("get_index")
-        lines = [f"{data['total_notes']} notes."]
-        for name, cat in data["categories"].items():
-            topics = ", ".join(f"{t} ({n})" for t, n in cat["topics"].items())
-            lines.append(f"- {name} ({cat['notes']}): {topics}")
-        return tool_result("\n".join(lines), data)
+    async def get_index(
+        scope: Annotated[str | None, Field(description="One category's name, to list only its topics.")] = None,
+    ) -> CallToolResult:
+        """Table of contents: categories and topics with descriptions, keywords and counts. Read it first."""
+        from spellbook.server.tools_structure import index_text
+
+        data = await call("get_index", scope=scope)
+        return tool_result(index_text(data), data)
 
     @server.tool(annotations=_READ)
     async def get_topic(
         topic: str, category: str | None = None, offset: Annotated[int, Field(ge=0)] = 0
     ) -> CallToolResult:
         """All memories of a topic, oldest first, with full text (paged)."""
+        from spellbook.server.tools_structure import about_text
+
         data = await call("get_topic", topic=topic, category=category, offset=offset)
-        parts = [f"# {m['title']} (id {m['id']})\n{m['text']}" for m in data["memories"]]
+        parts = [about_text(data["about"])] if data.get("about") else []
+        parts += [f"# {m['title']} (id {m['id']})\n{m['text']}" for m in data["memories"]]
         if data["next_offset"] is not None:
             parts.append(f"More: call again with offset={data['next_offset']}.")
         return tool_result("\n\n".join(parts), data)
