@@ -234,7 +234,7 @@ def test_get_index_counts_categories_and_topics(engine: Engine) -> None:
     engine.scribe("c", title="c", category="people")
     index = engine.get_index()
     assert index["total_notes"] == 3
-    assert index["categories"]["projects"]["topics"] == {"web": 2}
+    assert index["categories"]["projects"]["topics"]["web"]["notes"] == 2
 
 
 def test_scribe_reports_similar_memories_and_related_excludes_itself(engine: Engine) -> None:
