@@ -23,9 +23,9 @@ from typing import Any
 
 from spellbook.errors import InvalidInputError, SpellbookError
 from spellbook.index.catalog import NoteRow
+from spellbook.structure import folder_key
 from spellbook.vault.fields import expires_in, expires_key, parse_expires
 from spellbook.vault.note import parse_note
-from spellbook.vault.paths import ABOUT_NAME, sanitize_segment
 
 log = logging.getLogger(__name__)
 _MAINTAIN_LOCK = threading.Lock()  # the owner's loop and a reconcile never maintain at once
@@ -110,8 +110,10 @@ class Lifecycle:
                 f"Topic {topic!r} is in several categories ({', '.join(categories)}); nothing was removed. "
                 "Call erase_topic again with category=... to choose one."
             )
-        folders = sorted({f"{sanitize_segment(c or 'general', 'general')}/{sanitize_segment(topic, 'misc')}" for c in categories})
-        abouts = [f"{folder}/{ABOUT_NAME}" for folder in folders if self.vault.file(f"{folder}/{ABOUT_NAME}").is_file()]
+        described = self._abouts()  # the topic folders' _about.md, matched as get_index matches them
+        abouts = sorted({described[k].path for k in {folder_key(r.category, r.topic) for r in rows if r.category}
+                         if k in described})
+        folders = sorted({r.folder for r in rows} | {p.rsplit("/", 1)[0] for p in abouts})
         out: dict[str, Any] = {"topic": topic, "category": category, "categories": categories, "count": total}
         if not confirm:
             return {

@@ -66,9 +66,9 @@ class Structure:
             entry["chunks"] += chunks or 0
             if updated and (entry["updated"] is None or updated > entry["updated"]):
                 entry["updated"] = updated
-            about = abouts.get(_folder(category, topic)) if topic != NONE else None
+            about = abouts.get(folder_key(category, topic)) if topic != NONE else None
             entry["topics"][topic] = _topic_entry(topic, about, tags.get((category, topic), []), notes, chunks, updated)
-        known = {_folder(c): c for c in categories if c != NONE}
+        known = {folder_key(c): c for c in categories if c != NONE}
         for folder, about in sorted(abouts.items()):  # described folders without memories: where to file things
             parts, names = folder.split("/"), about.path.split("/")
             if not folder or parts[0] == ARCHIVE_DIR or len(parts) > 2:
@@ -78,11 +78,11 @@ class Structure:
                 category = known[parts[0]] = names[0]
                 categories[category] = self._category_entry(category, abouts)
             topics = categories[category]["topics"]
-            if len(parts) == 2 and not any(_folder(category, t) == folder for t in topics if t != NONE):
+            if len(parts) == 2 and not any(folder_key(category, t) == folder for t in topics if t != NONE):
                 topics[names[1]] = _topic_entry(names[1], about, [], 0, 0, None)
         if scope is not None:
             wanted = scope.strip().lower()
-            match = [c for c in categories if c.lower() == wanted or _folder(c) == wanted]
+            match = [c for c in categories if c.lower() == wanted or folder_key(c) == wanted]
             if not match:
                 raise InvalidInputError(
                     f"No category {scope!r}. Categories: {', '.join(sorted(categories)) or 'none yet'}. "
@@ -112,7 +112,7 @@ class Structure:
 
     def _category_entry(self, category: str, abouts: dict[str, FolderRow]) -> dict[str, Any]:
         entry: dict[str, Any] = {}
-        about = abouts.get(_folder(category)) if category != NONE else None
+        about = abouts.get(folder_key(category)) if category != NONE else None
         fields = _about_fields(about) if about is not None else {}
         for key in ("title", "description", "keywords"):
             if fields.get(key):
@@ -131,7 +131,7 @@ class Structure:
             category = counts.most_common(1)[0][0] if counts else None
         if category is None:
             return None
-        about = self._abouts().get(_folder(category, topic))
+        about = self._abouts().get(folder_key(category, topic))
         if about is None:
             return None
         fields = _about_fields(about)
@@ -261,7 +261,7 @@ def _folder_path(category: str, topic: str | None = None) -> str:
     return f"{folder}/{sanitize_segment(topic.strip(), 'misc')}" if topic and topic.strip() else folder
 
 
-def _folder(category: str, topic: str | None = None) -> str:
+def folder_key(category: str, topic: str | None = None) -> str:
     return _folder_path(category, topic).lower()
 
 
@@ -329,7 +329,7 @@ def _link(note: NoteRow) -> str:
 def _overview_text(category: str, notes: list[NoteRow], abouts: dict[str, FolderRow]) -> str:
     """The generated map of content of one category: deterministic (no timestamps), so an
     unchanged category gives the same bytes."""
-    about = abouts.get(_folder(category))
+    about = abouts.get(folder_key(category))
     fields = _about_fields(about) if about is not None else {}
     lines = [OVERVIEW_NOTICE, "", f"# {fields.get('title') or category}", ""]
     if fields.get("description"):
@@ -338,7 +338,7 @@ def _overview_text(category: str, notes: list[NoteRow], abouts: dict[str, Folder
     for note in notes:
         topics.setdefault(note.topic or "", []).append(note)
     for topic in sorted(topics, key=lambda t: (t == "", t.lower())):
-        topic_about = abouts.get(_folder(category, topic)) if topic else None
+        topic_about = abouts.get(folder_key(category, topic)) if topic else None
         topic_fields = _about_fields(topic_about) if topic_about is not None else {}
         lines += [f"## {topic_fields.get('title') or topic or 'Other notes'}", ""]
         if topic_fields.get("summary"):

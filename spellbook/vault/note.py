@@ -88,7 +88,7 @@ def parse_note(text: str) -> ParsedNote:
     body = text[end:]
     try:
         data = yaml.safe_load(raw) if raw.strip() else {}
-    except yaml.YAMLError as exc:
+    except (yaml.YAMLError, ValueError) as exc:  # ValueError: a date YAML cannot build (2026-02-30)
         reason = str(exc).replace("\n", " ")
         return ParsedNote(meta={}, body=text, newline=newline, bom=bom, problem=f"malformed YAML frontmatter: {reason}")
     if data is None:
@@ -181,11 +181,19 @@ class _Dumper(yaml.SafeDumper):
         return super().increase_indent(flow, False)
 
 
-_TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})$")
+_TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2}(?:T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2}))?$")
+
+
+def _valid_time(value: str) -> bool:
+    try:
+        dt.datetime.fromisoformat(value)
+    except ValueError:  # e.g. month 13: written quoted, as a string, or YAML could not read it back
+        return False
+    return True
 
 
 def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
-    if _TIMESTAMP.match(value):
+    if _TIMESTAMP.match(value) and _valid_time(value):
         # Plain style: YAML reads it back as a timestamp, which parse_note turns into this string.
         return dumper.represent_scalar("tag:yaml.org,2002:timestamp", value)
     style = "|" if "\n" in value else None

@@ -1,0 +1,183 @@
+"""Lifecycle: expires / ttl_days / temporary memories, the sweep to _archive/, erase_topic.
+Expiry is tested by writing `expires` in the past, never by sleeping."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import pytest
+
+from spellbook.config import Settings
+from spellbook.engine import Engine
+from spellbook.errors import InvalidInputError
+
+from .conftest import open_engine
+
+
+def _days_from_now(value: str) -> float:
+    when = dt.datetime.fromisoformat(value)
+    return (when - dt.datetime.now(dt.UTC)).total_seconds() / 86_400
+
+
+def _expire(vault: Path, path: str, when: str = "2020-01-01") -> None:
+    """A person (or git) sets expires in the past, as Obsidian would write it."""
+    file = vault / path
+    text = file.read_text()
+    lines = [ln for ln in text.split("\n") if not ln.startswith("expires:")]
+    file.write_text("\n".join(lines).replace("\ntitle:", f"\nexpires: {when}\ntitle:", 1))
+
+
+def test_expires_and_ttl_days_are_written_and_checked(engine: Engine, vault: Path) -> None:
+    dated = engine.scribe("Conference badge pickup at hall B.", title="Badge", expires="2099-05-01")
+    assert "\nexpires: 2099-05-01\n" in (vault / dated["path"]).read_text()
+    timed = engine.scribe("Standup moved to 10:30.", title="Standup", expires="2099-05-01T10:30:00+09:00")
+    assert "\nexpires: 2099-05-01T10:30:00+09:00\n" in (vault / timed["path"]).read_text()
+    ttl = engine.scribe("The staging DB is being migrated.", title="Staging", ttl_days=2)
+    meta = engine.get_memories([ttl["id"]])["memories"][0]["metadata"]
+    assert 1.99 < _days_from_now(meta["expires"]) <= 2.0
+    keys = [ln.split(":")[0] for ln in (vault / ttl["path"]).read_text().split("---\n")[1].splitlines()]
+    assert keys == ["id", "title", "expires", "created", "updated"]  # expires before the timestamps
+
+    with pytest.raises(InvalidInputError, match="expires or ttl_days, not both"):
+        engine.scribe("x", expires="2099-01-01", ttl_days=3)
+    with pytest.raises(InvalidInputError, match="ISO date or date-time"):
+        engine.scribe("x", expires="next tuesday")
+    with pytest.raises(InvalidInputError, match="ttl_days must be"):
+        engine.scribe("x", ttl_days=0)
+    with pytest.raises(InvalidInputError, match="in the past"):
+        engine.scribe("x", expires="2001-01-01")
+
+    revised = engine.revise(dated["id"], expires="2098-01-01")
+    assert "\nexpires: 2098-01-01\n" in (vault / revised["path"]).read_text()
+    engine.revise(dated["id"], expires="")  # '' removes it: the memory no longer expires
+    assert "expires" not in (vault / dated["path"]).read_text()
+
+
+def test_temporary_memories_get_the_default_ttl(vault: Path) -> None:
+    engine = open_engine(Settings(vault=vault, embedder="hashing", watch=False, default_ttl_days=30))
+    try:
+        temp = engine.scribe("The office is closed today.", title="Closed", type="temporary")
+        meta = engine.get_memories([temp["id"]])["memories"][0]["metadata"]
+        assert 2.99 < _days_from_now(meta["expires"]) <= 3.0  # SPELLBOOK_TEMPORARY_TTL_DAYS, the Dewey 3 days
+        other = engine.scribe("We use uv for Python.", title="uv")
+        meta = engine.get_memories([other["id"]])["memories"][0]["metadata"]
+        assert 29.99 < _days_from_now(meta["expires"]) <= 30.0  # SPELLBOOK_DEFAULT_TTL_DAYS
+        explicit = engine.scribe("Keep until May.", title="May", type="temporary", expires="2099-05-01")
+        assert engine.get_memories([explicit["id"]])["memories"][0]["metadata"]["expires"] == "2099-05-01"
+        # a hand-written note turned temporary by revise gets the TTL; an existing expires is kept
+        (vault / "Hand.md").write_text("# Hand\n\nWritten by a person.\n")
+        engine.reconcile()
+        hand = engine.list_memories(filter={"folder": ""}, limit=50)["memories"]
+        hand_id = next(m["id"] for m in hand if m["path"] == "Hand.md")
+        engine.revise(hand_id, type="temporary")
+        assert 2.99 < _days_from_now(engine.get_memories([hand_id])["memories"][0]["metadata"]["expires"]) <= 3.0
+    finally:
+        engine.close()
+    engine = open_engine(Settings(vault=vault, embedder="hashing", watch=False, temporary_ttl_days=0))
+    try:
+        never = engine.scribe("Temporary but kept.", title="Kept", type="temporary")
+        assert "expires" not in engine.get_memories([never["id"]])["memories"][0]["metadata"]
+    finally:
+        engine.close()
+
+
+def test_expired_memories_drop_out_at_once_then_are_archived(settings: Settings, vault: Path) -> None:
+    engine = open_engine(settings)
+    try:
+        keep = engine.scribe("The parking garage code is 4821.", title="Parking code", category="office", topic="car")
+        gone = engine.scribe("The parking garage is closed for cleaning.", title="Parking closed",
+                             category="office", topic="car", ttl_days=1)
+        _expire(vault, gone["path"])  # the day has come (written, not slept)
+        engine.indexer.sync_path(gone["path"])
+        original = (vault / gone["path"]).read_text()
+        # hidden at query time, before any sweep: search (every mode), list, index, topic, related
+        for mode in ("hybrid", "semantic", "keyword"):
+            hits = engine.memorize("parking garage closed cleaning", mode=mode, limit=10)["results"]
+            assert [h["id"] for h in hits] == [keep["id"]], mode
+        assert [m["id"] for m in engine.list_memories()["memories"] if m["category"] == "office"] == [keep["id"]]
+        assert engine.get_index()["categories"]["office"]["notes"] == 1
+        assert [m["id"] for m in engine.get_topic("car")["memories"]] == [keep["id"]]
+        assert gone["id"] not in {r["id"] for r in engine.related(keep["id"])["related"]}
+        assert engine.get_memories([gone["id"]])["memories"][0]["text"]  # still readable by id
+
+        swept = engine.sweep_expired()
+        assert [a["id"] for a in swept["archived"]] == [gone["id"]]
+        archived = vault / "_archive" / gone["path"]
+        assert not (vault / gone["path"]).exists() and archived.read_text() == original  # moved, bytes kept
+        assert engine.get_memories([gone["id"]])["memories"][0]["path"] == f"_archive/{gone['path']}"
+        found = engine.memorize("parking garage closed", filter={"folder": "_archive"})["results"]
+        assert [h["id"] for h in found] == [gone["id"]]  # the archive is searchable on request
+        assert engine.get_index()["archived_notes"] == 1
+        assert engine.sweep_expired()["count"] == 0
+    finally:
+        engine.close()
+    engine = open_engine(settings)  # restart: the index equals the files on disk
+    try:
+        assert engine.check()["consistent"]
+        live = [p for p in vault.rglob("*.md") if "_archive" not in p.parts and ".trash" not in p.parts]
+        assert engine.list_memories(limit=200)["total"] == len(live)
+        assert engine.get_memories([gone["id"]])["memories"][0]["path"].startswith("_archive/")
+    finally:
+        engine.close()
+
+
+def test_reconcile_sweeps_what_expired_while_down(settings: Settings, vault: Path) -> None:
+    engine = open_engine(settings)
+    try:
+        note = engine.scribe("Wifi is down on floor 3.", title="Wifi down", category="office", ttl_days=1)
+    finally:
+        engine.close()
+    _expire(vault, note["path"], "2020-01-01T09:00:00+09:00")
+    engine = open_engine(settings)  # start = reconcile, which sweeps
+    try:
+        assert (vault / "_archive" / note["path"]).is_file() and not (vault / note["path"]).exists()
+        assert engine.check()["consistent"]
+    finally:
+        engine.close()
+
+
+def test_the_sweep_rereads_the_file_before_moving_it(engine: Engine, vault: Path) -> None:
+    note = engine.scribe("Visitors sign in at the desk.", title="Visitors", category="office", ttl_days=1)
+    _expire(vault, note["path"])
+    engine.indexer.sync_path(note["path"])
+    _expire(vault, note["path"], "2099-01-01")  # a person extends it; the watcher has not seen it yet
+    assert engine.sweep_expired()["count"] == 0
+    assert (vault / note["path"]).is_file()
+    assert engine.memorize("visitors sign in")["results"][0]["id"] == note["id"]
+
+
+def test_erase_topic_lists_first_and_trashes_only_when_confirmed(engine: Engine, vault: Path) -> None:
+    a = engine.scribe("Sprint 1 goals.", title="Sprint 1", category="work", topic="sprints")
+    b = engine.scribe("Sprint 2 goals.", title="Sprint 2", category="work", topic="sprints")
+    other = engine.scribe("Sprint planning in the garden club.", title="Garden", category="home", topic="sprints")
+    engine.describe("work", topic="sprints", summary="Our two-week sprints")
+    dry = engine.erase_topic("Sprints")
+    assert not dry["confirmed"] and dry["count"] == 3 and dry["categories"] == ["home", "work"]
+    assert {m["id"] for m in dry["would_remove"]} == {a["id"], b["id"], other["id"]}
+    assert dry["description_files"] == ["work/sprints/_about.md"]
+    assert all((vault / m["path"]).is_file() for m in dry["would_remove"])  # nothing moved
+    with pytest.raises(InvalidInputError, match="several categories"):
+        engine.erase_topic("sprints", confirm=True)
+    done = engine.erase_topic("sprints", category="work", confirm=True)
+    assert done["confirmed"] and done["count"] == 2
+    assert {m["id"] for m in done["removed"]} == {a["id"], b["id"]}
+    for m in done["removed"]:
+        assert (vault / m["trash_path"]).is_file() and not (vault / m["path"]).exists()
+    assert (vault / ".trash/work/sprints/_about.md").is_file() and not (vault / "work/sprints").exists()
+    assert engine.get_topic("sprints")["memories"][0]["id"] == other["id"]
+    with pytest.raises(InvalidInputError, match="No memories in topic 'sprints' in category 'work'.*get_index"):
+        engine.erase_topic("sprints", category="work")
+    with pytest.raises(InvalidInputError, match="topic is empty"):
+        engine.erase_topic(" ")
+    assert engine.check()["consistent"]
+
+
+@pytest.mark.parametrize(("given", "stored"), [("high", 5), ("Medium", 3), (" low ", 1), ("4", 4), (2, 2)])
+def test_importance_words_and_numbers_are_normalised(engine: Engine, vault: Path, given, stored) -> None:
+    out = engine.scribe("Some fact.", title="Fact", importance=given)
+    assert f"\nimportance: {stored}\n" in (vault / out["path"]).read_text()
+    (vault / "Hand.md").write_text(f"---\nimportance: {given!s}\n---\nHand fact.\n")
+    engine.reconcile()
+    rows = {m["path"]: m["importance"] for m in engine.list_memories(limit=50)["memories"]}
+    assert rows["Hand.md"] == stored and rows[out["path"]] == stored
