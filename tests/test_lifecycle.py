@@ -181,3 +181,87 @@ def test_importance_words_and_numbers_are_normalised(engine: Engine, vault: Path
     engine.reconcile()
     rows = {m["path"]: m["importance"] for m in engine.list_memories(limit=50)["memories"]}
     assert rows["Hand.md"] == stored and rows[out["path"]] == stored
+
+
+# --- over real MCP stdio ------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_lifecycle_tools_over_stdio(tmp_path: Path) -> None:
+    import anyio
+    from mcp import Client
+
+    from .test_mcp_stdio import call, error, eventually
+    from .test_structure import _stdio
+
+    vault = tmp_path / "vault"
+    params = _stdio(vault, SPELLBOOK_SWEEP_INTERVAL_SECONDS="1")
+    ids: dict[str, str] = {}
+
+    async def first_run() -> None:
+        async with Client(params) as client:
+            tools = {t.name: t for t in (await client.list_tools()).tools}
+            for name in ("scribe", "revise"):
+                assert {"expires", "ttl_days"} <= set(tools[name].input_schema["properties"])
+            temp = await call(client, "scribe", text="The lift in block C is out of order.", title="Lift",
+                              category="building", topic="notices", ttl_days=1)
+            keep = await call(client, "scribe", text="The lift in block A works fine.", title="Lift A",
+                              category="building", topic="notices", expires="2099-01-01")
+            meta = (await call(client, "get_memories", ids=[temp["id"]]))["memories"][0]["metadata"]
+            assert 0.99 < _days_from_now(meta["expires"]) <= 1.0
+            ids.update(temp=temp["id"], keep=keep["id"], path=temp["path"])
+
+            assert "ISO date or date-time" in await error(client, "scribe", text="x", expires="soon")
+            assert "not both" in await error(client, "scribe", text="x", expires="2099-01-01", ttl_days=2)
+            assert "ttl_days" in await error(client, "scribe", text="x", ttl_days=0)
+            assert "in the past" in await error(client, "scribe", text="x", expires="2001-01-01")
+            assert "No memories in topic 'nope'" in await error(client, "erase_topic", topic="nope")
+            assert not list(vault.rglob("x.md"))
+
+            # the agent retires a memory: hidden at once, archived by the owner's periodic sweep
+            await call(client, "revise", id=temp["id"], expires="2020-01-01")
+            hits = (await call(client, "memorize", query="lift block out of order", limit=10))["results"]
+            assert temp["id"] not in {h["id"] for h in hits} and keep["id"] in {h["id"] for h in hits}
+            listed = await call(client, "list_memories", filter={"category": "building"})
+            assert [m["id"] for m in listed["memories"]] == [keep["id"]]
+
+            async def archived():
+                return (vault / "_archive" / temp["path"]).is_file() and not (vault / temp["path"]).exists()
+
+            assert await eventually(archived, timeout=10)
+
+            # a person drops in a note that has already expired: never searchable, then archived
+            (vault / "building").mkdir(exist_ok=True)
+            (vault / "building" / "Old notice.md").write_text(
+                "---\nexpires: 2020-02-01\n---\n# Old notice\n\nThe boiler room is being painted.\n"
+            )
+            await anyio.sleep(1)
+            hits = (await call(client, "memorize", query="boiler room painted", mode="keyword"))["results"]
+            assert not any(h["path"].endswith("Old notice.md") for h in hits)
+
+            async def hand_archived():
+                return (vault / "_archive" / "building" / "Old notice.md").is_file()
+
+            assert await eventually(hand_archived, timeout=10)
+            found = await call(client, "memorize", query="boiler room painted", filter={"folder": "_archive"})
+            assert found["results"][0]["path"] == "_archive/building/Old notice.md"
+
+            dry = await call(client, "erase_topic", topic="notices")
+            assert not dry["confirmed"] and [m["id"] for m in dry["would_remove"]] == [keep["id"]]
+            assert (vault / keep["path"]).is_file()
+            done = await call(client, "erase_topic", topic="notices", category="building", confirm=True)
+            assert done["confirmed"] and (vault / done["removed"][0]["trash_path"]).is_file()
+            assert not (vault / keep["path"]).exists()
+
+    async def second_run() -> None:
+        async with Client(params) as client:
+            live = [p for p in vault.rglob("*.md") if not {"_archive", ".trash"} & set(p.relative_to(vault).parts)]
+            assert (await call(client, "list_memories", limit=200))["total"] == len(live)
+            memory = (await call(client, "get_memories", ids=[ids["temp"]]))["memories"][0]
+            assert memory["path"] == f"_archive/{ids['path']}"
+            assert "No memory with id" in await error(client, "get_memories", ids=[ids["keep"]])
+            index = await call(client, "get_index")
+            assert "building" not in index["categories"] and index["archived_notes"] == 2
+
+    anyio.run(first_run)
+    anyio.run(second_run)

@@ -201,3 +201,94 @@ def test_overview_notes_list_topics_without_churn_and_never_overwrite_edits(vaul
         assert engine.check()["consistent"]
     finally:
         engine.close()
+
+
+# --- over real MCP stdio ------------------------------------------------------------------------
+
+
+def _stdio(vault: Path, **env: str):
+    from mcp.client.stdio import StdioServerParameters
+
+    from .conftest import SPELLBOOK, child_env
+
+    args = ["serve", "--vault", str(vault), "--embedder", "hashing"]
+    return StdioServerParameters(command=SPELLBOOK, args=args, env=child_env(**env))
+
+
+@pytest.mark.slow
+def test_structure_tools_over_stdio(tmp_path: Path) -> None:
+    import time
+
+    import anyio
+    from mcp import Client
+
+    from .test_mcp_stdio import call, error, eventually
+
+    vault = tmp_path / "vault"
+    params = _stdio(vault, SPELLBOOK_OVERVIEW_NOTES="true")
+    seen: dict = {}
+
+    async def first_run() -> None:
+        async with Client(params) as client:
+            tools = {t.name: t for t in (await client.list_tools()).tools}
+            assert {"describe", "erase_topic", "get_index", "get_topic"} <= set(tools)
+            assert "scope" in tools["get_index"].input_schema["properties"]
+            await call(client, "scribe", text="Deploys go through GitHub Actions.", title="Deploy",
+                       category="ops", topic="deploy", tags=["ci"])
+            await call(client, "scribe", text="Roll back with argocd.", title="Rollback", category="ops", topic="deploy")
+            described = await call(client, "describe", category="ops", topic="deploy",
+                                   description="From merge to running pods.", summary="How code ships",
+                                   keywords=["ci", "argocd"])
+            assert described["path"] == "ops/deploy/_about.md" and (vault / described["path"]).is_file()
+            await call(client, "describe", category="ops", description="Operations: how we run production.")
+
+            result = await client.call_tool("get_index", {"scope": "ops"})
+            assert not result.is_error and "How code ships" in result.content[0].text
+            index = result.structured_content
+            assert list(index["categories"]) == ["ops"]
+            topic = index["categories"]["ops"]["topics"]["deploy"]
+            assert (topic["summary"], topic["keywords"], topic["notes"]) == ("How code ships", ["ci", "argocd"], 2)
+            assert index["categories"]["ops"]["description"] == "Operations: how we run production."
+
+            # a person edits the description in Obsidian: the watcher picks it up
+            about = vault / "ops/deploy/_about.md"
+            about.write_text(about.read_text().replace("How code ships", "How code reaches prod"))
+
+            async def edited():
+                data = await call(client, "get_index", scope="ops")
+                return data["categories"]["ops"]["topics"]["deploy"].get("summary") == "How code reaches prod"
+
+            assert await eventually(edited, timeout=5)
+
+            topic_result = await client.call_tool("get_topic", {"topic": "deploy"})
+            assert topic_result.content[0].text.startswith("# About: ")
+            assert topic_result.structured_content["about"]["description"] == "From merge to running pods."
+
+            assert "No category 'nope'" in await error(client, "get_index", scope="nope")
+            assert "Nothing to write" in await error(client, "describe", category="ops")
+            hits = (await call(client, "memorize", query="merge running pods", limit=20))["results"]
+            assert not any(h["path"].endswith("_about.md") for h in hits)
+
+            overview = vault / "ops" / "_overview.md"
+
+            async def written():
+                return overview.is_file() and "[[ops/deploy/Rollback|Rollback]]" in overview.read_text()
+
+            assert await eventually(written, timeout=10)
+            stamp = overview.stat().st_mtime_ns
+            await anyio.sleep(5)  # two maintenance rounds and the watcher's pass over our own write
+            assert overview.stat().st_mtime_ns == stamp, "overview rewritten with identical content"
+            seen["index"] = await call(client, "get_index")
+
+    async def second_run() -> None:
+        async with Client(params) as client:
+            index = await call(client, "get_index")
+            assert index == seen["index"]  # the same after a restart
+            notes = [p for p in vault.rglob("*.md") if not p.name.startswith("_") and ".trash" not in p.parts]
+            assert index["total_notes"] == len(notes)
+            assert (await call(client, "stats"))["notes"] == len(notes)
+
+    started = time.monotonic()
+    anyio.run(first_run)
+    anyio.run(second_run)
+    assert time.monotonic() - started < 120
