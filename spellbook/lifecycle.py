@@ -26,6 +26,7 @@ from spellbook.index.catalog import NoteRow
 from spellbook.structure import folder_key
 from spellbook.vault.fields import expires_in, expires_key, parse_expires
 from spellbook.vault.note import parse_note
+from spellbook.vault.paths import ABOUT_NAME, OVERVIEW_NAME, is_archived, sanitize_segment
 
 log = logging.getLogger(__name__)
 _MAINTAIN_LOCK = threading.Lock()  # the owner's loop and a reconcile never maintain at once
@@ -40,7 +41,9 @@ class Lifecycle:
     def _default_expiry(self, meta: dict[str, Any], creating: bool) -> None:
         """Give a memory without ``expires`` the configured TTL: ``temporary_ttl_days`` for type
         'temporary', ``default_ttl_days`` (new memories only) for the rest. A new memory cannot
-        start out expired."""
+        start out expired, archived, or named like a folder note."""
+        if creating:
+            _check_reserved(meta)
         if "expires" not in meta:
             if meta.get("type") == "temporary":
                 days = self.settings.temporary_ttl_days
@@ -132,6 +135,19 @@ class Lifecycle:
         for folder in folders:
             self.vault.remove_empty_folders(folder)
         return {**out, "confirmed": True, "count": len(removed), "removed": removed, "description_files": abouts}
+
+
+def _check_reserved(meta: dict[str, Any]) -> None:
+    category = meta.get("category") or ""
+    if is_archived(sanitize_segment(category, "general")):
+        raise InvalidInputError(
+            f"Category {category!r} is where expired memories are archived; choose another category."
+        )
+    if sanitize_segment(meta.get("title") or "") + ".md" in (ABOUT_NAME, OVERVIEW_NAME):
+        raise InvalidInputError(
+            f"Title {meta['title']!r} is reserved for folder notes; to describe a folder, call describe. "
+            "Choose another title."
+        )
 
 
 def _now_key() -> str:

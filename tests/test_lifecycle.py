@@ -47,6 +47,11 @@ def test_expires_and_ttl_days_are_written_and_checked(engine: Engine, vault: Pat
         engine.scribe("x", ttl_days=0)
     with pytest.raises(InvalidInputError, match="in the past"):
         engine.scribe("x", expires="2001-01-01")
+    with pytest.raises(InvalidInputError, match="archived"):
+        engine.scribe("x", category="_archive")
+    with pytest.raises(InvalidInputError, match="reserved for folder notes"):
+        engine.scribe("x", title="_about", category="ops")
+    assert not list(vault.rglob("x.md")) and not (vault / "ops").exists()
 
     revised = engine.revise(dated["id"], expires="2098-01-01")
     assert "\nexpires: 2098-01-01\n" in (vault / revised["path"]).read_text()
@@ -120,6 +125,24 @@ def test_expired_memories_drop_out_at_once_then_are_archived(settings: Settings,
         assert engine.get_memories([gone["id"]])["memories"][0]["path"].startswith("_archive/")
     finally:
         engine.close()
+
+
+@pytest.mark.parametrize("max_skipped", [1_000, 10])
+def test_many_hidden_notes_never_crowd_out_a_live_one(engine: Engine, vault: Path, monkeypatch, max_skipped) -> None:
+    from spellbook.search import searcher
+
+    monkeypatch.setattr(searcher, "MAX_SKIPPED", max_skipped)  # 10: the filtered vector query instead
+    text = "The parking garage is closed for cleaning."
+    for n in range(40):
+        (vault / "_archive" / "old").mkdir(parents=True, exist_ok=True)
+        (vault / "_archive" / "old" / f"Closed {n}.md").write_text(text)  # archived
+        (vault / f"Closed {n}.md").write_text(f"---\nexpires: 2020-01-01\n---\n{text}")  # expired, not swept
+    engine.indexer.reconcile()  # index them all without the sweep
+    live = engine.scribe(text + " Use the street.", title="Garage")
+    for mode in ("semantic", "hybrid", "keyword"):
+        hits = engine.memorize(text, mode=mode, limit=3)["results"]
+        assert [h["id"] for h in hits] == [live["id"]], mode
+    assert engine.list_memories()["total"] == 1
 
 
 def test_reconcile_sweeps_what_expired_while_down(settings: Settings, vault: Path) -> None:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from spellbook.search.filters import LIVE_SQL, NOW_SQL
+from spellbook.search.filters import HIDDEN_SQL, NOW_SQL
 from spellbook.search.keyword import index_text, match_query, tokenize
 
 SCHEMA = """
@@ -468,10 +468,12 @@ class Catalog:
                 params,
             ).fetchall()
 
-    def any_hidden(self) -> bool:
-        """Is any indexed note archived or expired (so searches must filter even without a filter)?"""
+    def hidden_chunks(self) -> int:
+        """Chunks of archived or expired notes: what an unfiltered vector query must skip."""
         with self._lock:
-            return bool(self._db.execute(f"SELECT EXISTS(SELECT 1 FROM notes WHERE NOT ({LIVE_SQL}))").fetchone()[0])
+            return self._db.execute(
+                f"SELECT count(*) FROM notes JOIN chunks c ON c.path = notes.path WHERE {HIDDEN_SQL}"
+            ).fetchone()[0]
 
     def expired(self) -> list[NoteRow]:
         """Notes whose ``expires`` has passed and that are not archived yet, oldest expiry first."""

@@ -16,6 +16,7 @@ from spellbook.vault.paths import is_archived
 
 NOW_SQL = "strftime('%Y-%m-%dT%H:%M:%SZ', 'now')"  # the format of notes.expires (UTC)
 LIVE_SQL = f"(notes.archived = 0 AND (notes.expires IS NULL OR notes.expires > {NOW_SQL}))"
+HIDDEN_SQL = f"(notes.archived = 1 OR notes.expires <= {NOW_SQL})"  # NOT LIVE_SQL, in a form indexes serve
 
 
 class Filter(BaseModel):

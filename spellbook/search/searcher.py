@@ -27,6 +27,7 @@ MAX_QUERY_CHARS = 2_000
 SNIPPET_CHARS = 240
 SUPERSEDED_FACTOR = 0.5
 RELEVANCE_SIGMAS = 5.0  # relevance 1.0 = 5 standard deviations above two unrelated notes' similarity
+MAX_SKIPPED = 1_000  # more hidden (archived, expired) chunks than this: filter the vector query instead
 SEMANTIC_WEIGHT = 0.3  # hybrid = 0.3 * semantic + 0.7 * keyword x coverage; tuned on shared/eval (docs/search.md)
 
 
@@ -76,13 +77,14 @@ class Searcher:
             keyword_job = _POOL.submit(self.catalog.keyword_search, query, where, params, depth, True)
         if mode in ("hybrid", "semantic"):
             vector = self.embedder.embed_query(query)
-            hidden = spec or self.catalog.any_hidden()  # archived or expired notes are filtered out
-            allowed = self.catalog.filtered_chunk_ids(where, params) if hidden else None
+            # Without a filter, archived and expired chunks are fetched and skipped below: that many more.
+            hidden = 0 if spec else self.catalog.hidden_chunks()
+            allowed = self.catalog.filtered_chunk_ids(where, params) if spec or hidden > MAX_SKIPPED else None
             if allowed is not None and len(allowed) > 5_000:
                 pool = set(allowed)
                 found = [h for h in self.vectors.query(vector, depth * 10) if h[0] in pool][:depth]
             else:
-                found = self.vectors.query(vector, depth, ids=allowed)
+                found = self.vectors.query(vector, depth + (hidden if allowed is None else 0), ids=allowed)
             similarity = dict(found)
         if mode in ("hybrid", "keyword"):
             found = keyword_job.result() if keyword_job else self.catalog.keyword_search(query, where, params, depth)
@@ -90,6 +92,9 @@ class Searcher:
         # One read of the candidates' rows serves coverage, boosts and the hits.
         chunks = self.catalog.chunks(list(similarity.keys() | keyword_scores.keys()))
         notes = self.catalog.notes_at(c.path for c in chunks.values())
+        if spec is None:  # the vectors were not filtered: leave archived and expired notes out here
+            now = expires_key(dt.datetime.now(dt.UTC))
+            notes = {path: note for path, note in notes.items() if note.live(now)}
         query_set = query_terms(query)
 
         def covers(chunk: Any) -> float:
