@@ -310,6 +310,8 @@ def _stats(args: argparse.Namespace) -> int:
         print(f"{key:>9}: {result[key]}")
     for problem in result["problems"]:
         print(f"  {problem['path']}: {problem['problem']}")
+    for warning in result.get("setup_warnings", []):
+        print(f"warning: {warning}")
     return 0
 
 

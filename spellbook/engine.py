@@ -22,7 +22,7 @@ from spellbook.index.catalog import Catalog, NoteRow
 from spellbook.indexing.indexer import Indexer, Progress, SyncReport
 from spellbook.privacy import KINDS, Redaction, describe, redact, redact_data
 from spellbook.search.filters import Filter, parse_filter, to_sql
-from spellbook.search.searcher import Searcher
+from spellbook.search.searcher import Searcher, mostly_latin
 from spellbook.vault.fields import new_id, normalize_importance, normalize_tags, string_list, title_from_text
 from spellbook.vault.note import NOTE_TYPES, content_version, now_iso, parse_note, render_note
 from spellbook.vault.paths import note_path
@@ -319,7 +319,22 @@ class Engine(Searcher):
             "problems": problems[:50],
             "problems_total": len(problems),
             "last_sync": _report(self._last_report) if self._last_report else None,
+            "setup_warnings": self._setup_warnings(),
         }
+
+    def _setup_warnings(self) -> list[str]:
+        """Setup problems worth a person's attention (not errors: everything still works)."""
+        out: list[str] = []
+        if getattr(self.embedder, "english_only", False):
+            sample = self.catalog.sample_texts(400)
+            other = sum(1 for text in sample if not mostly_latin(text))
+            if sample and other * 10 >= len(sample):
+                out.append(
+                    f"About {other * 100 // len(sample)}% of the vault is not in a Latin script, but the embedder "
+                    f"({self.embedder.model_id}) only understands English: Korean and Japanese queries are ranked by "
+                    "keywords alone. Set SPELLBOOK_EMBEDDER=use-m3 (multilingual) and restart."
+                )
+        return out
 
     # --- helpers ------------------------------------------------------------------------------
     def _await_first_index(self, timeout: float = 10.0) -> str | None:

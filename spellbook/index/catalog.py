@@ -53,6 +53,7 @@ CREATE VIRTUAL TABLE IF NOT EXISTS chunks_vocab USING fts5vocab(chunks_fts, 'row
 FTS_WEIGHTS = (3.0, 2.0, 1.0)
 COMMON_SHARE = 0.05  # query tokens in more than 5% of chunks are left out of the MATCH...
 COMMON_MIN_CHUNKS = 2_000  # ...once the index is this large (docs/search.md)
+FILTER_CACHE_SIZE = 32
 
 
 @dataclass(frozen=True)
@@ -121,6 +122,8 @@ class Catalog:
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(SCHEMA)
         self._lock = threading.RLock()
+        self._generation = 0  # bumped by every write; keys the filter cache
+        self._filter_cache: dict[tuple[str, tuple[Any, ...]], tuple[int, tuple[str, ...]]] = {}
 
     def close(self) -> None:
         with self._lock:
@@ -171,6 +174,7 @@ class Catalog:
 
     def replace_many(self, items: Iterable[tuple[FileRow, NoteRow | None, Sequence[IndexedChunk]]]) -> None:
         with self._lock, self._db:
+            self._generation += 1
             for file, note, chunks in items:
                 self._delete_path(file.path)
                 self._db.execute(
@@ -204,6 +208,7 @@ class Catalog:
 
     def remove(self, paths: Iterable[str]) -> None:
         with self._lock, self._db:
+            self._generation += 1
             for path in paths:
                 self._delete_path(path)
 
@@ -219,6 +224,7 @@ class Catalog:
 
     def clear(self) -> None:
         with self._lock, self._db:
+            self._generation += 1
             for table in ("chunks_fts", "chunks", "notes", "links", "tags", "files", "meta"):
                 self._db.execute(f"DELETE FROM {table}")
 
@@ -294,12 +300,23 @@ class Catalog:
             ).fetchall()
         return [_note(r) for r in rows], total
 
-    def filtered_chunk_ids(self, where: str, params: Sequence[Any]) -> list[str]:
+    def filtered_chunk_ids(self, where: str, params: Sequence[Any]) -> tuple[str, ...]:
+        """Ids of the chunks of the notes matching a filter. Cached until the next write: an
+        agent repeats the same filter (its project, a category) query after query."""
+        key = (where, tuple(params))
         with self._lock:
+            cached = self._filter_cache.get(key)
+            if cached is not None and cached[0] == self._generation:
+                return cached[1]
+            # Notes first, then their chunks by path: a scan of chunks probing notes costs ~2x.
             rows = self._db.execute(
-                f"SELECT c.chunk_id FROM chunks c JOIN notes ON notes.path = c.path WHERE {where}", params
+                f"SELECT c.chunk_id FROM notes CROSS JOIN chunks c ON c.path = notes.path WHERE {where}", params
             )
-            return [r[0] for r in rows.fetchall()]
+            ids = tuple(r[0] for r in rows.fetchall())
+            if len(self._filter_cache) >= FILTER_CACHE_SIZE:
+                self._filter_cache.pop(next(iter(self._filter_cache)))
+            self._filter_cache[key] = (self._generation, ids)
+            return ids
 
     def keyword_search(
         self, query: str, where: str, params: Sequence[Any], limit: int, prune: bool = False
@@ -378,6 +395,14 @@ class Catalog:
             marks = ",".join("?" * len(tokens))
             rows = self._db.execute(f"SELECT term, doc FROM chunks_vocab WHERE term IN ({marks})", tokens).fetchall()
         return {term for term, docs in rows if docs > total * COMMON_SHARE}
+
+    def sample_texts(self, limit: int) -> list[str]:
+        """Up to ``limit`` chunk texts spread evenly over the index."""
+        with self._lock:
+            total = self._db.execute("SELECT max(rowid) FROM chunks").fetchone()[0] or 0
+            step = max(1, total // limit)
+            rows = self._db.execute("SELECT text FROM chunks WHERE rowid % ? = 0 LIMIT ?", (step, limit))
+            return [r[0] for r in rows.fetchall()]
 
     def counts(self) -> dict[str, int]:
         with self._lock:

@@ -132,6 +132,8 @@ class Hub:
                 warm()  # load the model now rather than on the first query (a call waits for it)
             if self.reconcile_on_open:
                 engine.reconcile(progress)
+            if self.warm_up:
+                engine.vectors.matrix()  # the in-memory vectors filtered searches use
         except BaseException as exc:  # noqa: BLE001 - reported to every caller instead
             log.exception("could not open the index")
             self._open_error = exc

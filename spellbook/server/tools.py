@@ -230,6 +230,8 @@ def add_core_tools(server: MCPServer, call: Call) -> None:
             f"{data['notes']} notes, {data['chunks']} chunks, {data['vectors']} vectors; state {data['state']}; "
             f"embedder {data['embedder']}; {data['problems_total']} file problem(s)."
         )
+        for warning in data.get("setup_warnings", []):
+            text += f"\nWarning: {warning}"
         return tool_result(text, data)
 
     @server.tool(annotations=_WRITE)
