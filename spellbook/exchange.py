@@ -172,12 +172,13 @@ class Exchange:
             state = self.vault.read(existing)
             meta = _with_id(meta, entry.id, existing)
             if entry.stamped:  # made-up timestamps: keep the note's own, so an unchanged entity stays unchanged
-                current = parse_note(state.text).meta
-                meta = {**meta, **{k: current[k] for k in ("created", "updated") if k in current}}
+                own = parse_note(state.text).meta
+                meta = {**meta, **{k: own[k] for k in ("created", "updated") if k in own}}
                 if _note_text(meta, body) != state.text:
                     meta["updated"] = now_iso()
             text = _note_text(meta, body)
-            if text == state.text:
+            current = parse_note(state.text)
+            if text == state.text or (current.meta, current.body) == (meta, body):  # keep the file's own bytes
                 run.record("unchanged", entry, existing)
                 return
             if not run.dry_run:
