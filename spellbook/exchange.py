@@ -21,6 +21,7 @@ from spellbook.exchange_formats import (
     looks_like_memory_graph,
     markdown_document,
     memory_graph_entries,
+    own_id,
     parse_export,
     refuse_if,
 )
@@ -54,7 +55,7 @@ class Exchange:
             raise InvalidInputError("format must be json or markdown.")
         spec = parse_filter(filter)
         target = self._exchange_file(path, writing=True, overwrite=overwrite) if path is not None else None
-        self._await_first_index()
+        pending = self._await_first_index()
         where, params = to_sql(spec)
         rows, _ = self.catalog.list_notes(where, params, 1 << 62, 0)
         entries: list[Entry] = []
@@ -69,8 +70,7 @@ class Exchange:
             body, found = self._scrub(parsed.body)
             meta, more = self._scrub_data(parsed.meta)
             kinds += [r.kind for r in found] + more
-            own = meta.get("id")
-            note_id = str(own).strip() if isinstance(own, str | int) and str(own).strip() else row.note_id
+            note_id = own_id(meta) or row.note_id
             entries.append(Entry(row.path, note_id, row.path, row.title, meta, body))
         exported = now_iso()
         scope = spec.model_dump(exclude_none=True) if spec else None
@@ -82,6 +82,8 @@ class Exchange:
         out: dict[str, Any] = {"format": format, "count": len(entries), "exported": exported}
         if unreadable:
             out["unreadable"] = unreadable[:50]
+        if pending:
+            out["note"] = pending
         if kinds:
             out["redacted"] = describe(kinds)
         if target is not None:
@@ -294,9 +296,9 @@ class _ImportRun:
 def _with_id(meta: dict[str, Any], note_id: str, path: str) -> dict[str, Any]:
     """``meta`` with the id written in, unless the note keeps its identity without it (a
     hand-written note at the path its derived id comes from)."""
-    if "id" in meta or note_id == derived_id(path):
+    if own_id(meta) or note_id == derived_id(path):
         return meta
-    return {"id": note_id, **meta}
+    return {**meta, "id": note_id}
 
 
 def _note_text(meta: dict[str, Any], body: str) -> str:

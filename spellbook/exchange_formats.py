@@ -144,7 +144,7 @@ def _entry(where: str, item: Any) -> Entry:
         raise InvalidInputError(f"{label}: id must be a non-empty string of printable characters (at most {MAX_ID_CHARS}).")
     if not isinstance(meta, dict):
         raise InvalidInputError(f"{label}: metadata must be an object (the note's frontmatter), got {type(meta).__name__}.")
-    if "id" in meta and str(meta["id"]).strip() != note_id:
+    if own_id(meta) not in (None, note_id):
         raise InvalidInputError(f"{label}: metadata.id {meta['id']!r} differs from id {note_id!r}.")
     if any(not key.strip() for key in meta):
         raise InvalidInputError(f"{label}: metadata has an empty key.")
@@ -158,6 +158,12 @@ def _entry(where: str, item: Any) -> Entry:
         raise InvalidInputError(f"{label}: title must be a string.")
     check_note_path(label, path)
     return Entry(where, note_id, path, title, meta, body)
+
+
+def own_id(meta: dict[str, Any]) -> str | None:
+    """The id a note's frontmatter gives it, if usable (as the indexer reads it)."""
+    value = meta.get("id")
+    return str(value).strip() if isinstance(value, str | int) and str(value).strip() else None
 
 
 def check_note_path(label: str, path: Any) -> None:

@@ -42,6 +42,7 @@ def fill(engine: Engine, vault: Path) -> dict[str, str]:
         b"---\ntitle: Custom keys\nmood: happy   # a comment\nnested:\n  a: [1, 2]\nwhen: 2024-01-02\n"
         b"created: 2024-01-02T03:04:05+09:00\n---\n---\nbody starts with a fence\r\nCRLF, no final newline"
     )
+    (vault / "journal" / "Null id.md").write_text("---\nid:\ntitle: Null id\n---\nempty id key\n", encoding="utf-8")
     (vault / "journal" / "Broken.md").write_text("---\ntitle: [unclosed\n---\nbody of a broken note\n", encoding="utf-8")
     engine.reconcile()
     return ids
@@ -61,9 +62,9 @@ def snapshot(vault: Path) -> dict[str, tuple[dict, bytes]]:
 def test_round_trip_into_an_empty_vault_is_loss_free(engine: Engine, vault: Path, tmp_path: Path) -> None:
     fill(engine, vault)
     out = engine.export(path=str(tmp_path / "all.json"))
-    assert out["count"] == 5 and Path(out["path"]).is_file()
+    assert out["count"] == 6 and Path(out["path"]).is_file()
     document = json.loads(Path(out["path"]).read_text(encoding="utf-8"))
-    assert document["spellbook_export"] == 1 and document["count"] == 5
+    assert document["spellbook_export"] == 1 and document["count"] == 6
     entry = next(m for m in document["memories"] if m["title"] == "Deploy pipeline")
     assert set(entry) == {"id", "path", "title", "metadata", "body"}
     assert entry["metadata"]["links"] == ["[[Tea]]"] and entry["metadata"]["created"]
@@ -73,7 +74,7 @@ def test_round_trip_into_an_empty_vault_is_loss_free(engine: Engine, vault: Path
     target = open_engine(Settings(vault=other, embedder="hashing", watch=False))
     try:
         report = target.import_memories(out["path"])
-        assert report["counts"] == {"created": 5, "overwritten": 0, "unchanged": 0, "skipped": 0, "failed": 0}
+        assert report["counts"] == {"created": 6, "overwritten": 0, "unchanged": 0, "skipped": 0, "failed": 0}
         assert snapshot(other) == snapshot(vault)  # every frontmatter key and every body byte
         ids = lambda e: sorted((m["id"], m["path"]) for m in e.list_memories(limit=200)["memories"])
         assert ids(target) == ids(engine)  # ids, including derived ones of hand-written notes
@@ -96,23 +97,23 @@ def test_conflict_policies(engine: Engine, vault: Path, tmp_path: Path) -> None:
     before = snapshot(vault)
 
     skipped = engine.import_memories("backup.json")  # relative: the same exports folder
-    assert skipped["counts"]["skipped"] == 5 and skipped["counts"]["created"] == 0
+    assert skipped["counts"]["skipped"] == 6 and skipped["counts"]["created"] == 0
     assert skipped["skipped"][0]["reason"].startswith("id exists at")
     assert snapshot(vault) == before
 
     engine.revise(ids["tea"], text="Tea changed after the backup")
     restored = engine.import_memories(file, on_conflict="overwrite")
-    assert restored["counts"]["overwritten"] == 1 and restored["counts"]["unchanged"] == 4
+    assert restored["counts"]["overwritten"] == 1 and restored["counts"]["unchanged"] == 5
     assert snapshot(vault) == before  # the backup's text and timestamps are back
 
     copies = engine.import_memories(file, on_conflict="new_id", dry_run=True)
-    assert copies["counts"]["created"] == 5 and snapshot(vault) == before  # a dry run writes nothing
+    assert copies["counts"]["created"] == 6 and snapshot(vault) == before  # a dry run writes nothing
     copies = engine.import_memories(file, on_conflict="new_id")
     created = {c["original_id"]: c for c in copies["created"]}
     assert created[ids["tea"]]["id"] != ids["tea"] and created[ids["tea"]]["path"] == "kitchen/Tea 2.md"
     copy = engine.get_memories([created[ids["tea"]]["id"]])["memories"][0]
     assert copy["text"] == "Green tea: 80C, 3 minutes" and copy["metadata"]["id"] == created[ids["tea"]]["id"]
-    assert len(engine.list_memories(limit=200)["memories"]) == 10
+    assert len(engine.list_memories(limit=200)["memories"]) == 12
 
 
 def test_overwrite_never_clobbers_a_concurrent_edit(engine: Engine, vault: Path, monkeypatch) -> None:
