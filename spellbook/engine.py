@@ -18,6 +18,7 @@ from typing import Any
 from spellbook import __version__
 from spellbook.config import Settings
 from spellbook.errors import InvalidInputError, NoteNotFoundError, SpellbookError, VaultPathError
+from spellbook.exchange import Exchange
 from spellbook.index.catalog import Catalog, NoteRow
 from spellbook.indexing.indexer import Indexer, Progress, SyncReport
 from spellbook.privacy import KINDS, Redaction, describe, redact, redact_data
@@ -36,7 +37,7 @@ LIST_FIELDS = ("keywords", "questions", "entities", "links")
 TEXT_FIELDS = ("category", "topic", "context", "source")
 
 
-class Engine(Searcher):
+class Engine(Searcher, Exchange):
     def __init__(self, settings: Settings, embedder: Any | None = None, vectors: Any | None = None) -> None:
         from spellbook.embedders.base import load_embedder
 
