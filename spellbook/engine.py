@@ -18,6 +18,8 @@ from typing import Any
 from spellbook import __version__
 from spellbook.config import Settings
 from spellbook.errors import InvalidInputError, NoteNotFoundError, SpellbookError, VaultPathError
+from spellbook.gitlayer import Committer
+from spellbook.history import History
 from spellbook.index.catalog import Catalog, NoteRow
 from spellbook.indexing.indexer import Indexer, Progress, SyncReport
 from spellbook.privacy import KINDS, Redaction, describe, redact, redact_data
@@ -36,7 +38,7 @@ LIST_FIELDS = ("keywords", "questions", "entities", "links")
 TEXT_FIELDS = ("category", "topic", "context", "source")
 
 
-class Engine(Searcher):
+class Engine(Searcher, History):
     def __init__(self, settings: Settings, embedder: Any | None = None, vectors: Any | None = None) -> None:
         from spellbook.embedders.base import load_embedder
 
@@ -61,8 +63,10 @@ class Engine(Searcher):
         self._last_report: SyncReport | None = None
         self._reconciled = threading.Event()
         self._baseline: tuple[float, float, int] | None = None
+        self.git = Committer(self.vault.root, settings.git_commit)
 
     def close(self) -> None:
+        self.git.close()  # pending commits first
         self.catalog.close()
         self.vectors.close()
 
@@ -106,6 +110,7 @@ class Engine(Searcher):
         rendered = render_note(meta, body)
         path = self.vault.create(path, rendered)
         self.indexer.sync_path(path)
+        self._after_write("scribe", path, title, meta["id"], rendered)
         similar = self._similar(path, 3)
         for hit in similar:
             hit["near_duplicate"] = hit["similarity"] >= self.settings.duplicate_similarity
@@ -148,6 +153,7 @@ class Engine(Searcher):
         out = render_note(meta, body, original=parsed, remove=removed)
         new_version = self.vault.write(note.path, out, expected_version=state.version)
         self.indexer.sync_path(note.path)
+        self._after_write("revise", note.path, meta.get("title") or note.title, id, out, before=state.text)
         out = {"id": id, "path": note.path, "version": new_version, "updated": meta["updated"]}
         return _with_redactions(out, [r.kind for r in found] + more)
 
@@ -161,6 +167,7 @@ class Engine(Searcher):
                 raise ConflictError(note.path, version, state.version, state.text, note_id=id)
         trashed = self.vault.trash(note.path)
         self.indexer.sync_path(note.path)
+        self._after_write("erase", note.path, note.title, id, None, before=self.vault.root / trashed)
         return {"id": id, "path": note.path, "erased": True, "trash_path": trashed}
 
     def check(self) -> dict[str, Any]:
@@ -319,6 +326,7 @@ class Engine(Searcher):
             "problems": problems[:50],
             "problems_total": len(problems),
             "last_sync": _report(self._last_report) if self._last_report else None,
+            "git": self.git.stats(),
         }
 
     # --- helpers ------------------------------------------------------------------------------

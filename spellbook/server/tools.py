@@ -59,9 +59,12 @@ def hub_caller(hub: Hub) -> Call:
 
 
 def build_server(hub: Hub) -> MCPServer:
+    from spellbook.server.tools_history import add_history_tools  # it imports Call and tool_result from here
+
     server = MCPServer("spellbook", version=__version__, instructions=INSTRUCTIONS)
     call = hub_caller(hub)
     add_core_tools(server, call)
+    add_history_tools(server, call)
     add_resources_and_prompts(server, hub)
     return server
 
