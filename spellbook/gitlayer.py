@@ -93,15 +93,18 @@ class Git:
         self._read_env = {**env, "GIT_OPTIONAL_LOCKS": "0"}  # reads never hold the index lock
 
     def run(self, *args: str, input: bytes | None = None, check: bool = True, write: bool = False,
-            cwd: Path | None = None, index: Path | None = None,
+            cwd: Path | None = None, index: Path | None = None, literal: bool = True,
             timeout: float = TIMEOUT_SECONDS) -> subprocess.CompletedProcess[bytes]:
         """git ``args`` in the vault (or ``cwd``). ``write``: may take the index lock; ``index``: a
-        temporary index file to use instead of the repository's."""
+        temporary index file to use instead of the repository's; ``literal``: paths are not globs
+        (check-ignore refuses that flag, and takes no globs anyway)."""
         if self.exe is None:
             raise GitFailed(list(args), 127, "git is not installed")
         env = self._env if write or index else self._read_env
         if index is not None:
             env = {**env, "GIT_INDEX_FILE": str(index)}
+        if not literal:
+            env = {k: v for k, v in env.items() if k != "GIT_LITERAL_PATHSPECS"}
         done = subprocess.run(
             [self.exe, *args], check=False, cwd=cwd or self.root, env=env, input=input,
             stdin=None if input is not None else subprocess.DEVNULL, capture_output=True, timeout=timeout,
@@ -162,7 +165,9 @@ class Git:
     def ignored(self, paths: list[str]) -> set[str]:
         """Which of these untracked paths .gitignore rules out (a tracked file never is)."""
         data = "".join(p + "\0" for p in paths).encode("utf-8", "surrogateescape")
-        out = self.run("check-ignore", "-z", "--stdin", input=data, check=False)
+        out = self.run("check-ignore", "-z", "--stdin", input=data, check=False, literal=False)
+        if out.returncode > 1:
+            raise GitFailed(["check-ignore"], out.returncode, out.stderr.decode("utf-8", "replace"))
         return {p for p in out.stdout.decode("utf-8", "surrogateescape").split("\0") if p}
 
     def status(self, repo: Repo, paths: list[str]) -> dict[str, str]:
