@@ -12,6 +12,8 @@ What a commit may touch, and what it never touches:
   unstaged, and a hand edit made after the tool wrote (before the commit ran) is not swept in.
   An erased note is committed as deleted from its tracked path; its copy in ``.trash/`` is never
   committed (the old content stays in history). No hooks run for these commits.
+* In ``auto`` mode, a vault that is a folder of a bigger repository is committed to only if that
+  repository tracks some of the vault's files (a home folder under git is not a vault's history).
 * A file git ignores is left alone. During a merge, rebase, cherry-pick or revert nothing is
   committed (the person is in the middle of something); the skip is logged and shown in stats.
 * If the file Spellbook wrote had changes not yet committed (a hand edit), the commit holds the
@@ -161,6 +163,11 @@ class Git:
         """The id git gives ``data`` stored at ``path`` (through its filters); ``store`` writes it."""
         args = ["hash-object", *(["-w"] if store else []), f"--path={path}", "--stdin"]
         return self.run(*args, input=data, write=store).stdout.decode().strip()
+
+    def tracks_files(self) -> bool:
+        """Does the repository track any file in the vault folder?"""
+        out = self.run("ls-files", "-z", "--", ".", check=False)
+        return out.returncode == 0 and bool(out.stdout)
 
     def ignored(self, paths: list[str]) -> set[str]:
         """Which of these untracked paths .gitignore rules out (a tracked file never is)."""
@@ -342,9 +349,11 @@ class Committer:
 
     def close(self, timeout: float = 10.0) -> None:
         self.flush(timeout)
-        if self._thread is not None:
+        with self._lock:
+            thread, self._thread = self._thread, None
+        if thread is not None:
             self._queue.put(None)
-            self._thread.join(timeout=1)
+            thread.join(timeout=1)
 
     def stats(self) -> dict[str, Any]:
         repo = self.git.repo() if self.git.exe else None
@@ -384,6 +393,9 @@ class Committer:
         busy = Git.in_progress(repo)
         if busy:
             return self._skip(change, f"the repository is in the middle of {busy}; commit by hand when it is done")
+        if self.mode == "auto" and repo.prefix and not git.tracks_files():
+            return self._skip(change, f"the vault is a folder of the repository at {repo.top} that tracks none of its "
+                                      "files; set SPELLBOOK_GIT_COMMIT=true to commit there anyway")
         ignored = git.ignored(list(change.files))
         files = {p: data for p, data in change.files.items() if p not in ignored}
         if not files:

@@ -89,7 +89,7 @@ class History:
         except UnicodeDecodeError:
             raise InvalidInputError(f"Version {version!r} of {match.path} is not UTF-8 text; restore it with git.")
         if erased:
-            path = self.vault.create(path, text)  # where it was; ' 2' if that name is taken now
+            path = self.vault.create(path, text)  # where it was; ' 2' if another note has that name now
             new_version = content_version(text)
         else:
             state = self.vault.read(path)
@@ -127,15 +127,14 @@ class History:
         found = self.git.git.last_commit_with(repo, f"id: {id.strip()}")
         if found is None:
             raise NoteNotFoundError(id)
-        commit, status, path = found
+        commit, _, path = found  # the commit that deleted the file (or took the id out of it)
         versions = self.git.git.file_log(repo, path, start=commit, limit=limit)
-        erased = status == "D" and not self.vault.file(path).exists()
         live = next((v for v in versions if v.path), None)
         title = path
         if live is not None:
             blob = self.git.git.blobs(repo, [(live.commit, live.path)])[0] or b""
             title = parse_note(blob.decode("utf-8", "replace")).meta.get("title") or Path(path).stem
-        return path, str(title), versions, erased
+        return path, str(title), versions, True  # not in the vault now: restore creates the file again
 
     def _current(self, path: str) -> str | None:
         try:

@@ -183,16 +183,19 @@ def test_restore_refuses_a_file_changed_since_and_never_loses_a_hand_edit(engine
 def test_restore_an_erased_memory(engine: Engine, vault: Path) -> None:
     stored = engine.scribe("Saffron is the stigma of a crocus.", title="Saffron", category="ops", tags=["spice"])
     engine.erase(stored["id"])
+    other = engine.scribe("A new note took the name.", title="Saffron", category="ops")
+    assert other["path"] == stored["path"]
     history = engine.history(stored["id"])
     assert history["erased"] and history["title"] == "Saffron" and history["path"] == stored["path"]
     assert [v["change"] for v in history["versions"]] == ["deleted", "added"]
     with pytest.raises(InvalidInputError, match="erased"):
         engine.restore(stored["id"], history["versions"][0]["version"])
     back = engine.restore(stored["id"], history["versions"][1]["version"])
-    assert back["path"] == stored["path"] and back["erased_before"]
+    assert back["path"] == "ops/Saffron 2.md" and back["erased_before"]  # the other note is not overwritten
     engine.git.flush()
     assert engine.get_memories([stored["id"]])["memories"][0]["metadata"]["tags"] == ["spice"]
-    assert head(vault).startswith('spellbook: restore "Saffron"') and committed_files(vault) == [stored["path"]]
+    assert (vault / other["path"]).read_text().endswith("A new note took the name.")
+    assert head(vault).startswith('spellbook: restore "Saffron"') and committed_files(vault) == [back["path"]]
 
 
 def test_a_vault_that_is_not_a_repository(tmp_path: Path) -> None:
@@ -264,7 +267,8 @@ def test_mid_merge_nothing_is_committed(engine: Engine, vault: Path) -> None:
     git(vault, "checkout", "-q", "main")
     (vault / "unstaged.md").write_text("# Unstaged\n\nmain side\n")
     git(vault, "commit", "-qam", "main side")
-    merging = subprocess.run(["git", "merge", "other"], cwd=vault, env={**ENV, "HOME": str(vault)}, capture_output=True)
+    merging = subprocess.run(["git", "merge", "other"], cwd=vault, env={**ENV, "HOME": str(vault)},
+                             capture_output=True, check=False)
     assert merging.returncode != 0 and (vault / ".git" / "MERGE_HEAD").exists()
     before = head(vault, "%H")
     stored = engine.scribe("Written mid-merge.", title="Midmerge", category="ops")
@@ -314,6 +318,16 @@ def test_a_vault_in_a_subfolder_of_a_repository(tmp_path: Path) -> None:
     git(repo, "commit", "-qm", "base")
     (repo / "code.py").write_text("print(2)\n")
     engine = open_engine(vault)
+    try:  # a repository that tracks nothing in the vault folder is not the vault's history (auto)
+        engine.scribe("Not yet.", title="Early", category="ops")
+        engine.git.flush()
+        assert head(repo) == "base" and "tracks none" in engine.stats()["git"]["last_skip"]["reason"]
+    finally:
+        engine.close()
+    (vault / "README.md").write_text("# Notes\n")
+    git(repo, "add", "notes/README.md")
+    git(repo, "commit", "-qm", "track the notes folder", "--", "notes/README.md")
+    engine = open_engine(vault)
     try:
         stored = engine.scribe("One.", title="Nested", category="ops")
         engine.revise(stored["id"], text="Two.")
@@ -323,7 +337,7 @@ def test_a_vault_in_a_subfolder_of_a_repository(tmp_path: Path) -> None:
         engine.restore(stored["id"], versions[1]["version"])
         engine.git.flush()
         assert (vault / stored["path"]).read_text().endswith("One.")
-        assert status(repo) == {"code.py": " M"}
+        assert status(repo) == {"code.py": " M", "notes/ops/Early.md": "??"}
     finally:
         engine.close()
 
