@@ -310,6 +310,7 @@ class Committer:
         self.last: dict[str, Any] | None = None
         self.last_skip: dict[str, Any] | None = None
         self._warned = False
+        self._tracked = False
 
     @property
     def enabled(self) -> bool:
@@ -393,7 +394,9 @@ class Committer:
         busy = Git.in_progress(repo)
         if busy:
             return self._skip(change, f"the repository is in the middle of {busy}; commit by hand when it is done")
-        if self.mode == "auto" and repo.prefix and not git.tracks_files():
+        if self.mode == "auto" and repo.prefix and not self._tracked:
+            self._tracked = git.tracks_files()  # once the repository tracks the vault, it keeps doing so
+        if self.mode == "auto" and repo.prefix and not self._tracked:
             return self._skip(change, f"the vault is a folder of the repository at {repo.top} that tracks none of its "
                                       "files; set SPELLBOOK_GIT_COMMIT=true to commit there anyway")
         ignored = git.ignored(list(change.files))
@@ -415,10 +418,11 @@ class Committer:
             parent = ["-p", head] if head else []
             commit = git.run(*identity, "commit-tree", tree, *parent, input=message.encode("utf-8"),
                              write=True).stdout.decode().strip()
-            swap = git.run("update-ref", "-m", "spellbook: " + message.split("\n", 1)[0], "HEAD", commit, head or "",
-                           write=True, check=False)
+            swap = git.run("update-ref", "-m", message.split("\n", 1)[0], "HEAD", commit, head or "", write=True,
+                           check=False)
             if swap.returncode == 0:
                 break
+            time.sleep(0.2)  # HEAD moved, or its lock is held by the person's own git
             head = git.head()
         else:
             raise GitFailed(["update-ref"], 1, "HEAD kept moving; try again")

@@ -358,6 +358,7 @@ def test_history_follows_a_rename(engine: Engine, vault: Path) -> None:
     assert not (vault / stored["path"]).exists()
 
 
+@pytest.mark.slow
 def test_history_and_restore_over_mcp_stdio(vault: Path, tmp_path: Path) -> None:
     plain = tmp_path / "plain"
     plain.mkdir()
