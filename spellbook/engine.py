@@ -19,6 +19,8 @@ from spellbook import __version__
 from spellbook.config import Settings
 from spellbook.errors import InvalidInputError, NoteNotFoundError, SpellbookError, VaultPathError
 from spellbook.exchange import Exchange
+from spellbook.gitlayer import Committer
+from spellbook.history import History
 from spellbook.index.catalog import Catalog, NoteRow
 from spellbook.indexing.indexer import Indexer, Progress, SyncReport
 from spellbook.privacy import KINDS, Redaction, describe, redact, redact_data
@@ -37,7 +39,7 @@ LIST_FIELDS = ("keywords", "questions", "entities", "links")
 TEXT_FIELDS = ("category", "topic", "context", "source")
 
 
-class Engine(Searcher, Exchange):
+class Engine(Searcher, Exchange, History):
     def __init__(self, settings: Settings, embedder: Any | None = None, vectors: Any | None = None) -> None:
         from spellbook.embedders.base import load_embedder
 
@@ -62,8 +64,10 @@ class Engine(Searcher, Exchange):
         self._last_report: SyncReport | None = None
         self._reconciled = threading.Event()
         self._baseline: tuple[float, float, int] | None = None
+        self.git = Committer(self.vault.root, settings.git_commit)
 
     def close(self) -> None:
+        self.git.close()  # pending commits first
         self.catalog.close()
         self.vectors.close()
 
@@ -107,6 +111,7 @@ class Engine(Searcher, Exchange):
         rendered = render_note(meta, body)
         path = self.vault.create(path, rendered)
         self.indexer.sync_path(path)
+        self._after_write("scribe", path, title, meta["id"], rendered)
         similar = self._similar(path, 3)
         for hit in similar:
             hit["near_duplicate"] = hit["similarity"] >= self.settings.duplicate_similarity
@@ -149,6 +154,7 @@ class Engine(Searcher, Exchange):
         out = render_note(meta, body, original=parsed, remove=removed)
         new_version = self.vault.write(note.path, out, expected_version=state.version)
         self.indexer.sync_path(note.path)
+        self._after_write("revise", note.path, meta.get("title") or note.title, id, out, before=state.text)
         out = {"id": id, "path": note.path, "version": new_version, "updated": meta["updated"]}
         return _with_redactions(out, [r.kind for r in found] + more)
 
@@ -162,6 +168,7 @@ class Engine(Searcher, Exchange):
                 raise ConflictError(note.path, version, state.version, state.text, note_id=id)
         trashed = self.vault.trash(note.path)
         self.indexer.sync_path(note.path)
+        self._after_write("erase", note.path, note.title, id, None, before=self.vault.root / trashed)
         return {"id": id, "path": note.path, "erased": True, "trash_path": trashed}
 
     def check(self) -> dict[str, Any]:
@@ -321,6 +328,7 @@ class Engine(Searcher, Exchange):
             "problems_total": len(problems),
             "last_sync": _report(self._last_report) if self._last_report else None,
             "setup_warnings": self._setup_warnings(),
+            "git": self.git.stats(),
         }
 
     def _setup_warnings(self) -> list[str]:

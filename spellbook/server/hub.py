@@ -41,7 +41,8 @@ log = logging.getLogger(__name__)
 METHODS = frozenset(
     {"scribe", "memorize", "get_memories", "revise", "erase", "list_memories", "stats", "rebuild_index",
      "get_index", "reconcile", "related", "timeline", "check", "repair", "get_topic",
-     "export", "import_memories"}
+     "export", "import_memories",
+     "history", "restore"}
 )
 HANDOVER_SECONDS = 30.0
 OPEN_TIMEOUT_SECONDS = 300.0
