@@ -10,6 +10,7 @@ and what to do next. The MCP layer turns any ``SpellbookError`` into an
     ├── ConflictError                       the file changed on disk since the caller read it
     ├── VaultPathError (ValueError)         a path would leave the vault or is not a note
     ├── IndexUnavailableError               the index is still opening or another process failed
+    ├── VersionControlError                 no git history here (not a repository, git missing, busy)
     └── EmbedderError                       the embedding model could not be loaded or reached
 """
 
@@ -59,3 +60,8 @@ class IndexUnavailableError(SpellbookError):
 
 class EmbedderError(SpellbookError):
     pass
+
+
+class VersionControlError(SpellbookError):
+    """The vault's git history cannot answer: git is missing, the vault is not a repository, or
+    a restore would lose changes that are not committed."""

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,6 +64,7 @@ CREATE INDEX IF NOT EXISTS notes_archived ON notes(archived);
 FTS_WEIGHTS = (3.0, 2.0, 1.0)
 COMMON_SHARE = 0.05  # query tokens in more than 5% of chunks are left out of the MATCH...
 COMMON_MIN_CHUNKS = 2_000  # ...once the index is this large (docs/search.md)
+FILTER_CACHE_SIZE = 32
 
 
 @dataclass(frozen=True)
@@ -152,6 +154,8 @@ class Catalog:
                 self._db.execute(f"ALTER TABLE notes ADD COLUMN {name} {kind}")
         self._db.executescript(_LATE_INDEXES)
         self._lock = threading.RLock()
+        self._generation = 0  # bumped by every write; keys the filter cache
+        self._filter_cache: dict[tuple[str, tuple[Any, ...]], tuple[int, str | None, tuple[str, ...]]] = {}
 
     def close(self) -> None:
         with self._lock:
@@ -204,6 +208,7 @@ class Catalog:
         self, items: Iterable[tuple[FileRow, NoteRow | FolderRow | None, Sequence[IndexedChunk]]]
     ) -> None:
         with self._lock, self._db:
+            self._generation += 1
             for file, note, chunks in items:
                 self._delete_path(file.path)
                 self._db.execute(
@@ -243,6 +248,7 @@ class Catalog:
 
     def remove(self, paths: Iterable[str]) -> None:
         with self._lock, self._db:
+            self._generation += 1
             for path in paths:
                 self._delete_path(path)
 
@@ -259,6 +265,7 @@ class Catalog:
 
     def clear(self) -> None:
         with self._lock, self._db:
+            self._generation += 1
             for table in ("chunks_fts", "chunks", "notes", "links", "tags", "folders", "files", "meta"):
                 self._db.execute(f"DELETE FROM {table}")
 
@@ -334,12 +341,26 @@ class Catalog:
             ).fetchall()
         return [_note(r) for r in rows], total
 
-    def filtered_chunk_ids(self, where: str, params: Sequence[Any]) -> list[str]:
+    def filtered_chunk_ids(self, where: str, params: Sequence[Any]) -> tuple[str, ...]:
+        """Ids of the chunks of the notes matching a filter. Cached until the next write, or until
+        the next ``expires`` passes (filters hide expired notes): an agent repeats the same filter
+        (its project, a category) query after query."""
+        key = (where, tuple(params))
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())  # the format of notes.expires
         with self._lock:
+            cached = self._filter_cache.get(key)
+            if cached is not None and cached[0] == self._generation and (cached[1] is None or now < cached[1]):
+                return cached[2]
+            # Notes first, then their chunks by path: a scan of chunks probing notes costs ~2x.
             rows = self._db.execute(
-                f"SELECT c.chunk_id FROM chunks c JOIN notes ON notes.path = c.path WHERE {where}", params
+                f"SELECT c.chunk_id FROM notes CROSS JOIN chunks c ON c.path = notes.path WHERE {where}", params
             )
-            return [r[0] for r in rows.fetchall()]
+            ids = tuple(r[0] for r in rows.fetchall())
+            next_expiry = self._db.execute("SELECT min(expires) FROM notes WHERE expires > ?", (now,)).fetchone()[0]
+            if len(self._filter_cache) >= FILTER_CACHE_SIZE:
+                self._filter_cache.pop(next(iter(self._filter_cache)))
+            self._filter_cache[key] = (self._generation, next_expiry, ids)
+            return ids
 
     def keyword_search(
         self, query: str, where: str, params: Sequence[Any], limit: int, prune: bool = False
@@ -418,6 +439,14 @@ class Catalog:
             marks = ",".join("?" * len(tokens))
             rows = self._db.execute(f"SELECT term, doc FROM chunks_vocab WHERE term IN ({marks})", tokens).fetchall()
         return {term for term, docs in rows if docs > total * COMMON_SHARE}
+
+    def sample_texts(self, limit: int) -> list[str]:
+        """Up to ``limit`` chunk texts spread evenly over the index."""
+        with self._lock:
+            total = self._db.execute("SELECT max(rowid) FROM chunks").fetchone()[0] or 0
+            step = max(1, total // limit)
+            rows = self._db.execute("SELECT text FROM chunks WHERE rowid % ? = 0 LIMIT ?", (step, limit))
+            return [r[0] for r in rows.fetchall()]
 
     def counts(self) -> dict[str, int]:
         with self._lock:

@@ -41,7 +41,9 @@ log = logging.getLogger(__name__)
 METHODS = frozenset(
     {"scribe", "memorize", "get_memories", "revise", "erase", "list_memories", "stats", "rebuild_index",
      "get_index", "reconcile", "related", "timeline", "check", "repair", "get_topic",
-     "describe", "erase_topic", "sweep_expired"}
+     "describe", "erase_topic", "sweep_expired",
+     "export", "import_memories",
+     "history", "restore"}
 )
 HANDOVER_SECONDS = 30.0
 MAINTAIN_SECONDS = 2.0  # the owner calls engine.maintain() this often (the sweep has its own interval)
@@ -135,6 +137,8 @@ class Hub:
                 warm()  # load the model now rather than on the first query (a call waits for it)
             if self.reconcile_on_open:
                 engine.reconcile(progress)
+            if self.warm_up:
+                engine.vectors.matrix()  # the in-memory vectors filtered searches use
             if hasattr(engine, "maintain") and not self._closing.is_set():
                 self._maintainer = threading.Thread(target=self._maintain, name="spellbook-maintain", daemon=True)
                 self._maintainer.start()
