@@ -56,7 +56,7 @@ class Exchange:
         spec = parse_filter(filter)
         target = self._exchange_file(path, writing=True, overwrite=overwrite) if path is not None else None
         pending = self._await_first_index()
-        where, params = to_sql(spec)
+        where, params = to_sql(spec, include_hidden=True)  # archived and expired memories too: loss-free
         rows, _ = self.catalog.list_notes(where, params, 1 << 62, 0)
         entries: list[Entry] = []
         unreadable: list[str] = []

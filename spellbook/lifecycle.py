@@ -22,6 +22,7 @@ import time
 from typing import Any
 
 from spellbook.errors import InvalidInputError, SpellbookError
+from spellbook.gitlayer import Change
 from spellbook.index.catalog import NoteRow
 from spellbook.structure import folder_key
 from spellbook.vault.fields import expires_in, expires_key, parse_expires
@@ -72,6 +73,10 @@ class Lifecycle:
                 continue
             self.indexer.sync_paths([note.path, target])
             log.info("archived expired memory %s -> %s", note.path, target)
+            if self.git.enabled:  # one commit for the move (gitlayer)
+                data = (self.vault.root / target).read_bytes()
+                self.git.submit(Change("archive", {note.path: None, target: data}, note.title, note.note_id, data,
+                                       f"to {target}"))
             archived.append({**note.ref(), "archive_path": target, "expires": note.meta.get("expires")})
         self._last_sweep = time.monotonic()
         return {"archived": archived, "count": len(archived)}
@@ -129,9 +134,12 @@ class Lifecycle:
                 removed.append({**row.ref(), "trash_path": self.vault.trash(row.path)})
             except (OSError, SpellbookError) as exc:
                 log.warning("erase_topic: could not trash %s: %s", row.path, exc)
-        for about in abouts:
-            self.vault.trash(about)
+        trashed = {about: self.vault.trash(about) for about in abouts}
         self.indexer.sync_paths([r["path"] for r in removed] + abouts)
+        for r in removed:  # committed as erase commits (gitlayer), so history/restore find them by id
+            self._after_write("erase", r["path"], r["title"], r["id"], None, before=self.vault.root / r["trash_path"])
+        for about, where in trashed.items():
+            self._after_write("erase", about, about.rsplit("/", 1)[0], about, None, before=self.vault.root / where)
         for folder in folders:
             self.vault.remove_empty_folders(folder)
         return {**out, "confirmed": True, "count": len(removed), "removed": removed, "description_files": abouts}

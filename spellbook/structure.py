@@ -179,16 +179,17 @@ class Structure:
                 raise InvalidInputError(f"{path} has {parsed.problem}. Fix its frontmatter by hand, then describe again.")
             meta = {k: v for k, v in parsed.meta.items() if k not in removed}
             meta.update({k: v for k, v in updates.items() if k not in removed})
-            version = self.vault.write(path, render_note(meta, parsed.body, original=parsed, remove=removed),
-                                       expected_version=state.version)
-            created = False
+            text = render_note(meta, parsed.body, original=parsed, remove=removed)
+            version = self.vault.write(path, text, expected_version=state.version)
+            before, created = state.text, False
         else:
             meta = {k: v for k, v in updates.items() if k not in removed}
             front = "".join(dump_field(k, meta[k]) for k in _ABOUT_ORDER if k in meta)
             text = f"---\n{front}---\n"
             path = self.vault.create(path, text)
-            version, created = content_version(text), True
+            version, before, created = content_version(text), None, True
         self.indexer.sync_path(path)
+        self._after_write("describe", path, folder, path, text, before=before)  # a git commit, if on
         out = {"path": path, "version": version, "created": created, "category": category.strip(),
                "topic": topic.strip() if topic else None, **meta}
         if found:
@@ -223,8 +224,9 @@ class Structure:
         for row in self.catalog.folder_notes():  # categories that emptied: their overview goes to .trash/
             stale = row.path.endswith(OVERVIEW_NAME) and row.path not in wanted and "/" not in row.folder
             if stale and _is_untouched(row.meta, row.body):
-                self.vault.trash(row.path)
+                trashed = self.vault.trash(row.path)
                 self.indexer.sync_path(row.path)
+                self._after_write("erase", row.path, row.folder, row.path, None, before=self.vault.root / trashed)
         self._overview_mark = self.catalog.changes()
         return {"written": written, "kept": kept}
 
@@ -235,6 +237,7 @@ class Structure:
         except FileNotFoundError:
             self.vault.create(path, text)
             self.indexer.sync_path(path)
+            self._after_write("overview", path, path.rsplit("/", 1)[0], path, text)
             return "written"
         except (OSError, SpellbookError):
             return "kept"
@@ -249,6 +252,7 @@ class Structure:
         except SpellbookError:  # edited in the meantime: next time
             return "kept"
         self.indexer.sync_path(path)
+        self._after_write("overview", path, path.rsplit("/", 1)[0], path, text, before=state.text)
         return "written"
 
 

@@ -206,6 +206,42 @@ def test_importance_words_and_numbers_are_normalised(engine: Engine, vault: Path
     assert rows["Hand.md"] == stored and rows[out["path"]] == stored
 
 
+def test_archive_erase_topic_and_describe_are_committed_when_the_vault_is_a_repository(tmp_path: Path) -> None:
+    from .test_gitlayer import committed_files, git, head
+
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    git(vault, "init", "-q", "-b", "main")
+    (vault / ".gitignore").write_text(".spellbook/\n.trash/\n")
+    git(vault, "add", "-A")
+    git(vault, "commit", "-qm", "base")
+    engine = open_engine(Settings(vault=vault, embedder="hashing", watch=False, git_commit="true"))
+    try:
+        note = engine.revise(engine.scribe("Printer on floor 2 is broken.", title="Printer", category="office",
+                                           topic="kit", ttl_days=1)["id"], expires="2020-01-01")
+        engine.sweep_expired()
+        engine.git.flush()
+        assert head(vault).startswith('spellbook: archive "Printer"') and head(vault).endswith(f"to _archive/{note['path']}")
+        moved = git(vault, "show", "--name-status", "--no-renames", "--format=", "HEAD").splitlines()
+        assert sorted(moved) == [f"A\t_archive/{note['path']}", f"D\t{note['path']}"]
+        assert engine.history(note["id"])["path"] == f"_archive/{note['path']}"
+
+        engine.describe("office", topic="kit", summary="Office equipment")
+        engine.git.flush()
+        assert head(vault).startswith('spellbook: describe "office/kit"')
+        assert committed_files(vault) == ["office/kit/_about.md"]
+
+        kept = engine.scribe("The projector remote is in the drawer.", title="Projector", category="office", topic="kit")
+        engine.erase_topic("kit", confirm=True)
+        engine.git.flush()
+        subjects = git(vault, "log", "-2", "--format=%s").splitlines()
+        assert subjects[1].startswith('spellbook: erase "Projector"') and subjects[0].startswith('spellbook: erase "office/kit"')
+        assert engine.history(kept["id"])["erased"]
+        assert git(vault, "status", "--porcelain") == ""  # nothing Spellbook did is left uncommitted
+    finally:
+        engine.close()
+
+
 # --- over real MCP stdio ------------------------------------------------------------------------
 
 

@@ -53,11 +53,13 @@ class Filter(BaseModel):
         return None if value is None else str(value).strip().strip("/")
 
 
-def to_sql(spec: Filter | None) -> tuple[str, list[Any]]:
-    """(condition, parameters) over ``notes``: live notes only, unless ``folder`` is the archive."""
+def to_sql(spec: Filter | None, include_hidden: bool = False) -> tuple[str, list[Any]]:
+    """(condition, parameters) over ``notes``: live notes only, unless ``folder`` is the archive
+    or ``include_hidden`` (export: every indexed note)."""
+    hidden = include_hidden or bool(spec and spec.folder and is_archived(spec.folder))
     if spec is None:
-        return LIVE_SQL, []
-    clauses: list[str] = [] if spec.folder and is_archived(spec.folder) else [LIVE_SQL]
+        return ("1" if hidden else LIVE_SQL), []
+    clauses: list[str] = [] if hidden else [LIVE_SQL]
     params: list[Any] = []
     for column in ("category", "topic", "type", "context"):
         value = getattr(spec, column)
