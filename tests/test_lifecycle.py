@@ -145,6 +145,17 @@ def test_many_hidden_notes_never_crowd_out_a_live_one(engine: Engine, vault: Pat
     assert engine.list_memories()["total"] == 1
 
 
+def test_a_cached_filter_forgets_a_note_the_moment_it_expires(engine: Engine) -> None:
+    import time
+
+    soon = (dt.datetime.now(dt.UTC) + dt.timedelta(seconds=2)).replace(microsecond=0).isoformat()
+    note = engine.scribe("The fire drill starts at 3pm.", title="Fire drill", category="office", expires=soon)
+    found = engine.memorize("fire drill", filter={"category": "office"}, mode="semantic")["results"]
+    assert [h["id"] for h in found] == [note["id"]]  # the filter's chunk ids are cached now
+    time.sleep(max(0.0, dt.datetime.fromisoformat(soon).timestamp() - time.time()) + 1.1)
+    assert engine.memorize("fire drill", filter={"category": "office"}, mode="semantic")["results"] == []
+
+
 def test_reconcile_sweeps_what_expired_while_down(settings: Settings, vault: Path) -> None:
     engine = open_engine(settings)
     try:
