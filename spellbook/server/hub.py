@@ -40,7 +40,8 @@ log = logging.getLogger(__name__)
 
 METHODS = frozenset(
     {"scribe", "memorize", "get_memories", "revise", "erase", "list_memories", "stats", "rebuild_index",
-     "get_index", "reconcile", "related", "timeline", "check", "repair", "get_topic"}
+     "get_index", "reconcile", "related", "timeline", "check", "repair", "get_topic",
+     "link", "unlink", "get_links", "explore_related", "analyze_knowledge"}
 )
 HANDOVER_SECONDS = 30.0
 OPEN_TIMEOUT_SECONDS = 300.0

@@ -62,6 +62,9 @@ def build_server(hub: Hub) -> MCPServer:
     server = MCPServer("spellbook", version=__version__, instructions=INSTRUCTIONS)
     call = hub_caller(hub)
     add_core_tools(server, call)
+    from spellbook.server.tools_knowledge import add_knowledge_tools  # it imports this module
+
+    add_knowledge_tools(server, call)
     add_resources_and_prompts(server, hub)
     return server
 
