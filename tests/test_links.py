@@ -194,6 +194,13 @@ def test_get_links_in_an_obsidian_vault(obsidian: Path, engine: Engine) -> None:
                                  "relation": "supersedes", "reason": "ArgoCD replaced Jenkins"}]
     minji = engine.get_links(by_path["people/Minji Kim.md"])
     assert [(b["path"], b["relation"]) for b in minji["backlinks"]] == [("Projects.md", "wikilink")]
+    # a link by a partial path (as Obsidian writes it when names clash) is a backlink too
+    (obsidian / "a" / "b").mkdir(parents=True)
+    (obsidian / "a" / "b" / "Deep.md").write_text("Deep note.\n")
+    (obsidian / "Pointer.md").write_text('---\nextends: ["[[b/Deep]]"]\n---\nPoints down.\n')
+    engine.reconcile()
+    deep = engine.get_links(ids(engine)["a/b/Deep.md"])
+    assert [(b["path"], b["relation"]) for b in deep["backlinks"]] == [("Pointer.md", "extends")]
     # get_memories lists relation links too, each target once
     full = engine.get_memories([by_path["ops/Deploy.md"]])["memories"][0]
     assert [x["target"] for x in full["links"]] == ["Deploy old"]

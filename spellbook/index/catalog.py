@@ -554,9 +554,10 @@ def _ascii_lower(text: str) -> str:
 
 
 def _names(note: NoteRow) -> set[str]:
-    """The link texts that name a note: its path and file name without .md, title, aliases."""
-    stem = note.path.removesuffix(".md")
-    names = {stem.lower(), stem.rsplit("/", 1)[-1].lower(), note.title.lower()}
+    """The link texts that name a note: its path without .md and every shorter ending of it down
+    to the file name (``a/b/c``, ``b/c``, ``c``), its title, its aliases."""
+    parts = note.path.removesuffix(".md").lower().split("/")
+    names = {"/".join(parts[i:]) for i in range(len(parts))} | {note.title.lower()}
     aliases = note.meta.get("aliases")
     if isinstance(aliases, list):
         names.update(str(a).lower() for a in aliases)
