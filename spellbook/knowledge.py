@@ -387,13 +387,18 @@ class Knowledge:
         return list(out.values())
 
     def _tag_issue(self, group: list[tuple[str, int]], refs: dict[str, dict[str, Any]]) -> dict[str, Any]:
+        """One tag spelled several ways: the notes to retag (those not using the suggested spelling)."""
         best = max(group, key=lambda tn: (tn[1], tn[0] == tn[0].lower(), -len(tn[0]), tn[0]))[0]
         others = [tag for tag, _ in group if tag != best]
-        paths = list(dict.fromkeys(p for tag in others for p in self.catalog.paths_tagged(tag, LISTED_NOTES + 1)))
-        issue = _issue("similar_tags", [refs[p] for p in paths if p in refs],
-                       f"Use one spelling: retag these notes from {', '.join(others)} to {best} (revise tags; "
-                       "#tags in a note's text are changed in its text).")
-        return {**issue, "tags": dict(group), "suggested": best}
+        paths = list(dict.fromkeys(p for tag in others for p in self.catalog.paths_tagged(tag, LISTED_NOTES)))
+        listed = [refs[p] for p in paths if p in refs][:LISTED_NOTES]
+        count = max(len(listed), sum(n for tag, n in group if tag != best))
+        return {
+            "kind": "similar_tags", "tags": dict(group), "suggested": best, "count": count, "notes": listed,
+            "more": count - len(listed),
+            "action": f"Use one spelling: retag these notes from {', '.join(others)} to {best} (revise tags; "
+                      "#tags in a note's text are changed in its text).",
+        }
 
     def _near_duplicates(self, paths: list[str]) -> tuple[list[tuple[float, str, str]], int, int]:
         """Pairs of notes (of the first DUPLICATE_SCAN_NOTES paths) whose mean chunk vectors are at

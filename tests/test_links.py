@@ -274,6 +274,12 @@ def test_analyze_knowledge_is_bounded_and_an_empty_vault_is_healthy(engine: Engi
     untagged = next(i for i in report["issues"] if i["kind"] == "untagged")
     assert untagged["count"] == 30 and len(untagged["notes"]) == 20 and untagged["more"] == 10
     assert report["score"] <= 55  # every note untagged and unlinked: -20 and -25
+    for n in range(45):
+        (vault / f"tagged {n:02d}.md").write_text(f"Tagged thought {n}. #{'Deploys' if n < 22 else 'deploy'}\n")
+    engine.reconcile()
+    tags = next(i for i in engine.analyze_knowledge()["issues"] if i["kind"] == "similar_tags")
+    assert tags["tags"] == {"deploy": 23, "Deploys": 22} and tags["suggested"] == "deploy"
+    assert tags["count"] == 22 and len(tags["notes"]) == 20 and tags["more"] == 2
 
 
 def test_system_notes_are_left_out_of_the_health_check(engine: Engine, vault: Path) -> None:
