@@ -114,8 +114,8 @@ class Knowledge:
         def change(meta: dict[str, Any]) -> bool:
             removed.clear()
             for rel in relations:
-                if meta.get(rel) is None:
-                    continue
+                if meta.get(rel) is None or (relation is None and not isinstance(meta[rel], str | list)):
+                    continue  # asked for every relation: a key a person uses for something else is left be
                 items = _items(meta, rel, src.path)
                 keep = [item for item in items if not any(matches(t) for t in link_targets(item))]
                 if len(keep) == len(items):
@@ -197,6 +197,7 @@ class Knowledge:
             if hit["similarity"] > 0:
                 add({k: hit[k] for k in ("id", "path", "title")}, SIMILAR_WEIGHT * hit["similarity"],
                     {"kind": "similar", "similarity": hit["similarity"]})
+        found.pop(note.path, None)
         ranked = sorted(found.values(), key=lambda e: (-e["score"], e["path"]))[:limit]
         for entry in ranked:
             entry["score"] = round(entry["score"], 3)

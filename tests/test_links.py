@@ -118,6 +118,9 @@ def test_link_errors_say_what_to_do(obsidian: Path, engine: Engine) -> None:
         engine.link(by_path["Odd.md"], deploy)
     with pytest.raises(SpellbookError, match="malformed YAML"):
         engine.link(by_path["Broken.md"], deploy)
+    assert not engine.unlink(by_path["Odd.md"], deploy)["changed"]  # all relations: the odd key is left be
+    with pytest.raises(SpellbookError, match="'related' holds a dict"):
+        engine.unlink(by_path["Odd.md"], deploy, "related")
     assert (obsidian / "Odd.md").read_bytes() == before
 
 
