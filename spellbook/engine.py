@@ -23,6 +23,7 @@ from spellbook.gitlayer import Committer
 from spellbook.history import History
 from spellbook.index.catalog import Catalog, NoteRow
 from spellbook.indexing.indexer import Indexer, Progress, SyncReport
+from spellbook.knowledge import Knowledge
 from spellbook.privacy import KINDS, Redaction, describe, redact, redact_data
 from spellbook.search.filters import Filter, parse_filter, to_sql
 from spellbook.search.searcher import Searcher, mostly_latin
@@ -39,7 +40,7 @@ LIST_FIELDS = ("keywords", "questions", "entities", "links")
 TEXT_FIELDS = ("category", "topic", "context", "source")
 
 
-class Engine(Searcher, Exchange, History):
+class Engine(Searcher, Exchange, History, Knowledge):
     def __init__(self, settings: Settings, embedder: Any | None = None, vectors: Any | None = None) -> None:
         from spellbook.embedders.base import load_embedder
 

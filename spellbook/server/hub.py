@@ -42,7 +42,8 @@ METHODS = frozenset(
     {"scribe", "memorize", "get_memories", "revise", "erase", "list_memories", "stats", "rebuild_index",
      "get_index", "reconcile", "related", "timeline", "check", "repair", "get_topic",
      "export", "import_memories",
-     "history", "restore"}
+     "history", "restore",
+     "link", "unlink", "get_links", "explore_related", "analyze_knowledge"}
 )
 HANDOVER_SECONDS = 30.0
 OPEN_TIMEOUT_SECONDS = 300.0
