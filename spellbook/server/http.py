@@ -5,7 +5,7 @@ one HTTP server (and one index).
 
 Safety rules, the same for both transports:
 * Binds 127.0.0.1 by default. Binding any other address needs ``SPELLBOOK_TOKEN``; then every
-  request (but ``/healthz``) must carry ``Authorization: Bearer <token>``.
+  MCP request (``/mcp``, ``/sse``, ``/messages/``) must carry ``Authorization: Bearer <token>``.
 * On loopback, the SDK's DNS-rebinding protection accepts only loopback Host headers and
   loopback (or ``SPELLBOOK_ALLOWED_ORIGINS``) Origins, so a web page cannot drive the server.
 * Request bodies are limited to 4 MiB (the SDK's limit).
