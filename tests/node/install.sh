@@ -32,5 +32,9 @@ bin="$dest/node_modules/.bin"
 if ! "$bin/claude" --version >/dev/null 2>&1; then
   (cd node_modules/@anthropic-ai/claude-code && "$bin/node" install.cjs)
 fi
-echo "node $("$bin/node" --version), conformance $("$bin/node" "$bin/conformance" --version), claude $("$bin/claude" --version)" >&2
+# Each tool must start (set -e stops here if one does not), before the stamp says they are installed.
+node_version="$("$bin/node" --version)"
+conformance_version="$("$bin/node" "$bin/conformance" --version)"
+claude_version="$("$bin/claude" --version)"
+echo "node $node_version, conformance $conformance_version, claude $claude_version" >&2
 sha256sum package-lock.json | cut -d' ' -f1 > .installed
