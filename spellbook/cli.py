@@ -62,7 +62,8 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("serve", help="run the MCP server over stdio")
     vault_args(p)
     p.add_argument("--no-watch", action="store_true", help="do not watch the vault for changes")
-    p.add_argument("--http", action="store_true", help="serve streamable HTTP at /mcp instead of stdio")
+    p.add_argument("--http", action="store_true",
+                   help="serve streamable HTTP at /mcp (and legacy SSE at /sse) instead of stdio")
     p.add_argument("--host", default="127.0.0.1", help="HTTP address (default 127.0.0.1; others need SPELLBOOK_TOKEN)")
     p.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765)")
     p.set_defaults(run=_serve)
@@ -167,7 +168,8 @@ def _serve(args: argparse.Namespace) -> int:
 
         app = http_app(server, hub, args.host, args.port, settings.token, settings.allowed_origins)
         hub.start(background=True)
-        log.info("serving %s at http://%s:%d/mcp (%s)", settings.vault_dir, args.host, args.port, hub.role)
+        log.info("serving %s at http://%s:%d/mcp (legacy SSE clients: /sse) (%s)", settings.vault_dir, args.host,
+                 args.port, hub.role)
         try:
             uvicorn.run(app, host=args.host, port=args.port, log_level="warning", lifespan="on")
         finally:

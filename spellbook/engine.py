@@ -23,6 +23,7 @@ from spellbook.gitlayer import Committer
 from spellbook.history import History
 from spellbook.index.catalog import Catalog, NoteRow
 from spellbook.indexing.indexer import Indexer, Progress, SyncReport
+from spellbook.knowledge import Knowledge
 from spellbook.lifecycle import Lifecycle
 from spellbook.privacy import KINDS, Redaction, describe, redact, redact_data
 from spellbook.search.filters import Filter, parse_filter, to_sql
@@ -49,7 +50,7 @@ LIST_FIELDS = ("keywords", "questions", "entities", "links")
 TEXT_FIELDS = ("category", "topic", "context", "source")
 
 
-class Engine(Structure, Lifecycle, Searcher, Exchange, History):
+class Engine(Structure, Lifecycle, Searcher, Exchange, History, Knowledge):
     def __init__(self, settings: Settings, embedder: Any | None = None, vectors: Any | None = None) -> None:
         from spellbook.embedders.base import load_embedder
 

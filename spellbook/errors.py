@@ -26,10 +26,11 @@ class InvalidInputError(SpellbookError, ValueError):
 
 
 class NoteNotFoundError(SpellbookError, LookupError):
-    def __init__(self, note_id: str) -> None:
+    def __init__(self, note_id: str, role: str = "") -> None:
         self.note_id = note_id
+        what = f" (the {role})" if role else ""
         super().__init__(
-            f"No memory with id {note_id!r}. Call memorize or list_memories to find the right id."
+            f"No memory with id {note_id!r}{what}. Call memorize or list_memories to find the right id."
         )
 
 

@@ -25,6 +25,7 @@ from spellbook.exchange_formats import (
     parse_export,
     refuse_if,
 )
+from spellbook.gitlayer import Change
 from spellbook.privacy import describe
 from spellbook.search.filters import Filter, parse_filter, to_sql
 from spellbook.vault.fields import derived_id, new_id
@@ -144,6 +145,7 @@ class Exchange:
                 run.record("failed", entry, entry.path, error=message)
         if run.written:
             self.indexer.sync_paths(run.written)
+            self._commit_import(file, run.written)
         out: dict[str, Any] = {
             "file": str(file), "format": format, "on_conflict": on_conflict, "dry_run": dry_run,
             "total": len(entries), "counts": {k: len(v) for k, v in run.lists.items()},
@@ -159,6 +161,19 @@ class Exchange:
         return out
 
     # --- helpers ------------------------------------------------------------------------------
+    def _commit_import(self, file: Path, written: list[str]) -> None:
+        """One commit for everything an import wrote (in a git vault with commits on)."""
+        if not self.git.enabled:
+            return
+        files: dict[str, bytes | None] = {}
+        for path in written:
+            try:
+                files[path] = self.vault.file(path).read_bytes()
+            except OSError:
+                continue
+        if files:
+            self.git.submit(Change("import", files, f"{len(files)} memories from {file.name}", ""))
+
     def _import_entry(self, entry: Entry, run: _ImportRun) -> None:
         body, found = self._scrub(entry.body)
         meta, more = self._scrub_data(entry.meta)

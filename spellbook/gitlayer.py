@@ -481,7 +481,7 @@ def commit_message(change: Change, hand_edited: bool) -> str:
     title = " ".join(change.title.split())
     if len(title) > 60:
         title = title[:59] + "…"
-    subject = f'spellbook: {change.tool} "{title}" (id {change.note_id})'
+    subject = f'spellbook: {change.tool} "{title}"' + (f" (id {change.note_id})" if change.note_id else "")
     if change.detail:
         subject += f" {change.detail}"
     if not hand_edited:

@@ -386,3 +386,31 @@ def test_history_and_restore_over_mcp_stdio(vault: Path, tmp_path: Path) -> None
     anyio.run(main)
     assert head(vault).startswith('spellbook: restore "Cardamom"')
     person_untouched(vault, git(vault, "diff", "--cached", "--", "staged.md"))
+
+
+def test_links_and_imports_are_committed_too(engine: Engine, vault: Path, tmp_path: Path) -> None:
+    staged_diff = git(vault, "diff", "--cached", "--", "staged.md")
+    old = engine.scribe("Jenkins jobs deploy.", title="Old deploy", category="ops")
+    new = engine.scribe("ArgoCD deploys.", title="New deploy", category="ops")
+    engine.link(new["id"], old["id"], relation="supersedes", reason="ArgoCD replaced Jenkins")
+    engine.git.flush()
+    assert head(vault) == f'spellbook: link "New deploy" (id {new["id"]})'
+    assert committed_files(vault) == [new["path"]]
+    engine.unlink(new["id"], old["id"])
+    engine.git.flush()
+    assert head(vault) == f'spellbook: unlink "New deploy" (id {new["id"]})'
+
+    exported = engine.export("json", path=str(tmp_path / "out.json"))
+    other = tmp_path / "other"
+    other.mkdir()
+    git(other, "init", "-q", "-b", "main")
+    target = open_engine(other)
+    try:
+        report = target.import_memories(exported["path"])
+        target.git.flush()
+        written = sorted(item["path"] for item in report["created"])
+        assert len(written) >= 2 and head(other) == f'spellbook: import "{len(written)} memories from out.json"'
+        assert sorted(committed_files(other)) == written
+    finally:
+        target.close()
+    person_untouched(vault, staged_diff)

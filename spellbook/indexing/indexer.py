@@ -29,6 +29,7 @@ from spellbook.vault.fields import (
     inline_tags,
     normalize_importance,
     normalize_tags,
+    relation_links,
     title_of,
     wikilinks,
 )
@@ -38,7 +39,8 @@ from spellbook.vault.store import Vault
 
 log = logging.getLogger(__name__)
 
-INDEX_FORMAT = "5"  # 3: CJK unigrams + bigrams in the keyword index; 4: tags table; 5: expires, folder notes
+INDEX_FORMAT = "6"  # 3: CJK unigrams + bigrams in the keyword index; 4: tags table; 5: link relations;
+# 6: expires/archived columns, folder notes
 BATCH_FILES = 64
 MAX_FILE_BYTES = 5 * 1024 * 1024
 RECENTLY_REMOVED_MAX = 20_000  # vectors of removed chunks kept in memory for moves (about 40 MB at 512-d)
@@ -241,6 +243,7 @@ class Indexer:
             importance=normalize_importance(meta.get("importance")), tags=tags,
             created=_text(meta.get("created")), updated=_text(meta.get("updated")),
             folder=folder, managed="id" in meta, meta=meta, links=tuple(wikilinks(parsed.body, meta.get("links"))),
+            relations=tuple(relation_links(meta)),
             expires=expires, archived=is_archived(path),
         )
         key = hashlib.sha1(path.encode("utf-8")).hexdigest()[:16]

@@ -181,23 +181,29 @@ class Searcher:
         """Importance, recency (off unless a half-life is set) and superseded notes nudge the order."""
         settings = self.settings
         now = time.time()
+        superseded = self.catalog.superseded(notes.values())  # targets of another note's `supersedes`
         out: list[tuple[str, float]] = []
         for cid, score in ranked:
             chunk = chunks.get(cid)
             note = notes.get(chunk.path) if chunk else None
             if note is not None:
-                score *= boost_factor(note, settings.importance_boost, settings.recency_half_life_days, now)
+                score *= boost_factor(
+                    note, settings.importance_boost, settings.recency_half_life_days, now, note.path in superseded
+                )
             out.append((cid, score))
         return sorted(out, key=lambda kv: (-kv[1], kv[0]))
 
 
-def boost_factor(note: NoteRow, importance_boost: float, half_life_days: float | None, now: float) -> float:
-    """How much a note's metadata scales its search score (see docs/search.md)."""
+def boost_factor(
+    note: NoteRow, importance_boost: float, half_life_days: float | None, now: float, superseded: bool = False
+) -> float:
+    """How much a note's metadata scales its search score (see docs/search.md). ``superseded``:
+    another note's ``supersedes`` relation points at this one."""
     factor = 1.0
     if note.importance is not None:
         factor *= 1.0 + importance_boost * (note.importance - 3)
     meta = note.meta
-    if meta.get("superseded_by") or str(meta.get("status", "")).lower() == "superseded":
+    if superseded or meta.get("superseded_by") or str(meta.get("status", "")).lower() == "superseded":
         factor *= SUPERSEDED_FACTOR
     if half_life_days:
         when = note.updated or note.created

@@ -43,7 +43,8 @@ METHODS = frozenset(
      "get_index", "reconcile", "related", "timeline", "check", "repair", "get_topic",
      "describe", "erase_topic", "sweep_expired",
      "export", "import_memories",
-     "history", "restore"}
+     "history", "restore",
+     "link", "unlink", "get_links", "explore_related", "analyze_knowledge"}
 )
 HANDOVER_SECONDS = 30.0
 MAINTAIN_SECONDS = 2.0  # the owner calls engine.maintain() this often (the sweep has its own interval)

@@ -68,11 +68,12 @@ def build_server(hub: Hub) -> MCPServer:
     # Feature modules import Call and tool_result from here, so they are imported late.
     from spellbook.server.tools_exchange import add_exchange_tools
     from spellbook.server.tools_history import add_history_tools
+    from spellbook.server.tools_knowledge import add_knowledge_tools
     from spellbook.server.tools_structure import add_structure_tools
 
     server = MCPServer("spellbook", version=__version__, instructions=INSTRUCTIONS)
     call = hub_caller(hub)
-    for add_tools in (add_core_tools, add_structure_tools, add_exchange_tools, add_history_tools):
+    for add_tools in (add_core_tools, add_structure_tools, add_exchange_tools, add_history_tools, add_knowledge_tools):
         add_tools(server, call)
     add_resources_and_prompts(server, hub)
     return server
