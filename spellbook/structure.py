@@ -168,7 +168,7 @@ class Structure:
                 raise InvalidInputError(f"{key} is {len(value)} characters; keep it under {limit}.")
             updates[key] = value
         updates, found = self._scrub_data(updates)
-        folder = _folder_path(category, topic)
+        folder = self._existing_folder(_folder_path(category, topic))
         path = f"{folder}/{ABOUT_NAME}"
         removed = tuple(k for k, v in updates.items() if v in ("", []))
         file = self.vault.file(path)
@@ -197,6 +197,18 @@ class Structure:
 
             out["redacted"] = describe_redactions(found)
         return out
+
+    def _existing_folder(self, folder: str) -> str:
+        """``folder`` spelled as it already is on disk, segment by segment, matching case-insensitively
+        (``Ops/Deploy`` -> ``ops/deploy``), so a description never starts a second folder beside it."""
+        parts: list[str] = []
+        for name in folder.split("/"):
+            parent = self.vault.file("/".join(parts)) if parts else self.vault.root
+            if not (parent / name).is_dir() and parent.is_dir():
+                match = sorted(d.name for d in parent.iterdir() if d.is_dir() and d.name.lower() == name.lower())
+                name = match[0] if match else name
+            parts.append(name)
+        return "/".join(parts)
 
     # --- overview notes -----------------------------------------------------------------------
     def write_overviews(self, force: bool = False) -> dict[str, Any]:

@@ -116,6 +116,8 @@ def test_describe_writes_about_files_and_keeps_hand_edits(engine: Engine, vault:
     assert "summary: Merge to prod" in text and "keywords" not in text  # [] removed it
     topic = engine.get_index(scope="ops")["categories"]["ops"]["topics"]["deploy"]
     assert topic["summary"] == "Merge to prod" and topic["keywords"] == ["ci", "argocd"]  # tags, most used first
+    again = engine.describe("OPS", topic="Deploy", summary="Merge to prod")  # the folder on disk, whatever the case
+    assert again["path"] == "ops/deploy/_about.md" and not again["created"]
     category = engine.describe("ops", description="Operations.")
     assert category["path"] == "ops/_about.md" and engine.get_index()["categories"]["ops"]["description"] == "Operations."
     with pytest.raises(InvalidInputError, match="Nothing to write"):
