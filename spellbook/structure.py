@@ -68,18 +68,7 @@ class Structure:
                 entry["updated"] = updated
             about = abouts.get(folder_key(category, topic)) if topic != NONE else None
             entry["topics"][topic] = _topic_entry(topic, about, tags.get((category, topic), []), notes, chunks, updated)
-        known = {folder_key(c): c for c in categories if c != NONE}
-        for folder, about in sorted(abouts.items()):  # described folders without memories: where to file things
-            parts, names = folder.split("/"), about.path.split("/")
-            if not folder or parts[0] == ARCHIVE_DIR or len(parts) > 2:
-                continue
-            category = known.get(parts[0])
-            if category is None:
-                category = known[parts[0]] = names[0]
-                categories[category] = self._category_entry(category, abouts)
-            topics = categories[category]["topics"]
-            if len(parts) == 2 and not any(folder_key(category, t) == folder for t in topics if t != NONE):
-                topics[names[1]] = _topic_entry(names[1], about, [], 0, 0, None)
+        self._add_described_folders(categories, abouts)
         if scope is not None:
             wanted = scope.strip().lower()
             match = [c for c in categories if c.lower() == wanted or folder_key(c) == wanted]
@@ -109,6 +98,21 @@ class Structure:
         if note:
             out["note"] = note
         return out
+
+    def _add_described_folders(self, categories: dict[str, dict[str, Any]], abouts: dict[str, FolderRow]) -> None:
+        """Categories and topics that have an ``_about.md`` but no memories yet: where things belong."""
+        known = {folder_key(c): c for c in categories if c != NONE}
+        for folder, about in sorted(abouts.items()):
+            parts, names = folder.split("/"), about.path.split("/")
+            if not folder or parts[0] == ARCHIVE_DIR or len(parts) > 2:
+                continue
+            category = known.get(parts[0])
+            if category is None:
+                category = known[parts[0]] = names[0]
+                categories[category] = self._category_entry(category, abouts)
+            topics = categories[category]["topics"]
+            if len(parts) == 2 and not any(folder_key(category, t) == folder for t in topics if t != NONE):
+                topics[names[1]] = _topic_entry(names[1], about, [], 0, 0, None)
 
     def _category_entry(self, category: str, abouts: dict[str, FolderRow]) -> dict[str, Any]:
         entry: dict[str, Any] = {}
