@@ -10,7 +10,8 @@ and what to do next. The MCP layer turns any ``SpellbookError`` into an
     ├── ConflictError                       the file changed on disk since the caller read it
     ├── VaultPathError (ValueError)         a path would leave the vault or is not a note
     ├── IndexUnavailableError               the index is still opening or another process failed
-    └── EmbedderError                       the embedding model could not be loaded or reached
+    └── EmbedderError                       the embedding model could not be loaded, or refused (wrong key, no such model)
+        └── EmbedderUnavailableError        a network embedder did not answer (down, timing out, 5xx): retried later
 """
 
 from __future__ import annotations
@@ -59,3 +60,7 @@ class IndexUnavailableError(SpellbookError):
 
 class EmbedderError(SpellbookError):
     pass
+
+
+class EmbedderUnavailableError(EmbedderError):
+    """The embedding endpoint did not answer after retries; it may come back by itself."""
