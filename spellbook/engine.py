@@ -105,7 +105,7 @@ class Engine(Searcher):
         path = note_path(meta.get("category") or "inbox", meta.get("topic"), title)
         rendered = render_note(meta, body)
         path = self.vault.create(path, rendered)
-        self.indexer.sync_path(path)
+        report = self.indexer.sync_path(path)
         similar = self._similar(path, 3)
         for hit in similar:
             hit["near_duplicate"] = hit["similarity"] >= self.settings.duplicate_similarity
@@ -113,6 +113,7 @@ class Engine(Searcher):
             "id": meta["id"], "path": path, "version": content_version(rendered), "title": title,
             "category": meta.get("category"), "topic": meta.get("topic"), "created": now, "similar": similar,
         }
+        _note_missing_vectors(out, report)
         return _with_redactions(out, [r.kind for r in found] + more)
 
     def revise(self, id: str, text: str | None = None, version: str | None = None, **fields: Any) -> dict[str, Any]:
@@ -147,8 +148,9 @@ class Engine(Searcher):
         meta["updated"] = now_iso()
         out = render_note(meta, body, original=parsed, remove=removed)
         new_version = self.vault.write(note.path, out, expected_version=state.version)
-        self.indexer.sync_path(note.path)
+        report = self.indexer.sync_path(note.path)
         out = {"id": id, "path": note.path, "version": new_version, "updated": meta["updated"]}
+        _note_missing_vectors(out, report)
         return _with_redactions(out, [r.kind for r in found] + more)
 
     def erase(self, id: str, version: str | None = None) -> dict[str, Any]:
@@ -210,6 +212,32 @@ class Engine(Searcher):
             self.catalog.remove(paths)
         self.reconcile(progress)
         return self.check()
+
+    def fill_missing_vectors(self, wait: bool = True) -> dict[str, Any]:
+        """Embed the sections indexed while the embedder was failing; ``wait=False`` starts it in
+        the background (only one runs at a time)."""
+        if not wait:
+            if self.indexer.missing:
+                threading.Thread(target=self.indexer.fill_missing, name="spellbook-fill", daemon=True).start()
+            return {"vectors_missing": len(self.indexer.missing)}
+        report = self.indexer.fill_missing()
+        return {"embedded": report.embedded_chunks, "vectors_missing": report.vectors_missing,
+                "embedder_error": report.embedder_error}
+
+    def probe_embedder(self) -> dict[str, Any]:
+        """Embed a short text for real and time it (for ``doctor``)."""
+        from spellbook.errors import EmbedderError
+
+        embedder = self.embedder
+        probe = getattr(embedder, "probe", embedder.embed_query)  # network embedders: ignore the breaker
+        started = time.perf_counter()
+        try:
+            vector = probe("Spellbook doctor: is the embedder answering?")
+        except EmbedderError as exc:
+            return {"ok": False, "embedder": embedder.model_id, "error": str(exc),
+                    "seconds": round(time.perf_counter() - started, 3), "vectors_missing": len(self.indexer.missing)}
+        return {"ok": True, "embedder": embedder.model_id, "dimensions": len(vector),
+                "seconds": round(time.perf_counter() - started, 3), "vectors_missing": len(self.indexer.missing)}
 
     def rebuild_index(self, progress: Progress | None = None) -> dict[str, Any]:
         started = time.perf_counter()
@@ -312,10 +340,12 @@ class Engine(Searcher):
             "vault": str(self.vault.root),
             "index": str(self.settings.index_path),
             "embedder": self.embedder.model_id,
+            "embedder_status": _embedder_status(self.embedder),
             "state": self.progress["state"],
             "progress": {"done": self.progress["done"], "total": self.progress["total"]},
             **counts,
             "vectors": self.vectors.count(),
+            "vectors_missing": len(self.indexer.missing),
             "problems": problems[:50],
             "problems_total": len(problems),
             "last_sync": _report(self._last_report) if self._last_report else None,
@@ -412,6 +442,19 @@ def _with_redactions(out: dict[str, Any], kinds: list[str]) -> dict[str, Any]:
     return out
 
 
+
+
+def _note_missing_vectors(out: dict[str, Any], report: SyncReport) -> None:
+    if report.vectors_missing:
+        out["note"] = (
+            "Saved in the vault and findable by keyword search, but not embedded yet: "
+            f"{report.embedder_error} Its vectors are added automatically once the embedder answers."
+        )
+
+
+def _embedder_status(embedder: Any) -> dict[str, Any]:
+    health = getattr(embedder, "health", None)
+    return health() if health else {"endpoint": "in process", "reachable": True}
 
 
 def _report(report: SyncReport) -> dict[str, Any]:

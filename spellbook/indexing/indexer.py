@@ -6,6 +6,12 @@ moved. Work is batched: files are read and chunked per batch, new chunks are emb
 call, and each batch is committed on its own, so an interrupted first index resumes where it
 stopped. A chunk whose exact content already has a vector (unchanged, renamed, moved) is never
 embedded again.
+
+When the embedder fails (a network endpoint down, a wrong key), a file is indexed anyway: its
+catalog and keyword rows are written, and its new chunks are left without vectors. Those are
+the catalog's chunk ids that the vector index lacks; ``missing`` holds them (computed afresh on
+every reconcile, so a restart loses nothing), and ``fill_missing`` embeds them once the embedder
+answers: at the end of each reconcile, and whenever the server retries (server/hub.py).
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from spellbook.errors import InvalidInputError, VaultPathError
+from spellbook.errors import EmbedderError, InvalidInputError, VaultPathError
 from spellbook.index.catalog import Catalog, ChunkRow, FileRow, IndexedChunk, NoteRow
 from spellbook.indexing.chunker import CHUNKER_VERSION, chunk_body
 from spellbook.search.keyword import index_text
@@ -33,6 +39,7 @@ INDEX_FORMAT = "4"  # 3: CJK unigrams + bigrams in the keyword index; 4: tags ta
 BATCH_FILES = 64
 MAX_FILE_BYTES = 5 * 1024 * 1024
 RECENTLY_REMOVED_MAX = 20_000  # vectors of removed chunks kept in memory for moves (about 40 MB at 512-d)
+FILL_BATCH = 256  # chunks embedded per round when filling in missing vectors
 
 Progress = Callable[[int, int], None]
 
@@ -46,11 +53,15 @@ class SyncReport:
     embedded_chunks: int = 0
     reused_chunks: int = 0
     problems: list[dict[str, str]] = field(default_factory=list)
+    vectors_missing: int = 0  # chunks indexed for keyword search only: the embedder failed
+    embedder_error: str | None = None
 
     def add(self, other: SyncReport) -> None:
-        for name in ("indexed", "unchanged", "removed", "skipped", "embedded_chunks", "reused_chunks"):
+        for name in ("indexed", "unchanged", "removed", "skipped", "embedded_chunks", "reused_chunks",
+                     "vectors_missing"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.problems.extend(other.problems)
+        self.embedder_error = other.embedder_error or self.embedder_error
 
 
 @dataclass
@@ -70,6 +81,8 @@ class Indexer:
         self.max_chunk_chars = max_chunk_chars
         self.lock = threading.RLock()  # one writer at a time: tools, watcher, reconcile
         self._recently_removed: OrderedDict[str, list[float]] = OrderedDict()
+        self.missing: set[str] = set()  # chunk ids in the catalog without a vector (embedder failed)
+        self._filling = threading.Lock()
 
     # --- identity -----------------------------------------------------------------------------
     def identity(self) -> dict[str, str]:
@@ -93,6 +106,7 @@ class Indexer:
         with self.lock:
             self.vectors.reset()
             self.catalog.clear()
+            self.missing.clear()
             self.catalog.set_identity(self.identity())
 
     # --- whole vault --------------------------------------------------------------------------
@@ -126,6 +140,10 @@ class Indexer:
         gone = sorted(set(known) - set(on_disk))
         with self.lock:
             report.removed += self._remove_missing(gone)
+        filled = self.fill_missing()
+        report.embedded_chunks += filled.embedded_chunks
+        report.vectors_missing = filled.vectors_missing
+        report.embedder_error = filled.embedder_error or report.embedder_error
         return report
 
     def _remove_missing(self, paths: list[str]) -> int:
@@ -142,12 +160,56 @@ class Indexer:
             return False
 
     def _drop_orphan_vectors(self) -> int:
-        """Vectors whose catalog rows never committed (a crash between the two) are removed."""
+        """Vectors whose catalog rows never committed (a crash between the two) are removed;
+        chunks without a vector (the embedder failed) are noted in ``missing``."""
         with self.lock:
-            orphans = sorted(self.vectors.ids() - self.catalog.all_chunk_ids())
+            vector_ids, catalog_ids = self.vectors.ids(), self.catalog.all_chunk_ids()
+            orphans = sorted(vector_ids - catalog_ids)
             if orphans:
                 self.vectors.delete(orphans)
+            self.missing = catalog_ids - vector_ids
         return len(orphans)
+
+    def fill_missing(self) -> SyncReport:
+        """Embed the chunks indexed without vectors, ``FILL_BATCH`` at a time, until none is left or
+        the embedder fails again. Embeds outside the lock, so writes do not wait for it."""
+        report = SyncReport()
+        if not self._filling.acquire(blocking=False):
+            return report  # another thread is at it
+        try:
+            while self.missing:
+                with self.lock:
+                    batch = sorted(self.missing)[:FILL_BATCH]
+                    rows = self.catalog.chunks(batch)
+                    self.missing.difference_update(set(batch) - rows.keys())  # removed since
+                    notes = self.catalog.notes_at({r.path for r in rows.values()})
+                    self.missing.difference_update(cid for cid, r in rows.items() if r.path not in notes)
+                todo = [(cid, r) for cid, r in rows.items() if cid in self.missing and r.path in notes]
+                if not todo:
+                    break
+                texts = [embed_text(notes[r.path].title, r.heading, r.text) for _, r in todo]
+                try:
+                    embedded = self.embedder.embed_documents(texts)
+                except EmbedderError as exc:
+                    report.embedder_error = str(exc)
+                    break
+                with self.lock:  # keep only what is still current: a write may have replaced a chunk
+                    now = self.catalog.chunks([cid for cid, _ in todo])
+                    keep = [(cid, r, v) for (cid, r), v in zip(todo, embedded)
+                            if cid in self.missing and cid in now and now[cid].digest == r.digest]
+                    if keep:
+                        ids, vectors = [k[0] for k in keep], [k[2] for k in keep]
+                        self.vectors.upsert(ids, vectors, [{"path": k[1].path} for k in keep])
+                    self.missing.difference_update(k[0] for k in keep)
+                report.embedded_chunks += len(keep)
+                if not keep:
+                    break
+            if report.embedded_chunks:
+                log.info("filled in %d missing vectors; %d still missing", report.embedded_chunks, len(self.missing))
+        finally:
+            self._filling.release()
+        report.vectors_missing = len(self.missing)
+        return report
 
     # --- some paths ---------------------------------------------------------------------------
     def sync_paths(self, paths: Iterable[str]) -> SyncReport:
@@ -234,12 +296,11 @@ class Indexer:
         embed_texts: list[str] = []
         for chunk in chunk_body(parsed.body, self.max_chunk_chars):
             heading = chunk.heading
-            embed_text = title if not heading or heading == title else f"{title}\n{heading}"
-            embed_text = f"{embed_text}\n{chunk.text}"
-            digest = hashlib.sha256(embed_text.encode("utf-8")).hexdigest()[:24]
+            text = embed_text(title, heading, chunk.text)
+            digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:24]
             row = ChunkRow(f"{key}:{chunk.index}", path, chunk.index, heading, chunk.text, digest)
             chunks.append(IndexedChunk(row, index_text(f"{title} {heading}"), fts_meta))
-            embed_texts.append(embed_text)
+            embed_texts.append(text)
         return _Prepared(FileRow(path, version, mtime_ns, size, problem), note, chunks, embed_texts)
 
     def _commit(self, prepared: list[_Prepared], report: SyncReport) -> None:
@@ -257,9 +318,15 @@ class Indexer:
             else:
                 to_embed.append((chunk.row.chunk_id, text))
         if to_embed:
-            embedded = self.embedder.embed_documents([t for _, t in to_embed])
-            vectors.update({cid: vec for (cid, _), vec in zip(to_embed, embedded)})
-        report.embedded_chunks += len(to_embed)
+            try:
+                embedded = self.embedder.embed_documents([t for _, t in to_embed])
+            except EmbedderError as exc:  # the files are indexed anyway; fill_missing embeds them later
+                log.warning("indexed %d chunks without vectors: %s", len(to_embed), exc)
+                report.vectors_missing += len(to_embed)
+                report.embedder_error = str(exc)
+            else:
+                vectors.update({cid: vec for (cid, _), vec in zip(to_embed, embedded)})
+                report.embedded_chunks += len(to_embed)
         report.reused_chunks += len(all_chunks) - len(to_embed)
         # Vectors first, then the catalog: a crash in between leaves the file marked as not yet
         # indexed (the next reconcile redoes it) and at worst orphan vectors (dropped then).
@@ -271,9 +338,15 @@ class Indexer:
         stale = [cid for p in prepared for cid in self.catalog.chunk_ids(p.file.path) if cid not in new_ids]
         if stale:
             self.vectors.delete(stale)
-        if all_chunks:
-            ids = [c.row.chunk_id for c, _ in all_chunks]
-            self.vectors.upsert(ids, [vectors[i] for i in ids], [{"path": c.row.path} for c, _ in all_chunks])
+            self.missing.difference_update(stale)
+        with_vectors = [c for c, _ in all_chunks if c.row.chunk_id in vectors]
+        if with_vectors:
+            ids = [c.row.chunk_id for c in with_vectors]
+            self.vectors.upsert(ids, [vectors[i] for i in ids], [{"path": c.row.path} for c in with_vectors])
+            self.missing.difference_update(ids)
+        if len(with_vectors) < len(all_chunks):
+            self.vectors.delete([c.row.chunk_id for c, _ in all_chunks if c.row.chunk_id not in vectors])
+            self.missing.update(c.row.chunk_id for c, _ in all_chunks if c.row.chunk_id not in vectors)
         self.catalog.replace_many((p.file, p.note, p.chunks) for p in prepared)
         for p in prepared:
             report.indexed += 1
@@ -285,6 +358,7 @@ class Indexer:
         if rows:
             self._remember(rows)
             self.vectors.delete([r.chunk_id for r in rows])
+            self.missing.difference_update(r.chunk_id for r in rows)
         self.catalog.remove(paths)
 
     def _remember(self, rows: list[ChunkRow]) -> None:
@@ -298,6 +372,12 @@ class Indexer:
                 self._recently_removed.move_to_end(row.digest)
         while len(self._recently_removed) > RECENTLY_REMOVED_MAX:
             self._recently_removed.popitem(last=False)
+
+
+def embed_text(title: str, heading: str | None, text: str) -> str:
+    """What a chunk's vector is made from: the note's title, the section heading, the text."""
+    lead = title if not heading or heading == title else f"{title}\n{heading}"
+    return f"{lead}\n{text}"
 
 
 def _text(value: Any) -> str | None:

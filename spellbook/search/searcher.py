@@ -12,7 +12,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal
 
-from spellbook.errors import InvalidInputError
+from spellbook.errors import EmbedderError, InvalidInputError
 from spellbook.index.catalog import NoteRow
 from spellbook.indexing.indexer import file_changed
 from spellbook.search.filters import Filter, parse_filter, to_sql
@@ -53,17 +53,38 @@ class Searcher:
             raise InvalidInputError("min_score is a relevance between 0 and 1 (0.5 = clearly related); see docs/search.md.")
         spec = parse_filter(filter)
         catching_up = self._await_first_index()
-        hits = self._search(query, limit, spec, mode)
+        hits, used, fallback = self._search_or_keywords(query, limit, spec, mode)
         stale = [h["path"] for h in hits if file_changed(self.vault, self.catalog.file(h["path"]), h["path"])]
         if stale:  # never answer from an index older than the files: catch up, then search again
             self.indexer.sync_paths(stale)
-            hits = self._search(query, limit, spec, mode)
+            hits, used, fallback = self._search_or_keywords(query, limit, spec, mode)
         if min_score is not None:
             hits = [h for h in hits if h["relevance"] >= min_score]
-        result: dict[str, Any] = {"query": query, "mode": mode, "results": hits}
-        if catching_up:
-            result["note"] = catching_up
+        result: dict[str, Any] = {"query": query, "mode": used, "results": hits}
+        notes = [n for n in (catching_up, fallback) if n]
+        if notes:
+            result["note"] = " ".join(notes)
         return result
+
+    def _search_or_keywords(
+        self, query: str, limit: int, spec: Filter | None, mode: Mode
+    ) -> tuple[list[dict[str, Any]], Mode, str | None]:
+        """``_search``; when the embedder fails, keyword ranking instead, with a note saying why
+        and what to do: (hits, mode used, note)."""
+        if mode == "keyword":
+            return self._search(query, limit, spec, mode), mode, None
+        try:
+            hits = self._search(query, limit, spec, mode)
+        except EmbedderError as exc:
+            note = f"The embedder failed, so these are keyword results only (meaning is not searched): {exc}"
+            return self._search(query, limit, spec, "keyword"), "keyword", note
+        missing = len(self.indexer.missing)
+        if not missing:
+            return hits, mode, None
+        self.fill_missing_vectors(wait=False)  # the embedder answers: catch up in the background
+        note = (f"{missing} sections were indexed while the embedder was failing and have no vectors yet; "
+                "they are being embedded now; hybrid and keyword search find them meanwhile.")
+        return hits, mode, note
 
     def _search(self, query: str, limit: int, spec: Filter | None, mode: Mode) -> list[dict[str, Any]]:
         where, params = to_sql(spec)

@@ -40,7 +40,8 @@ log = logging.getLogger(__name__)
 
 METHODS = frozenset(
     {"scribe", "memorize", "get_memories", "revise", "erase", "list_memories", "stats", "rebuild_index",
-     "get_index", "reconcile", "related", "timeline", "check", "repair", "get_topic"}
+     "get_index", "reconcile", "related", "timeline", "check", "repair", "get_topic", "fill_missing_vectors",
+     "probe_embedder"}
 )
 HANDOVER_SECONDS = 30.0
 OPEN_TIMEOUT_SECONDS = 300.0
@@ -132,10 +133,20 @@ class Hub:
                 warm()  # load the model now rather than on the first query (a call waits for it)
             if self.reconcile_on_open:
                 engine.reconcile(progress)
+                threading.Thread(target=self._fill_vectors, args=(engine,), name="spellbook-vectors", daemon=True).start()
         except BaseException as exc:  # noqa: BLE001 - reported to every caller instead
             log.exception("could not open the index")
             self._open_error = exc
             self._ready.set()
+
+    def _fill_vectors(self, engine: Any) -> None:
+        """Every ``embed_retry_seconds``, embed what was indexed while the embedder was failing."""
+        while not self._closing.wait(self.settings.embed_retry_seconds):
+            if engine.indexer.missing:
+                try:
+                    engine.fill_missing_vectors()
+                except Exception:  # e.g. the engine closing under it; try again later
+                    log.exception("filling in missing vectors failed")
 
     def close(self) -> None:
         self._closing.set()
