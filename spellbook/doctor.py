@@ -142,6 +142,7 @@ def client_checks(
     it serves this vault. Informational: never ``fail`` (another vault may be on purpose)."""
     out: list[Check] = []
     project = Path.cwd() if project is None else project
+    seen: set[Path] = set()  # run from the home folder, a project's file is the user's file
     for client in clients.CLIENTS:
         found: list[Check] = []
         for scope in ("user", "project") if client != "claude-desktop" else ("user",):
@@ -153,8 +154,9 @@ def client_checks(
             except SpellbookError as exc:
                 found.append(check(name, "warn", str(exc)))
                 continue
-            if not existed:
+            if not existed or file.resolve() in seen:
                 continue
+            seen.add(file.resolve())
             entries = [(f"{name}", file, key, entry) for key, entry in servers.items() if _is_spellbook(key, entry)]
             if client == "claude-code" and scope == "user":  # `claude mcp add` local scope: per project
                 local = config.get("projects", {}).get(str(project), {}) if isinstance(config.get("projects"), dict) else {}
