@@ -202,6 +202,10 @@ def _index(args: argparse.Namespace) -> int:
         f"{seconds:.1f} s.",
         file=sys.stderr,
     )
+    if result.get("vectors_missing"):
+        print(f"{result['vectors_missing']} sections have no vectors: the embedder failed "
+              f"({(result.get('embedder_status') or {}).get('last_error') or 'see the log above'}). Keyword search "
+              "finds them; run `spellbook doctor` for what to do, then `spellbook index` again.", file=sys.stderr)
     for problem in result["problems"]:
         print(f"  skipped/warned {problem['path']}: {problem['problem']}", file=sys.stderr)
     return 0
@@ -236,6 +240,8 @@ def _search(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(result, ensure_ascii=False, indent=2))
         return 0
+    if result.get("note"):
+        print(f"note: {result['note']}", file=sys.stderr)
     if not result["results"]:
         print("No memories found.")
     for n, hit in enumerate(result["results"], 1):

@@ -11,7 +11,8 @@ and what to do next. The MCP layer turns any ``SpellbookError`` into an
     ├── VaultPathError (ValueError)         a path would leave the vault or is not a note
     ├── IndexUnavailableError               the index is still opening or another process failed
     └── EmbedderError                       the embedding model could not be loaded, or refused (wrong key, no such model)
-        └── EmbedderUnavailableError        a network embedder did not answer (down, timing out, 5xx): retried later
+        ├── EmbedderUnavailableError        a network embedder did not answer (down, timing out, 5xx): retried later
+        └── EmbedderInputError              the endpoint refused these texts (400, 413, 422: too long...)
 """
 
 from __future__ import annotations
@@ -64,3 +65,7 @@ class EmbedderError(SpellbookError):
 
 class EmbedderUnavailableError(EmbedderError):
     """The embedding endpoint did not answer after retries; it may come back by itself."""
+
+
+class EmbedderInputError(EmbedderError):
+    """The endpoint refused the texts themselves (HTTP 400/413/422); other texts may pass."""

@@ -82,6 +82,9 @@ class FakeEndpoint:
                 if openai and outer.api_key and self.headers.get("Authorization") != f"Bearer {outer.api_key}":
                     given = (self.headers.get("Authorization") or "").removeprefix("Bearer ")
                     return self.reply(401, {"error": {"message": f"Incorrect API key provided: {given}"}})
+                if any("TOO LONG" in t for t in texts):
+                    message = "This model's maximum context length is 8192 tokens"
+                    return self.reply(400, {"error": {"message": message}} if openai else {"error": message})
                 if body["model"] not in outer.MODELS:
                     message = f"model '{body['model']}' not found"
                     return self.reply(404, {"error": {"message": message}} if openai else {"error": message})
@@ -258,6 +261,7 @@ def test_writes_land_while_the_endpoint_is_down_and_get_vectors_when_it_is_back(
         assert engine.stats()["vectors_missing"] == 2 and engine.check()["counts"]["vectors_missing"] == 2
         revised = engine.revise(stored["id"], text="The espresso machine needs descaling every two months.")
         assert "not embedded yet" in revised["note"]
+        assert "no vectors yet" in engine.related(stored["id"])["note"]
     finally:
         engine.close()
 
@@ -298,6 +302,27 @@ def test_missing_vectors_are_filled_while_running(tmp_path: Path, use_m3) -> Non
             assert any(t.startswith("search_document: ") for r in server.requests for t in r["texts"])
     finally:
         engine.close()
+
+
+def test_a_text_the_model_refuses_does_not_hold_back_the_others(tmp_path: Path, use_m3) -> None:
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    for name, text in (("Cat", "Our cat sleeps on the windowsill."), ("Huge", "TOO LONG for the model."),
+                       ("Tea", "Green tea steeps for three minutes.")):
+        (vault / f"{name}.md").write_text(f"# {name}\n\n{text}\n")
+    with FakeEndpoint(use_m3) as server:
+        engine = Engine(openai_settings(server.url, vault=vault, watch=False))
+        try:
+            report = engine.start()
+            assert report.vectors_missing == 1 and "too long for the model" in report.embedder_error
+            assert len(engine.indexer.refused) == 1  # not asked for again until the next reconcile
+            asked = len(server.requests)
+            assert engine.fill_missing_vectors()["embedded"] == 0 and len(server.requests) == asked
+            hits = engine.memorize("where does the cat nap?", mode="semantic")
+            assert hits["mode"] == "semantic" and "note" not in hits and hits["results"][0]["title"] == "Cat"
+            assert engine.memorize("TOO LONG", mode="keyword")["results"][0]["title"] == "Huge"
+        finally:
+            engine.close()
 
 
 # --- over MCP stdio, as a client sees it -------------------------------------------------------

@@ -8,7 +8,7 @@ are in ``remote.py``.
 from __future__ import annotations
 
 from spellbook.embedders.remote import RemoteEmbedder, Retryable, describe_transport_error
-from spellbook.errors import EmbedderError
+from spellbook.errors import EmbedderError, EmbedderInputError
 
 _PREFIXES: dict[str, tuple[str, str]] = {
     "nomic-embed-text": ("search_document: ", "search_query: "),
@@ -54,7 +54,8 @@ class OllamaEmbedder(RemoteEmbedder):
                     f"Ollama at {self.url} has no model {self.model!r} ({exc.error}). Run `ollama pull {self.model}`, "
                     "or set SPELLBOOK_OLLAMA_MODEL to an embedding model it has (`ollama list`)."
                 ) from exc
-            raise EmbedderError(
+            error = EmbedderInputError if code in (400, 413, 422) else EmbedderError
+            raise error(
                 f"Ollama at {self.url} refused to embed with {self.model!r} (HTTP {code}: {exc.error}). Check that "
                 "SPELLBOOK_OLLAMA_MODEL names an embedding model, or set SPELLBOOK_EMBEDDER=use-m3 (offline)."
             ) from exc

@@ -11,7 +11,7 @@ from typing import Any
 
 from spellbook.embedders.ollama import _prefixes
 from spellbook.embedders.remote import RemoteEmbedder, Retryable, describe_transport_error, retry_after
-from spellbook.errors import EmbedderError
+from spellbook.errors import EmbedderError, EmbedderInputError
 
 
 class OpenAIEmbedder(RemoteEmbedder):
@@ -67,6 +67,12 @@ class OpenAIEmbedder(RemoteEmbedder):
                 f"{self.url}/embeddings answered 404 for model {self.model!r} ({self._message(response)}): the model is "
                 "unknown or the URL is wrong. Set SPELLBOOK_OPENAI_MODEL to an embedding model the server offers, "
                 "and SPELLBOOK_OPENAI_URL to its base URL (usually ending in /v1)."
+            )
+        if code in (400, 413, 422):
+            raise EmbedderInputError(
+                f"The embeddings endpoint {self.url} refused the input for {self.model!r} (HTTP {code}: "
+                f"{self._message(response)}). If every request fails, check SPELLBOOK_OPENAI_MODEL and "
+                "SPELLBOOK_OPENAI_DIMENSIONS; if only some texts do, they may be too long for the model."
             )
         if code >= 400:
             raise EmbedderError(

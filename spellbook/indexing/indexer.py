@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from spellbook.errors import EmbedderError, InvalidInputError, VaultPathError
+from spellbook.errors import EmbedderError, EmbedderInputError, InvalidInputError, VaultPathError
 from spellbook.index.catalog import Catalog, ChunkRow, FileRow, IndexedChunk, NoteRow
 from spellbook.indexing.chunker import CHUNKER_VERSION, chunk_body
 from spellbook.search.keyword import index_text
@@ -82,6 +82,7 @@ class Indexer:
         self.lock = threading.RLock()  # one writer at a time: tools, watcher, reconcile
         self._recently_removed: OrderedDict[str, list[float]] = OrderedDict()
         self.missing: set[str] = set()  # chunk ids in the catalog without a vector (embedder failed)
+        self.refused: set[str] = set()  # ...of which the endpoint refused the text (retried on reconcile)
         self._filling = threading.Lock()
 
     # --- identity -----------------------------------------------------------------------------
@@ -107,6 +108,7 @@ class Indexer:
             self.vectors.reset()
             self.catalog.clear()
             self.missing.clear()
+            self.refused.clear()
             self.catalog.set_identity(self.identity())
 
     # --- whole vault --------------------------------------------------------------------------
@@ -168,48 +170,63 @@ class Indexer:
             if orphans:
                 self.vectors.delete(orphans)
             self.missing = catalog_ids - vector_ids
+            self.refused.clear()
         return len(orphans)
 
     def fill_missing(self) -> SyncReport:
         """Embed the chunks indexed without vectors, ``FILL_BATCH`` at a time, until none is left or
-        the embedder fails again. Embeds outside the lock, so writes do not wait for it."""
+        the embedder fails again. Embeds outside the lock, so writes do not wait for it. A chunk the
+        endpoint refuses (too long for the model...) is not asked for again until the next reconcile."""
         report = SyncReport()
         if not self._filling.acquire(blocking=False):
             return report  # another thread is at it
         try:
-            while self.missing:
+            queue = sorted(self.missing - self.refused)
+            for start in range(0, len(queue), FILL_BATCH):
                 with self.lock:
-                    batch = sorted(self.missing)[:FILL_BATCH]
+                    batch = [cid for cid in queue[start : start + FILL_BATCH] if cid in self.missing]
                     rows = self.catalog.chunks(batch)
-                    self.missing.difference_update(set(batch) - rows.keys())  # removed since
                     notes = self.catalog.notes_at({r.path for r in rows.values()})
-                    self.missing.difference_update(cid for cid, r in rows.items() if r.path not in notes)
-                todo = [(cid, r) for cid, r in rows.items() if cid in self.missing and r.path in notes]
+                    # removed since, or a chunk without its note (only a repair can fix that)
+                    self.missing.difference_update(c for c in batch if c not in rows or rows[c].path not in notes)
+                todo = [(cid, r) for cid, r in rows.items() if r.path in notes]
                 if not todo:
-                    break
-                texts = [embed_text(notes[r.path].title, r.heading, r.text) for _, r in todo]
-                try:
-                    embedded = self.embedder.embed_documents(texts)
-                except EmbedderError as exc:
-                    report.embedder_error = str(exc)
-                    break
+                    continue
+                embedded = self._embed([embed_text(notes[r.path].title, r.heading, r.text) for _, r in todo])
                 with self.lock:  # keep only what is still current: a write may have replaced a chunk
                     now = self.catalog.chunks([cid for cid, _ in todo])
-                    keep = [(cid, r, v) for (cid, r), v in zip(todo, embedded)
-                            if cid in self.missing and cid in now and now[cid].digest == r.digest]
+                    keep = [(cid, r, v) for (cid, r), v in zip(todo, embedded) if isinstance(v, list)
+                            and cid in self.missing and cid in now and now[cid].digest == r.digest]
                     if keep:
                         ids, vectors = [k[0] for k in keep], [k[2] for k in keep]
                         self.vectors.upsert(ids, vectors, [{"path": k[1].path} for k in keep])
                     self.missing.difference_update(k[0] for k in keep)
                 report.embedded_chunks += len(keep)
-                if not keep:
-                    break
+                failed = [(cid, v) for (cid, _), v in zip(todo, embedded) if not isinstance(v, list)]
+                self.refused.update(cid for cid, v in failed if isinstance(v, EmbedderInputError))
+                if failed:
+                    report.embedder_error = str(failed[-1][1])
+                if any(not isinstance(v, EmbedderInputError) for _, v in failed):
+                    break  # down, or misconfigured: try again later
             if report.embedded_chunks:
                 log.info("filled in %d missing vectors; %d still missing", report.embedded_chunks, len(self.missing))
         finally:
             self._filling.release()
         report.vectors_missing = len(self.missing)
         return report
+
+    def _embed(self, texts: list[str]) -> list[list[float] | EmbedderError]:
+        """A vector per text, or the error that kept it from one. When the endpoint refuses a
+        batch (HTTP 400...), its texts are tried one by one, so one text the model cannot take
+        does not hold back the others."""
+        try:
+            return [list(v) for v in self.embedder.embed_documents(texts)]
+        except EmbedderInputError as exc:
+            if len(texts) == 1:
+                return [exc]
+        except EmbedderError as exc:
+            return [exc] * len(texts)
+        return [self._embed([text])[0] for text in texts]
 
     # --- some paths ---------------------------------------------------------------------------
     def sync_paths(self, paths: Iterable[str]) -> SyncReport:
@@ -318,15 +335,15 @@ class Indexer:
             else:
                 to_embed.append((chunk.row.chunk_id, text))
         if to_embed:
-            try:
-                embedded = self.embedder.embed_documents([t for _, t in to_embed])
-            except EmbedderError as exc:  # the files are indexed anyway; fill_missing embeds them later
-                log.warning("indexed %d chunks without vectors: %s", len(to_embed), exc)
-                report.vectors_missing += len(to_embed)
-                report.embedder_error = str(exc)
-            else:
-                vectors.update({cid: vec for (cid, _), vec in zip(to_embed, embedded)})
-                report.embedded_chunks += len(to_embed)
+            embedded = self._embed([t for _, t in to_embed])
+            done = {cid: vec for (cid, _), vec in zip(to_embed, embedded) if isinstance(vec, list)}
+            vectors.update(done)
+            report.embedded_chunks += len(done)
+            errors = [e for e in embedded if not isinstance(e, list)]
+            if errors:  # the files are indexed anyway; fill_missing embeds the rest later
+                log.warning("indexed %d chunks without vectors: %s", len(errors), errors[-1])
+                report.vectors_missing += len(errors)
+                report.embedder_error = str(errors[-1])
         report.reused_chunks += len(all_chunks) - len(to_embed)
         # Vectors first, then the catalog: a crash in between leaves the file marked as not yet
         # indexed (the next reconcile redoes it) and at worst orphan vectors (dropped then).

@@ -78,7 +78,7 @@ class Searcher:
         except EmbedderError as exc:
             note = f"The embedder failed, so these are keyword results only (meaning is not searched): {exc}"
             return self._search(query, limit, spec, "keyword"), "keyword", note
-        missing = len(self.indexer.missing)
+        missing = len(self.indexer.missing - self.indexer.refused) if self.indexer.missing else 0
         if not missing:
             return hits, mode, None
         self.fill_missing_vectors(wait=False)  # the embedder answers: catch up in the background
@@ -168,7 +168,11 @@ class Searcher:
         if not 1 <= limit <= 50:
             raise InvalidInputError("limit must be between 1 and 50.")
         note = self._note(id)
-        return {"id": id, "path": note.path, "related": self._similar(note.path, limit)}
+        out = {"id": id, "path": note.path, "related": self._similar(note.path, limit)}
+        if not out["related"] and self.indexer.missing & set(self.catalog.chunk_ids(note.path)):
+            out["note"] = ("This memory has no vectors yet (the embedder was failing when it was indexed); they are "
+                           "added once the embedder answers. memorize with its title finds related ones by keyword.")
+        return out
 
     def _similar(self, path: str, limit: int) -> list[dict[str, Any]]:
         chunk_ids = self.catalog.chunk_ids(path)
