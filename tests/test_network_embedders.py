@@ -12,6 +12,7 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Self
 
 import anyio
 import numpy as np
@@ -59,7 +60,7 @@ class FakeEndpoint:
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
                 outer.requests.append({"path": self.path, "texts": texts, "auth": self.headers.get("Authorization"),
@@ -119,7 +120,7 @@ class FakeEndpoint:
         self.url = f"http://127.0.0.1:{self.port}"
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
-    def __enter__(self) -> FakeEndpoint:
+    def __enter__(self) -> Self:
         self.thread.start()
         return self
 
@@ -321,6 +322,12 @@ def test_a_text_the_model_refuses_does_not_hold_back_the_others(tmp_path: Path, 
             hits = engine.memorize("where does the cat nap?", mode="semantic")
             assert hits["mode"] == "semantic" and "note" not in hits and hits["results"][0]["title"] == "Cat"
             assert engine.memorize("TOO LONG", mode="keyword")["results"][0]["title"] == "Huge"
+            for n in range(4):  # the endpoint refuses everything now: no text is blamed for it
+                (vault / f"Long {n}.md").write_text(f"# Long {n}\n\nTOO LONG, number {n}.\n")
+            asked = len(server.requests)
+            refused = engine.indexer.sync_paths([f"Long {n}.md" for n in range(4)])
+            assert refused.vectors_missing == 4 and len(engine.indexer.refused) == 1
+            assert len(server.requests) == asked + 1 + 3  # the batch, then three one by one
         finally:
             engine.close()
 
@@ -373,7 +380,7 @@ def doctor(vault: Path, home: Path, *args: str, **env: str) -> subprocess.Comple
     environment = child_env(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"), **env)
     environment.pop("CLAUDE_CONFIG_DIR", None)
     return subprocess.run([SPELLBOOK, "doctor", "--vault", str(vault), *args], capture_output=True, text=True,
-                          env=environment, cwd=home, timeout=120)
+                          env=environment, cwd=home, timeout=120, check=False)
 
 
 def test_doctor_checks_the_embedder_settings_and_clients(tmp_path: Path, use_m3) -> None:

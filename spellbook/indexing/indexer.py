@@ -40,6 +40,7 @@ BATCH_FILES = 64
 MAX_FILE_BYTES = 5 * 1024 * 1024
 RECENTLY_REMOVED_MAX = 20_000  # vectors of removed chunks kept in memory for moves (about 40 MB at 512-d)
 FILL_BATCH = 256  # chunks embedded per round when filling in missing vectors
+REFUSED_IN_A_ROW = 3  # texts refused one by one before the endpoint counts as refusing everything
 
 Progress = Callable[[int, int], None]
 
@@ -218,7 +219,8 @@ class Indexer:
     def _embed(self, texts: list[str]) -> list[list[float] | EmbedderError]:
         """A vector per text, or the error that kept it from one. When the endpoint refuses a
         batch (HTTP 400...), its texts are tried one by one, so one text the model cannot take
-        does not hold back the others."""
+        does not hold back the others; when the first few are all refused too, the endpoint
+        refuses everything (a wrong model, unsupported dimensions): no text is blamed."""
         try:
             return [list(v) for v in self.embedder.embed_documents(texts)]
         except EmbedderInputError as exc:
@@ -226,7 +228,13 @@ class Indexer:
                 return [exc]
         except EmbedderError as exc:
             return [exc] * len(texts)
-        return [self._embed([text])[0] for text in texts]
+        out: list[list[float] | EmbedderError] = []
+        for text in texts:
+            (one,) = self._embed([text])
+            out.append(one)
+            if len(out) == REFUSED_IN_A_ROW and all(isinstance(v, EmbedderInputError) for v in out):
+                return [EmbedderError(str(one))] * len(texts)
+        return out
 
     # --- some paths ---------------------------------------------------------------------------
     def sync_paths(self, paths: Iterable[str]) -> SyncReport:
