@@ -46,6 +46,7 @@ class Engine(Searcher):
             raise VaultPathError(f"Vault {self.vault.root} does not exist; run `spellbook init {self.vault.root}`.")
         index_dir = settings.index_path
         index_dir.mkdir(parents=True, exist_ok=True)
+        self._owns_embedder = embedder is None
         self.embedder = embedder or load_embedder(settings)
         if vectors is None:
             vectors = _open_vectors(settings, self.vault.root)
@@ -65,6 +66,9 @@ class Engine(Searcher):
     def close(self) -> None:
         self.catalog.close()
         self.vectors.close()
+        close = getattr(self.embedder, "close", None)
+        if self._owns_embedder and close:
+            close()  # a network embedder's connections
 
     # --- lifecycle ----------------------------------------------------------------------------
     def prepare(self) -> None:

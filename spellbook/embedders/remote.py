@@ -115,6 +115,11 @@ class RemoteEmbedder:
     def embed_query(self, text: str) -> list[float]:
         return self._call([self._query_prefix + text])[0]
 
+    def close(self) -> None:
+        close = getattr(getattr(self, "_client", None), "close", None)  # an httpx.Client, or ollama's over one
+        if close:
+            close()
+
     # --- health ---------------------------------------------------------------------------------
     @property
     def available(self) -> bool:
