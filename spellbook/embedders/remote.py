@@ -80,7 +80,8 @@ class RemoteEmbedder:
         self._state = threading.Lock()
         self._down_until = 0.0  # monotonic time until which calls fail at once
         self._half_open = False  # after a cooldown: one attempt, no retries
-        self._last_error: str | None = None
+        self._last_error: str | None = None  # the full message, with what to do
+        self._last_reason = ""  # why the endpoint did not answer, short
         self._last_success: float | None = None  # wall clock
 
     # --- provider-specific ---------------------------------------------------------------------
@@ -121,11 +122,6 @@ class RemoteEmbedder:
             close()
 
     # --- health ---------------------------------------------------------------------------------
-    @property
-    def available(self) -> bool:
-        """False while the breaker is open (the endpoint failed recently)."""
-        return time.monotonic() >= self._down_until
-
     def health(self) -> dict[str, Any]:
         """For ``stats``: where, which model, and whether the last call worked."""
         return {
@@ -146,7 +142,7 @@ class RemoteEmbedder:
     def _call(self, texts: list[str]) -> list[list[float]]:
         with self._state:
             if time.monotonic() < self._down_until:
-                raise EmbedderUnavailableError(self._unreachable(self._last_error or "unreachable"))
+                raise EmbedderUnavailableError(self._unreachable(self._last_reason or "unreachable"))
             attempts = 1 if self._half_open else self.retries + 1
         reason = ""
         for attempt in range(attempts):
@@ -164,15 +160,15 @@ class RemoteEmbedder:
                 raise
             self._check(vectors, len(texts))
             with self._state:
-                self._down_until, self._half_open = 0.0, False
-                if self._last_error is not None:
+                if self._half_open:
                     log.info("embedder %s answers again", self.model_id)
+                self._down_until, self._half_open = 0.0, False
                 self._last_error, self._last_success = None, time.time()
             return vectors
         message = self._unreachable(reason)
         with self._state:
             self._down_until, self._half_open = time.monotonic() + self.cooldown, True
-            self._last_error = reason
+            self._last_error, self._last_reason = message, reason
         raise EmbedderUnavailableError(message)
 
     def _check(self, vectors: list[list[float]], expected: int) -> None:
