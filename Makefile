@@ -1,12 +1,13 @@
 # Two commands on a fresh machine with Python 3.11 and make:
 #   make run    set up, then serve the default vault (./vault) over MCP stdio with the offline model
-#   make test   set up, then run every test
+#   make test   set up (incl. the Node test tools: make node-deps), then run every test
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 VAULT ?= vault
+NODE_TOOLS := .cache/node
 
-.PHONY: install run test bench clean
+.PHONY: install node-deps run test bench clean
 
 $(BIN)/spellbook: pyproject.toml
 	@test -n "$(PYTHON)" || { echo "need python3.11 on PATH (or make PYTHON=/path/to/python3.11)"; exit 1; }
@@ -17,14 +18,21 @@ $(BIN)/spellbook: pyproject.toml
 
 install: $(BIN)/spellbook
 
+# Node 22, the MCP conformance suite and Claude Code, for tests/test_conformance.py and
+# tests/test_claude_code.py (pinned in tests/node/package-lock.json; needs npm).
+$(NODE_TOOLS)/.installed: tests/node/package.json tests/node/package-lock.json tests/node/install.sh
+	tests/node/install.sh $(NODE_TOOLS)
+
+node-deps: $(NODE_TOOLS)/.installed
+
 run: install
 	$(BIN)/spellbook serve --vault $(VAULT)
 
-test: install
+test: install node-deps
 	$(BIN)/python -m pytest -q
 
 bench: install
 	$(BIN)/python bench/bench_core.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf $(VENV) .pytest_cache $(NODE_TOOLS)

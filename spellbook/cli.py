@@ -62,7 +62,8 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("serve", help="run the MCP server over stdio")
     vault_args(p)
     p.add_argument("--no-watch", action="store_true", help="do not watch the vault for changes")
-    p.add_argument("--http", action="store_true", help="serve streamable HTTP at /mcp instead of stdio")
+    p.add_argument("--http", action="store_true",
+                   help="serve streamable HTTP at /mcp (and legacy SSE at /sse) instead of stdio")
     p.add_argument("--host", default="127.0.0.1", help="HTTP address (default 127.0.0.1; others need SPELLBOOK_TOKEN)")
     p.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765)")
     p.set_defaults(run=_serve)
@@ -98,6 +99,26 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--repair", action="store_true", help="bring the index level with the vault")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(run=_doctor)
+
+    p = sub.add_parser("export", help="export memories as JSON (for import) or one markdown document")
+    vault_args(p)
+    p.add_argument("--format", choices=["json", "markdown"], default="json")
+    p.add_argument("--out", type=Path, help="write to this file (default: print to stdout)")
+    p.add_argument("--overwrite", action="store_true", help="replace --out if it exists")
+    p.add_argument("--category", help="only this category")
+    p.add_argument("--topic", help="only this topic")
+    p.set_defaults(run=_export)
+
+    p = sub.add_parser("import", help="import a Spellbook JSON export or an MCP memory server memory.jsonl")
+    vault_args(p)
+    p.add_argument("file", type=Path)
+    p.add_argument("--on-conflict", choices=["skip", "overwrite", "new_id"], default="skip",
+                   help="when a memory with the same id exists (default: skip)")
+    p.add_argument("--format", choices=["auto", "json", "mcp-memory"], default="auto",
+                   help="file format (default: detect)")
+    p.add_argument("--dry-run", action="store_true", help="report what would happen; write nothing")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.set_defaults(run=_import)
 
     p = sub.add_parser("stats", help="index health and file problems")
     vault_args(p)
@@ -147,7 +168,8 @@ def _serve(args: argparse.Namespace) -> int:
 
         app = http_app(server, hub, args.host, args.port, settings.token, settings.allowed_origins)
         hub.start(background=True)
-        log.info("serving %s at http://%s:%d/mcp (%s)", settings.vault_dir, args.host, args.port, hub.role)
+        log.info("serving %s at http://%s:%d/mcp (legacy SSE clients: /sse) (%s)", settings.vault_dir, args.host,
+                 args.port, hub.role)
         try:
             uvicorn.run(app, host=args.host, port=args.port, log_level="warning", lifespan="on")
         finally:
@@ -350,7 +372,54 @@ def _stats(args: argparse.Namespace) -> int:
         print(f"  {result['vectors_missing']} sections have no vectors yet; they are embedded once the embedder answers")
     for problem in result["problems"]:
         print(f"  {problem['path']}: {problem['problem']}")
+    for warning in result.get("setup_warnings", []):
+        print(f"warning: {warning}")
     return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    scope = {k: v for k, v in (("category", args.category), ("topic", args.topic)) if v}
+    params: dict[str, Any] = {"format": args.format, "filter": scope or None, "overwrite": args.overwrite}
+    if args.out is not None:
+        params["path"] = str(args.out.expanduser().resolve())  # the owner process may run elsewhere
+    hub = _open_hub(args)
+    try:
+        # Printed exports are not capped: ask for a file in the index folder, then copy it out.
+        if args.out is None:
+            import uuid
+
+            params.update(path=f"cli-{uuid.uuid4().hex}.{'json' if args.format == 'json' else 'md'}")
+        result = hub.call("export", params)
+    finally:
+        hub.close()
+    if args.out is None:
+        written = Path(result["path"])
+        try:
+            sys.stdout.write(written.read_text(encoding="utf-8"))
+        finally:
+            written.unlink(missing_ok=True)
+    else:
+        print(f"Exported {result['count']} memories to {result['path']}.", file=sys.stderr)
+    if result.get("redacted"):
+        print(f"Privacy filter: {result['redacted']}.", file=sys.stderr)
+    return 0
+
+
+def _import(args: argparse.Namespace) -> int:
+    from spellbook.exchange import import_summary
+
+    params = {"path": str(args.file.expanduser().resolve()), "format": args.format,
+              "on_conflict": args.on_conflict, "dry_run": args.dry_run}
+    hub = _open_hub(args)
+    try:
+        result = hub.call("import_memories", params)
+    finally:
+        hub.close()
+    if args.json:
+        print(json.dumps(result, ensure_ascii=False, indent=2))
+    else:
+        print(import_summary(result))
+    return 1 if result["counts"]["failed"] else 0
 
 
 class ProgressBar:

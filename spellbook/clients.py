@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from spellbook.errors import InvalidInputError, SpellbookError
 from spellbook.vault.store import atomic_write
@@ -126,14 +127,16 @@ def server_entry(
     Without ``http_url``: the client starts ``<command> serve [--vault <vault>]`` over stdio
     (``vault`` is made absolute, since the client's working directory is unknown). With
     ``http_url``: the client connects to a running ``spellbook serve --http``, sending
-    ``Authorization: Bearer <token>`` when a token is given.
+    ``Authorization: Bearer <token>`` when a token is given; over streamable HTTP, or over the
+    legacy SSE transport when the URL's path ends in ``/sse``.
     """
     if http_url is not None:
         if not http_url.startswith(("http://", "https://")):
             raise InvalidInputError(
                 f"--http needs a full URL such as http://127.0.0.1:8765/mcp, not {http_url!r}."
             )
-        entry: dict[str, Any] = {"type": "http", "url": http_url}
+        sse = urlsplit(http_url).path.rstrip("/").endswith("/sse")
+        entry: dict[str, Any] = {"type": "sse" if sse else "http", "url": http_url}
         if token:
             entry["headers"] = {"Authorization": f"Bearer {token}"}
         return entry

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 EmbedderName = Literal["use-m3", "minilm", "ollama", "openai", "hashing"]
@@ -62,7 +62,18 @@ class Settings(BaseSettings):
     redact_patterns: list[str] = Field(default_factory=list, description="Extra regexes to redact (kind 'custom').")
     token: str | None = Field(default=None, description="Bearer token for `serve --http` (required off loopback).")
     allowed_origins: list[str] = Field(default_factory=list, description="Extra browser Origins allowed over HTTP.")
+    git_commit: Literal["auto", "true", "false"] = Field(
+        default="auto", description="Commit each tool write when the vault is a git repository (auto/true/false)."
+    )
     log_level: str = "INFO"
+
+    @field_validator("git_commit", mode="before")
+    @classmethod
+    def _git_commit_words(cls, value: object) -> object:
+        words = {"1": "true", "yes": "true", "on": "true", "0": "false", "no": "false", "off": "false"}
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        return words.get(str(value).strip().lower(), str(value).strip().lower())
 
     @property
     def vault_dir(self) -> Path:

@@ -18,11 +18,15 @@ from typing import Any
 from spellbook import __version__
 from spellbook.config import Settings
 from spellbook.errors import InvalidInputError, NoteNotFoundError, SpellbookError, VaultPathError
+from spellbook.exchange import Exchange
+from spellbook.gitlayer import Committer
+from spellbook.history import History
 from spellbook.index.catalog import Catalog, NoteRow
 from spellbook.indexing.indexer import Indexer, Progress, SyncReport
+from spellbook.knowledge import Knowledge
 from spellbook.privacy import KINDS, Redaction, describe, redact, redact_data
 from spellbook.search.filters import Filter, parse_filter, to_sql
-from spellbook.search.searcher import Searcher
+from spellbook.search.searcher import Searcher, mostly_latin
 from spellbook.vault.fields import new_id, normalize_importance, normalize_tags, string_list, title_from_text
 from spellbook.vault.note import NOTE_TYPES, content_version, now_iso, parse_note, render_note
 from spellbook.vault.paths import note_path
@@ -36,7 +40,7 @@ LIST_FIELDS = ("keywords", "questions", "entities", "links")
 TEXT_FIELDS = ("category", "topic", "context", "source")
 
 
-class Engine(Searcher):
+class Engine(Searcher, Exchange, History, Knowledge):
     def __init__(self, settings: Settings, embedder: Any | None = None, vectors: Any | None = None) -> None:
         from spellbook.embedders.base import load_embedder
 
@@ -62,8 +66,10 @@ class Engine(Searcher):
         self._last_report: SyncReport | None = None
         self._reconciled = threading.Event()
         self._baseline: tuple[float, float, int] | None = None
+        self.git = Committer(self.vault.root, settings.git_commit)
 
     def close(self) -> None:
+        self.git.close()  # pending commits first
         self.catalog.close()
         self.vectors.close()
         close = getattr(self.embedder, "close", None)
@@ -110,6 +116,7 @@ class Engine(Searcher):
         rendered = render_note(meta, body)
         path = self.vault.create(path, rendered)
         report = self.indexer.sync_path(path)
+        self._after_write("scribe", path, title, meta["id"], rendered)
         similar = self._similar(path, 3)
         for hit in similar:
             hit["near_duplicate"] = hit["similarity"] >= self.settings.duplicate_similarity
@@ -153,6 +160,7 @@ class Engine(Searcher):
         out = render_note(meta, body, original=parsed, remove=removed)
         new_version = self.vault.write(note.path, out, expected_version=state.version)
         report = self.indexer.sync_path(note.path)
+        self._after_write("revise", note.path, meta.get("title") or note.title, id, out, before=state.text)
         out = {"id": id, "path": note.path, "version": new_version, "updated": meta["updated"]}
         _note_missing_vectors(out, report)
         return _with_redactions(out, [r.kind for r in found] + more)
@@ -167,6 +175,7 @@ class Engine(Searcher):
                 raise ConflictError(note.path, version, state.version, state.text, note_id=id)
         trashed = self.vault.trash(note.path)
         self.indexer.sync_path(note.path)
+        self._after_write("erase", note.path, note.title, id, None, before=self.vault.root / trashed)
         return {"id": id, "path": note.path, "erased": True, "trash_path": trashed}
 
     def check(self) -> dict[str, Any]:
@@ -353,7 +362,23 @@ class Engine(Searcher):
             "problems": problems[:50],
             "problems_total": len(problems),
             "last_sync": _report(self._last_report) if self._last_report else None,
+            "setup_warnings": self._setup_warnings(),
+            "git": self.git.stats(),
         }
+
+    def _setup_warnings(self) -> list[str]:
+        """Setup problems worth a person's attention (not errors: everything still works)."""
+        out: list[str] = []
+        if getattr(self.embedder, "english_only", False):
+            sample = self.catalog.sample_texts(400)
+            other = sum(1 for text in sample if not mostly_latin(text))
+            if sample and other * 10 >= len(sample):
+                out.append(
+                    f"About {other * 100 // len(sample)}% of the vault is not in a Latin script, but the embedder "
+                    f"({self.embedder.model_id}) only understands English: Korean and Japanese queries are ranked by "
+                    "keywords alone. Set SPELLBOOK_EMBEDDER=use-m3 (multilingual) and restart."
+                )
+        return out
 
     # --- helpers ------------------------------------------------------------------------------
     def _await_first_index(self, timeout: float = 10.0) -> str | None:

@@ -10,6 +10,7 @@ and what to do next. The MCP layer turns any ``SpellbookError`` into an
     ├── ConflictError                       the file changed on disk since the caller read it
     ├── VaultPathError (ValueError)         a path would leave the vault or is not a note
     ├── IndexUnavailableError               the index is still opening or another process failed
+    ├── VersionControlError                 no git history here (not a repository, git missing, busy)
     └── EmbedderError                       the embedding model could not be loaded, or refused (wrong key, no such model)
         ├── EmbedderUnavailableError        a network embedder did not answer (down, timing out, 5xx): retried later
         └── EmbedderInputError              the endpoint refused these texts (400, 413, 422: too long...)
@@ -27,10 +28,11 @@ class InvalidInputError(SpellbookError, ValueError):
 
 
 class NoteNotFoundError(SpellbookError, LookupError):
-    def __init__(self, note_id: str) -> None:
+    def __init__(self, note_id: str, role: str = "") -> None:
         self.note_id = note_id
+        what = f" (the {role})" if role else ""
         super().__init__(
-            f"No memory with id {note_id!r}. Call memorize or list_memories to find the right id."
+            f"No memory with id {note_id!r}{what}. Call memorize or list_memories to find the right id."
         )
 
 
@@ -69,3 +71,8 @@ class EmbedderUnavailableError(EmbedderError):
 
 class EmbedderInputError(EmbedderError):
     """The endpoint refused the texts themselves (HTTP 400/413/422); other texts may pass."""
+
+
+class VersionControlError(SpellbookError):
+    """The vault's git history cannot answer: git is missing, the vault is not a repository, or
+    a restore would lose changes that are not committed."""

@@ -61,3 +61,11 @@ def child_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("SPELLBOOK_")}
     env.update(extra)
     return env
+
+
+@pytest.fixture(scope="session")
+def node_bin() -> Path:
+    """Node 22 (``node``), ``conformance`` and ``claude``, installed if missing: tests/node_tools.py."""
+    from .node_tools import node_bin as installed
+
+    return installed()

@@ -121,6 +121,13 @@ def test_server_entry_makes_the_vault_absolute(tmp_path: Path, monkeypatch: pyte
     assert entry["args"] == ["serve", "--vault", str(tmp_path / "notes")]
 
 
+def test_server_entry_legacy_sse() -> None:
+    url = "http://127.0.0.1:8765/sse"
+    assert server_entry(command=CMD, vault=None, http_url=url, token=None) == {"type": "sse", "url": url}
+    assert server_entry(command=CMD, vault=None, http_url=url + "/", token=None)["type"] == "sse"
+    assert server_entry(command=CMD, vault=None, http_url="http://h/sse-proxy/mcp", token=None)["type"] == "http"
+
+
 def test_server_entry_http() -> None:
     url = "http://127.0.0.1:8765/mcp"
     assert server_entry(command=CMD, vault=None, http_url=url, token=None) == {"type": "http", "url": url}

@@ -1,16 +1,19 @@
-"""Streamable HTTP with the SDK's client against a real server process on 127.0.0.1."""
+"""Streamable HTTP and legacy SSE with the SDK's clients against a real server process on 127.0.0.1."""
 
 from __future__ import annotations
 
 import socket
 import subprocess
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import anyio
 import httpx2
 import pytest
 from mcp import Client
+from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
 from .conftest import SPELLBOOK, child_env
@@ -40,9 +43,23 @@ def start(vault: Path, port: int, *extra: str, **env: str) -> subprocess.Popen:
     raise AssertionError(proc.stderr.read())
 
 
-def stop(proc: subprocess.Popen) -> None:
+def stop(proc: subprocess.Popen) -> str:
+    """Stop the server; returns what it logged."""
     proc.terminate()
     proc.wait(timeout=15)
+    return proc.stderr.read()
+
+
+@contextmanager
+def sse_session(base: str, **headers: str) -> Iterator[str]:
+    """A raw ``GET /sse`` stream, open for the block; yields the session's message URL."""
+    with httpx2.stream("GET", f"{base}/sse", headers={"Accept": "text/event-stream", **headers}, timeout=10) as response:
+        assert response.status_code == 200, response.status_code
+        lines = response.iter_lines()  # keep a reference: closing the iterator closes the stream
+        assert next(lines) == "event: endpoint"
+        path = next(lines).removeprefix("data: ")
+        assert path.startswith("/messages/?session_id=")
+        yield base + path
 
 
 def test_http_tools_health_cors_and_origin_checks(tmp_path: Path) -> None:
@@ -104,3 +121,75 @@ def test_refuses_to_bind_beyond_loopback_without_a_token(tmp_path: Path) -> None
     )
     assert result.returncode == 1 and "SPELLBOOK_TOKEN" in result.stderr
     assert not (tmp_path / "v").exists()  # refused before creating anything
+
+
+INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2024-11-05", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+
+
+def test_legacy_sse_tools_and_the_same_protections(tmp_path: Path) -> None:
+    port = free_port()
+    proc = start(tmp_path / "vault", port)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        assert httpx2.get(f"{base}/healthz").json()["sse_endpoint"] == "/sse"
+
+        async def main() -> None:
+            # an old client on SSE and a new one on streamable HTTP share one vault
+            async with Client(sse_client(f"{base}/sse")) as old, Client(f"{base}/mcp") as new:
+                assert {t.name for t in (await old.list_tools()).tools} >= {"scribe", "memorize", "get_memories"}
+                stored = await old.call_tool("scribe", {"text": "Legacy SSE clients still work.", "title": "SSE"})
+                assert not stored.is_error, stored.content[0].text
+                hits = await new.call_tool("memorize", {"query": "legacy SSE clients"})
+                assert hits.structured_content["results"][0]["id"] == stored.structured_content["id"]
+                full = await old.call_tool("get_memories", {"ids": [stored.structured_content["id"]]})
+                assert full.structured_content["memories"][0]["text"] == "Legacy SSE clients still work."
+                failed = await old.call_tool("get_memories", {"ids": []})
+                assert failed.is_error  # errors come back as tool errors over SSE too
+
+        anyio.run(main)
+
+        # DNS rebinding: a foreign Origin or Host is refused on both SSE paths
+        sse_headers = {"Accept": "text/event-stream"}
+        assert httpx2.get(f"{base}/sse", headers={**sse_headers, "Origin": "http://evil.example"}).status_code == 403
+        assert httpx2.get(f"{base}/sse", headers={**sse_headers, "Host": "evil.example"}).status_code == 421
+        with sse_session(base) as messages:
+            assert httpx2.post(messages, json=INIT, headers={"Origin": "http://evil.example"}).status_code == 403
+            assert httpx2.post(messages, json=INIT, headers={"Host": "evil.example"}).status_code == 421
+            assert httpx2.post(messages, content=b"x", headers={"Content-Type": "text/plain"}).status_code == 400
+            # the same 4 MiB body limit as /mcp
+            big = b'{"jsonrpc": "2.0", "method": "ping", "id": 1, "pad": "' + b"x" * (4 * 1024 * 1024) + b'"}'
+            assert httpx2.post(messages, content=big, headers={"Content-Type": "application/json"}).status_code == 413
+            assert httpx2.post(messages, json=INIT).status_code == 202  # the session itself is fine
+            ok_origin = httpx2.post(messages, json=INIT, headers={"Origin": f"http://localhost:{port}"})
+            assert ok_origin.status_code == 202 and ok_origin.headers["access-control-allow-origin"]
+            log = stop(proc)  # with an SSE stream still open: it must end cleanly, not hang or log errors
+    finally:
+        if proc.poll() is None:
+            stop(proc)
+    assert "Exception in ASGI" not in log and "without completing response" not in log, log
+
+
+
+
+def test_legacy_sse_bearer_token(tmp_path: Path) -> None:
+    port = free_port()
+    proc = start(tmp_path / "vault", port, SPELLBOOK_TOKEN="s3cret-token")
+    base = f"http://127.0.0.1:{port}"
+    good = {"Authorization": "Bearer s3cret-token"}
+    try:
+        assert httpx2.get(f"{base}/sse", headers={"Accept": "text/event-stream"}).status_code == 401
+        wrong = httpx2.get(f"{base}/sse", headers={"Accept": "text/event-stream", "Authorization": "Bearer nope"})
+        assert wrong.status_code == 401 and wrong.headers["www-authenticate"].startswith("Bearer")
+        with sse_session(base, **good) as messages:
+            assert httpx2.post(messages, json=INIT).status_code == 401  # a session id alone is not enough
+            assert httpx2.post(messages, json=INIT, headers=good).status_code == 202
+
+        async def main() -> None:
+            async with Client(sse_client(f"{base}/sse", headers=good)) as client:
+                listed = await client.call_tool("list_memories", {})
+                assert not listed.is_error and listed.structured_content["total"] >= 1
+
+        anyio.run(main)
+    finally:
+        stop(proc)

@@ -255,10 +255,10 @@ def test_writes_land_while_the_endpoint_is_down_and_get_vectors_when_it_is_back(
         assert (vault / stored["path"]).is_file()
         assert "not embedded yet" in stored["note"] and "SPELLBOOK_OPENAI_URL" in stored["note"]
         hybrid = engine.memorize("espresso descaling")
-        assert hybrid["results"][0]["id"] == stored["id"] and hybrid["mode"] == "keyword"
-        assert "keyword results only" in hybrid["note"]
-        semantic = engine.memorize("coffee maker maintenance", mode="semantic")
-        assert semantic["mode"] == "keyword" and "unreachable" in semantic["note"]
+        assert hybrid["results"][0]["id"] == stored["id"] and "similarity" not in hybrid["results"][0]
+        assert "ranked by keywords alone" in hybrid["note"]
+        semantic = engine.memorize("espresso machine", mode="semantic")  # falls back too, and says so
+        assert semantic["results"][0]["id"] == stored["id"] and "unreachable" in semantic["note"]
         assert engine.stats()["vectors_missing"] == 2 and engine.check()["counts"]["vectors_missing"] == 2
         revised = engine.revise(stored["id"], text="The espresso machine needs descaling every two months.")
         assert "not embedded yet" in revised["note"]
@@ -273,8 +273,8 @@ def test_writes_land_while_the_endpoint_is_down_and_get_vectors_when_it_is_back(
             assert report.vectors_missing == 0 and engine.stats()["vectors_missing"] == 0
             assert engine.check()["consistent"]
             hits = engine.memorize("coffee maker maintenance", mode="semantic")
-            assert hits["mode"] == "semantic" and "note" not in hits
-            assert hits["results"][0]["id"] == stored["id"]
+            assert "note" not in hits and hits["results"][0]["id"] == stored["id"]
+            assert "similarity" in hits["results"][0]  # ranked by meaning again
         finally:
             engine.close()
 
@@ -320,7 +320,7 @@ def test_a_text_the_model_refuses_does_not_hold_back_the_others(tmp_path: Path, 
             asked = len(server.requests)
             assert engine.fill_missing_vectors()["embedded"] == 0 and len(server.requests) == asked
             hits = engine.memorize("where does the cat nap?", mode="semantic")
-            assert hits["mode"] == "semantic" and "note" not in hits and hits["results"][0]["title"] == "Cat"
+            assert "note" not in hits and hits["results"][0]["title"] == "Cat"
             assert engine.memorize("TOO LONG", mode="keyword")["results"][0]["title"] == "Huge"
             for n in range(4):  # the endpoint refuses everything now: no text is blamed for it
                 (vault / f"Long {n}.md").write_text(f"# Long {n}\n\nTOO LONG, number {n}.\n")
@@ -362,8 +362,8 @@ def test_server_starts_with_the_embedder_down_and_catches_up(tmp_path: Path, use
                 while True:  # the server retries on its own (every second here)
                     found = (await client.call_tool("memorize", {"query": "how long should green tea steep?", "mode": "semantic"}))
                     content = found.structured_content
-                    if content["mode"] == "semantic" and content["results"] and \
-                            content["results"][0]["id"] == stored.structured_content["id"]:
+                    top = content["results"][0] if content["results"] else {}
+                    if "similarity" in top and top["id"] == stored.structured_content["id"]:  # by meaning
                         break
                     assert time.monotonic() < deadline, content
                     await anyio.sleep(0.5)

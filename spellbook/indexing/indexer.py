@@ -29,13 +29,21 @@ from spellbook.errors import EmbedderError, EmbedderInputError, InvalidInputErro
 from spellbook.index.catalog import Catalog, ChunkRow, FileRow, IndexedChunk, NoteRow
 from spellbook.indexing.chunker import CHUNKER_VERSION, chunk_body
 from spellbook.search.keyword import index_text
-from spellbook.vault.fields import derived_id, inline_tags, normalize_importance, normalize_tags, title_of, wikilinks
+from spellbook.vault.fields import (
+    derived_id,
+    inline_tags,
+    normalize_importance,
+    normalize_tags,
+    relation_links,
+    title_of,
+    wikilinks,
+)
 from spellbook.vault.note import parse_note
 from spellbook.vault.store import Vault
 
 log = logging.getLogger(__name__)
 
-INDEX_FORMAT = "4"  # 3: CJK unigrams + bigrams in the keyword index; 4: tags table
+INDEX_FORMAT = "5"  # 3: CJK unigrams + bigrams in the keyword index; 4: tags table; 5: link relations
 BATCH_FILES = 64
 MAX_FILE_BYTES = 5 * 1024 * 1024
 RECENTLY_REMOVED_MAX = 20_000  # vectors of removed chunks kept in memory for moves (about 40 MB at 512-d)
@@ -314,6 +322,7 @@ class Indexer:
             importance=normalize_importance(meta.get("importance")), tags=tags,
             created=_text(meta.get("created")), updated=_text(meta.get("updated")),
             folder=folder, managed="id" in meta, meta=meta, links=tuple(wikilinks(parsed.body, meta.get("links"))),
+            relations=tuple(relation_links(meta)),
         )
         key = hashlib.sha1(path.encode("utf-8")).hexdigest()[:16]
         fts_meta = index_text(" ".join(_flatten(meta.get(k)) for k in ("keywords", "questions", "entities", "aliases")) + " " + " ".join(tags))

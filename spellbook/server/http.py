@@ -1,9 +1,11 @@
-"""MCP over streamable HTTP at ``/mcp``, with a health check, CORS preflight, bearer-token auth and
-Host/Origin checks. Many clients share one HTTP server (and one index).
+"""MCP over streamable HTTP at ``/mcp``, and over the legacy SSE transport (``GET /sse`` opens the
+event stream, ``POST /messages/?session_id=...`` carries the client's messages) for older clients,
+with a health check, CORS preflight, bearer-token auth and Host/Origin checks. Many clients share
+one HTTP server (and one index).
 
-Safety rules:
+Safety rules, the same for both transports:
 * Binds 127.0.0.1 by default. Binding any other address needs ``SPELLBOOK_TOKEN``; then every
-  request to ``/mcp`` must carry ``Authorization: Bearer <token>``.
+  MCP request (``/mcp``, ``/sse``, ``/messages/``) must carry ``Authorization: Bearer <token>``.
 * On loopback, the SDK's DNS-rebinding protection accepts only loopback Host headers and
   loopback (or ``SPELLBOOK_ALLOWED_ORIGINS``) Origins, so a web page cannot drive the server.
 * Request bodies are limited to 4 MiB (the SDK's limit).
@@ -16,13 +18,16 @@ import json
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
-from mcp.server.transport_security import TransportSecuritySettings
+from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
+from starlette.requests import Request
 
 from spellbook import __version__
 from spellbook.errors import SpellbookError
 from spellbook.server.hub import Hub
 
 LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
+SSE_PATH = "/sse"
+MESSAGES_PATH = "/messages/"
 CORS_HEADERS = "authorization, content-type, mcp-session-id, mcp-protocol-version, last-event-id"
 
 
@@ -45,14 +50,24 @@ def http_app(server: MCPServer, hub: Hub, host: str, port: int, token: str | Non
         allowed_origins=local_origins + origins,
     )
     app = server.streamable_http_app(transport_security=security, host=host)
-    return _Gate(app, hub, token, set(local_origins + origins))
+    # The SSE app gets the same Host/Origin settings and the same 4 MiB body limit (the SDK's default).
+    sse = server.sse_app(sse_path=SSE_PATH, message_path=MESSAGES_PATH, transport_security=security, host=host)
+    return _Gate(app, sse, hub, token, set(local_origins + origins), TransportSecurityMiddleware(security))
 
 
 class _Gate:
-    """ASGI wrapper: health check, CORS preflight and the bearer token, in front of the MCP app."""
+    """ASGI wrapper: health check, CORS preflight and the bearer token, in front of the MCP apps.
 
-    def __init__(self, app: Any, hub: Hub, token: str | None, origins: set[str]) -> None:
+    Streamable HTTP (``app``, which also runs the lifespan) gets everything but the legacy SSE
+    paths, which go to ``sse``.
+    """
+
+    def __init__(
+        self, app: Any, sse: Any, hub: Hub, token: str | None, origins: set[str], security: TransportSecurityMiddleware
+    ) -> None:
         self.app = app
+        self.sse = sse
+        self.security = security
         self.hub = hub
         self.token = token
         self.origins = origins
@@ -83,7 +98,34 @@ class _Gate:
                 message = {**message, "headers": list(message.get("headers", [])) + cors}
             await send(message)
 
-        await self.app(scope, receive, send_with_cors)
+        if path in (SSE_PATH, MESSAGES_PATH.rstrip("/")):
+            await self._legacy_sse(scope, receive, send_with_cors)
+        else:
+            await self.app(scope, receive, send_with_cors)
+
+    async def _legacy_sse(self, scope: dict, receive: Any, send: Any) -> None:
+        """The SDK's SSE app, minus two quirks. It raises after refusing a bad Host/Origin on
+        ``GET /sse`` (an error in the log for every refusal): check first and answer here. And when
+        its stream ends at shutdown it answers a second time: the stream was the answer, drop that."""
+        if scope["method"] == "GET":
+            refusal = await self.security.validate_request(Request(scope, receive), is_post=False)
+            if refusal is not None:
+                await refusal(scope, receive, send)
+                return
+        responses, complete = 0, False
+
+        async def send_first_response(message: dict) -> None:
+            nonlocal responses, complete
+            if message["type"] == "http.response.start":
+                responses += 1
+                if responses == 2 and not complete:  # end the stream properly instead
+                    await send({"type": "http.response.body", "body": b"", "more_body": False})
+                    complete = True
+            if responses <= 1:
+                complete = message["type"] == "http.response.body" and not message.get("more_body", False)
+                await send(message)
+
+        await self.sse(scope, receive, send_first_response)
 
     def _cors(self, origin: str | None) -> list[tuple[bytes, bytes]]:
         if not origin or origin not in self.origins:
@@ -97,7 +139,8 @@ class _Gate:
         ]
 
     def _health(self) -> dict[str, Any]:
-        return {"status": "ok", "name": "spellbook", "version": __version__, "role": self.hub.role, "endpoint": "/mcp"}
+        return {"status": "ok", "name": "spellbook", "version": __version__, "role": self.hub.role, "endpoint": "/mcp",
+                "sse_endpoint": SSE_PATH}
 
 
 def _authorized(header: str, token: str) -> bool:

@@ -40,8 +40,11 @@ log = logging.getLogger(__name__)
 
 METHODS = frozenset(
     {"scribe", "memorize", "get_memories", "revise", "erase", "list_memories", "stats", "rebuild_index",
-     "get_index", "reconcile", "related", "timeline", "check", "repair", "get_topic", "fill_missing_vectors",
-     "probe_embedder"}
+     "get_index", "reconcile", "related", "timeline", "check", "repair", "get_topic",
+     "export", "import_memories",
+     "history", "restore",
+     "link", "unlink", "get_links", "explore_related", "analyze_knowledge",
+     "fill_missing_vectors", "probe_embedder"}
 )
 HANDOVER_SECONDS = 30.0
 OPEN_TIMEOUT_SECONDS = 300.0
@@ -134,6 +137,8 @@ class Hub:
             if self.reconcile_on_open:
                 engine.reconcile(progress)
                 threading.Thread(target=self._fill_vectors, args=(engine,), name="spellbook-vectors", daemon=True).start()
+            if self.warm_up:
+                engine.vectors.matrix()  # the in-memory vectors filtered searches use
         except BaseException as exc:  # noqa: BLE001 - reported to every caller instead
             log.exception("could not open the index")
             self._open_error = exc

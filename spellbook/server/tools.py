@@ -59,9 +59,15 @@ def hub_caller(hub: Hub) -> Call:
 
 
 def build_server(hub: Hub) -> MCPServer:
+    # Feature modules import Call and tool_result from here, so they are imported late.
+    from spellbook.server.tools_exchange import add_exchange_tools
+    from spellbook.server.tools_history import add_history_tools
+    from spellbook.server.tools_knowledge import add_knowledge_tools
+
     server = MCPServer("spellbook", version=__version__, instructions=INSTRUCTIONS)
     call = hub_caller(hub)
-    add_core_tools(server, call)
+    for add_tools in (add_core_tools, add_exchange_tools, add_history_tools, add_knowledge_tools):
+        add_tools(server, call)
     add_resources_and_prompts(server, hub)
     return server
 
@@ -230,6 +236,8 @@ def add_core_tools(server: MCPServer, call: Call) -> None:
             f"{data['notes']} notes, {data['chunks']} chunks, {data['vectors']} vectors; state {data['state']}; "
             f"embedder {data['embedder']}; {data['problems_total']} file problem(s)."
         )
+        for warning in data.get("setup_warnings", []):
+            text += f"\nWarning: {warning}"
         return tool_result(text, data)
 
     @server.tool(annotations=_WRITE)

@@ -10,6 +10,9 @@ from typing import Any
 from spellbook.errors import InvalidInputError
 
 IMPORTANCE_WORDS = {"low": 1, "medium": 3, "high": 5}
+# Typed links between notes: one frontmatter list of "[[wikilinks]]" per relation (docs/note-format.md).
+RELATIONS: tuple[str, ...] = ("related", "supersedes", "contradicts", "extends", "depends_on")
+LINK_REASONS = "link_reasons"  # frontmatter mapping: relation -> link text -> why
 MAX_LIST_ITEMS = 100  # Chroma bricks a collection on lists over 5,461 items; keep far below
 MAX_FIELD_CHARS = 2_000
 
@@ -103,6 +106,24 @@ def wikilinks(body: str, meta_links: Any = None) -> list[str]:
             inner = _WIKILINK.findall(item)
             found.extend(m.strip() for m in inner) if inner else found.append(item.strip())
     return list(dict.fromkeys(t for t in found if t))[:MAX_LIST_ITEMS]
+
+
+def relation_links(meta: dict[str, Any]) -> list[tuple[str, str]]:
+    """(relation, target) for every ``[[wikilink]]`` in the relation keys of the frontmatter
+    (``related: ["[[Other]]"]``...), in order, without duplicates. As in Obsidian, an item that is
+    not a wikilink is not a link."""
+    found: list[tuple[str, str]] = []
+    for relation in RELATIONS:
+        value = meta.get(relation)
+        items = [value] if isinstance(value, str) else value if isinstance(value, list) else []
+        for item in items[:MAX_LIST_ITEMS]:
+            found.extend((relation, target) for target in link_targets(item))
+    return list(dict.fromkeys(found))
+
+
+def link_targets(item: Any) -> list[str]:
+    """The targets of the ``[[wikilinks]]`` in one frontmatter list item."""
+    return [t.strip() for t in _WIKILINK.findall(str(item)) if t.strip()]
 
 
 def title_of(meta: dict[str, Any], body: str, path: str) -> str:

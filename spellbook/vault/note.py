@@ -19,6 +19,8 @@ from typing import Any
 
 import yaml
 
+from spellbook.vault.fields import LINK_REASONS, RELATIONS
+
 # Field order for new notes; also the set of keys Spellbook may rewrite.
 OWNED_KEYS: tuple[str, ...] = (
     "id",
@@ -34,6 +36,8 @@ OWNED_KEYS: tuple[str, ...] = (
     "context",
     "source",
     "links",
+    *RELATIONS,
+    LINK_REASONS,
     "created",
     "updated",
 )
@@ -187,6 +191,8 @@ def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
     if _TIMESTAMP.match(value):
         # Plain style: YAML reads it back as a timestamp, which parse_note turns into this string.
         return dumper.represent_scalar("tag:yaml.org,2002:timestamp", value)
+    if value.startswith("[[") and value.endswith("]]") and "\n" not in value:
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style='"')  # as Obsidian writes links
     style = "|" if "\n" in value else None
     return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 

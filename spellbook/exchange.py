@@ -1,0 +1,332 @@
+"""Export and import: what the ``export`` and ``import`` tools do (formats: docs/export.md).
+
+A mixin of the engine (it uses the engine's vault, catalog, indexer, settings and privacy filter).
+Export reads every matching note from disk (the catalog only says which). Import validates the
+whole file before it writes anything, then writes through the vault store (new files with
+``create``, which never replaces a file; replacements with a version-checked ``write``) and
+indexes what it wrote by reading it back, as ``scribe`` does.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path, PurePosixPath
+from typing import Any, Literal
+
+from spellbook import __version__
+from spellbook.errors import ConflictError, InvalidInputError, SpellbookError, VaultPathError
+from spellbook.exchange_formats import (
+    Entry,
+    export_document,
+    looks_like_memory_graph,
+    markdown_document,
+    memory_graph_entries,
+    own_id,
+    parse_export,
+    refuse_if,
+)
+from spellbook.gitlayer import Change
+from spellbook.privacy import describe
+from spellbook.search.filters import Filter, parse_filter, to_sql
+from spellbook.vault.fields import derived_id, new_id
+from spellbook.vault.note import now_iso, parse_note, render_note
+from spellbook.vault.paths import is_ignored, with_suffix_number
+from spellbook.vault.store import atomic_write
+
+ExportFormat = Literal["json", "markdown"]
+ImportFormat = Literal["auto", "json", "mcp-memory"]
+OnConflict = Literal["skip", "overwrite", "new_id"]
+EXPORTS_DIR = "exports"  # relative export/import paths live in <index dir>/exports/
+INLINE_EXPORT_CHARS = 100_000  # larger exports must go to a file (path=...)
+MAX_IMPORT_BYTES = 200 * 2**20
+REPORT_ITEMS = 100  # per list in an import report; counts are always complete
+
+
+class Exchange:
+    """Export and import methods of the engine (``Engine`` inherits them)."""
+
+    def export(
+        self,
+        format: ExportFormat = "json",
+        path: str | None = None,
+        filter: Filter | dict | None = None,
+        overwrite: bool = False,
+    ) -> dict[str, Any]:
+        if format not in ("json", "markdown"):
+            raise InvalidInputError("format must be json or markdown.")
+        spec = parse_filter(filter)
+        target = self._exchange_file(path, writing=True, overwrite=overwrite) if path is not None else None
+        pending = self._await_first_index()
+        where, params = to_sql(spec)
+        rows, _ = self.catalog.list_notes(where, params, 1 << 62, 0)
+        entries: list[Entry] = []
+        unreadable: list[str] = []
+        kinds: list[str] = []
+        for row in sorted(rows, key=lambda r: r.path):
+            try:
+                parsed = parse_note(self.vault.read(row.path).text)
+            except (OSError, SpellbookError):
+                unreadable.append(row.path)
+                continue
+            body, found = self._scrub(parsed.body)
+            meta, more = self._scrub_data(parsed.meta)
+            kinds += [r.kind for r in found] + more
+            note_id = own_id(meta) or row.note_id
+            entries.append(Entry(row.path, note_id, row.path, row.title, meta, body))
+        exported = now_iso()
+        scope = spec.model_dump(exclude_none=True) if spec else None
+        if format == "json":
+            document: Any = export_document(entries, exported, __version__, scope)
+            text = json.dumps(document, ensure_ascii=False, indent=2) + "\n"
+        else:
+            document = text = markdown_document(entries, exported, scope)
+        out: dict[str, Any] = {"format": format, "count": len(entries), "exported": exported}
+        if unreadable:
+            out["unreadable"] = unreadable[:50]
+        if pending:
+            out["note"] = pending
+        if kinds:
+            out["redacted"] = describe(kinds)
+        if target is not None:
+            if not atomic_write(target, text, exclusive=not overwrite):
+                raise InvalidInputError(f"{target} appeared while exporting; pass overwrite=true to replace it.")
+            return {**out, "path": str(target), "bytes": len(text.encode("utf-8"))}
+        if len(text) > INLINE_EXPORT_CHARS:
+            raise InvalidInputError(
+                f"The export is {len(text):,} characters, over the {INLINE_EXPORT_CHARS:,} returned inline. Pass "
+                f"path (e.g. 'memories.json', written to {self._exports_dir()}/, or an absolute path) to write it to "
+                "a file, or narrow it with filter."
+            )
+        return {**out, "content": document}
+
+    def import_memories(
+        self,
+        path: str,
+        format: ImportFormat = "auto",
+        on_conflict: OnConflict = "skip",
+        dry_run: bool = False,
+    ) -> dict[str, Any]:
+        if format not in ("auto", "json", "mcp-memory"):
+            raise InvalidInputError("format must be auto, json (a Spellbook export) or mcp-memory (memory.jsonl).")
+        if on_conflict not in ("skip", "overwrite", "new_id"):
+            raise InvalidInputError("on_conflict must be skip, overwrite or new_id.")
+        file = self._exchange_file(path, writing=False)
+        text = _read_import_file(file)
+        if format == "auto":
+            format = "mcp-memory" if looks_like_memory_graph(text) else "json"
+        warnings: list[str] = []
+        if format == "mcp-memory":
+            entries, warnings = memory_graph_entries(text, f"{file.name} (MCP memory server)", now_iso())
+        else:
+            try:
+                data = json.loads(text)
+            except ValueError as exc:
+                raise InvalidInputError(
+                    f"{file} is not JSON ({exc}). Import a Spellbook export (export format json) or an MCP memory "
+                    "server memory.jsonl."
+                ) from None
+            entries = parse_export(data)
+        problems = []
+        for entry in entries:
+            try:
+                self.vault.file(entry.path)  # the vault's own guard: no '..', no symlink out of the vault
+            except VaultPathError as exc:
+                problems.append(f"{entry.where} (id {entry.id!r}): {exc}")
+        refuse_if(problems, len(entries))
+
+        self._await_first_index()
+        run = _ImportRun(on_conflict, dry_run)
+        for entry in entries:
+            try:
+                self._import_entry(entry, run)
+            except (SpellbookError, OSError) as exc:
+                message = f"{exc.path} changed on disk during the import; not overwritten" if isinstance(
+                    exc, ConflictError) else str(exc)
+                run.record("failed", entry, entry.path, error=message)
+        if run.written:
+            self.indexer.sync_paths(run.written)
+            self._commit_import(file, run.written)
+        out: dict[str, Any] = {
+            "file": str(file), "format": format, "on_conflict": on_conflict, "dry_run": dry_run,
+            "total": len(entries), "counts": {k: len(v) for k, v in run.lists.items()},
+        }
+        for name, items in run.lists.items():
+            out[name] = items[:REPORT_ITEMS]
+        if any(len(v) > REPORT_ITEMS for v in run.lists.values()):
+            out["truncated"] = f"each list shows its first {REPORT_ITEMS}; counts are complete"
+        if warnings:
+            out["warnings"] = warnings[:50]
+        if run.kinds:
+            out["redacted"] = describe(run.kinds)
+        return out
+
+    # --- helpers ------------------------------------------------------------------------------
+    def _commit_import(self, file: Path, written: list[str]) -> None:
+        """One commit for everything an import wrote (in a git vault with commits on)."""
+        if not self.git.enabled:
+            return
+        files: dict[str, bytes | None] = {}
+        for path in written:
+            try:
+                files[path] = self.vault.file(path).read_bytes()
+            except OSError:
+                continue
+        if files:
+            self.git.submit(Change("import", files, f"{len(files)} memories from {file.name}", ""))
+
+    def _import_entry(self, entry: Entry, run: _ImportRun) -> None:
+        body, found = self._scrub(entry.body)
+        meta, more = self._scrub_data(entry.meta)
+        kinds = [r.kind for r in found] + more
+        existing = run.seen.get(entry.id) or self._path_of_id(entry.id)
+        if existing is not None and run.on_conflict == "skip":
+            run.record("skipped", entry, existing, reason=f"id exists at {existing}")
+            return
+        if existing is not None and run.on_conflict == "overwrite":
+            if run.dry_run and existing in run.claimed:  # an earlier entry of this file, not written
+                run.record("overwritten", entry, existing)
+                return
+            state = self.vault.read(existing)
+            meta = _with_id(meta, entry.id, existing)
+            if entry.stamped:  # made-up timestamps: keep the note's own, so an unchanged entity stays unchanged
+                own = parse_note(state.text).meta
+                meta = {**meta, **{k: own[k] for k in ("created", "updated") if k in own}}
+                if _note_text(meta, body) != state.text:
+                    meta["updated"] = now_iso()
+            text = _note_text(meta, body)
+            current = parse_note(state.text)
+            if text == state.text or (current.meta, current.body) == (meta, body):  # keep the file's own bytes
+                run.record("unchanged", entry, existing)
+                return
+            if not run.dry_run:
+                self.vault.write(existing, text, expected_version=state.version)  # never clobbers a newer edit
+                run.written.append(existing)
+            run.kinds += kinds
+            run.record("overwritten", entry, existing)
+            return
+        note_id = entry.id
+        if existing is not None:  # new_id
+            note_id = new_id()
+            meta = {**meta, "id": note_id}
+        path = self._free_path(entry.path, run.claimed)
+        meta = _with_id(meta, note_id, path)
+        if not run.dry_run:
+            path = self.vault.create(path, _note_text(meta, body))
+            run.written.append(path)
+        run.claimed.add(path)
+        run.seen.setdefault(entry.id, path)
+        run.kinds += kinds
+        extra = {"original_id": entry.id} if note_id != entry.id else {}
+        run.record("created", entry, path, id=note_id, **extra)
+
+    def _path_of_id(self, note_id: str) -> str | None:
+        for row in self.catalog.notes_by_id(note_id):
+            if self.vault.file(row.path).is_file():
+                return row.path
+        return None
+
+    def _free_path(self, path: str, claimed: set[str]) -> str:
+        n, candidate = 2, path
+        while candidate in claimed or self.vault.file(candidate).exists():
+            candidate, n = with_suffix_number(path, n), n + 1
+        return candidate
+
+    def _exports_dir(self) -> Path:
+        return self.settings.index_path / EXPORTS_DIR
+
+    def _exchange_file(self, path: str | None, writing: bool, overwrite: bool = False) -> Path:
+        """The file an export goes to or an import comes from: an absolute path, or a path
+        relative to ``<index dir>/exports/`` (never ``..`` out of it)."""
+        if not isinstance(path, str) or not path.strip() or "\x00" in path:
+            raise InvalidInputError("path is empty: pass a file name like 'memories.json' or an absolute path.")
+        given = Path(path.strip()).expanduser()
+        if given.is_absolute():
+            file = given.resolve()
+        else:
+            base = self._exports_dir()
+            if ".." in PurePosixPath(path.replace("\\", "/")).parts:
+                raise InvalidInputError(
+                    f"Relative paths are files in {base}; '..' is not allowed. Pass an absolute path instead."
+                )
+            if writing:
+                base.mkdir(parents=True, exist_ok=True)
+            file = (base / given).resolve()
+        if not writing:
+            if not file.is_file():
+                raise InvalidInputError(f"No file at {file}. Pass the path of an export (absolute, or in {self._exports_dir()}).")
+            return file
+        if file.is_dir():
+            raise InvalidInputError(f"{file} is a folder; pass a file name, e.g. {file / 'memories.json'}.")
+        root = self.vault.root
+        if root in file.parents and not is_ignored(file.relative_to(root).as_posix()):
+            raise InvalidInputError(
+                f"{file} is inside the vault and would be indexed as a note. Export outside the vault, or to a "
+                "relative path (kept in the index folder)."
+            )
+        if file.exists() and not overwrite:
+            raise InvalidInputError(f"{file} exists; pass overwrite=true to replace it, or choose another path.")
+        if not file.parent.is_dir():
+            raise InvalidInputError(f"Folder {file.parent} does not exist; create it or choose another path.")
+        return file
+
+
+def import_summary(data: dict[str, Any]) -> str:
+    """One paragraph for the model (and the CLI): counts, then every failure."""
+    counts = data["counts"]
+    verb = "Would import" if data["dry_run"] else "Imported"
+    text = (
+        f"{verb} {data['total']} memories from {data['file']} ({data['format']}): "
+        + ", ".join(f"{n} {name}" for name, n in counts.items() if n or name == "created") + "."
+    )
+    if data.get("redacted"):
+        text += f" Privacy filter: {data['redacted']}."
+    for item in data["failed"]:
+        text += f"\nFailed {item['where']} (id {item['id']}): {item['error']}"
+    for warning in data.get("warnings", []):
+        text += f"\nWarning: {warning}"
+    return text
+
+
+class _ImportRun:
+    """What one import did so far."""
+
+    def __init__(self, on_conflict: str, dry_run: bool) -> None:
+        self.on_conflict = on_conflict
+        self.dry_run = dry_run
+        self.lists: dict[str, list[dict[str, Any]]] = {
+            "created": [], "overwritten": [], "unchanged": [], "skipped": [], "failed": [],
+        }
+        self.seen: dict[str, str] = {}  # id -> path, for ids the file repeats
+        self.claimed: set[str] = set()  # paths taken by this import (a dry run writes none)
+        self.written: list[str] = []
+        self.kinds: list[str] = []
+
+    def record(self, outcome: str, entry: Entry, path: str, **extra: Any) -> None:
+        item = {"where": entry.where, "id": entry.id, "path": path, "title": entry.title, **extra}
+        if path != entry.path:
+            item["requested_path"] = entry.path
+        self.lists[outcome].append(item)
+
+
+def _with_id(meta: dict[str, Any], note_id: str, path: str) -> dict[str, Any]:
+    """``meta`` with the id written in, unless the note keeps its identity without it (a
+    hand-written note at the path its derived id comes from)."""
+    if own_id(meta) or note_id == derived_id(path):
+        return meta
+    return {**meta, "id": note_id}
+
+
+def _note_text(meta: dict[str, Any], body: str) -> str:
+    """The file for a note: a note that had no frontmatter gets none (its file is its body)."""
+    return render_note(meta, body) if meta else body
+
+
+def _read_import_file(file: Path) -> str:
+    size = file.stat().st_size
+    if size > MAX_IMPORT_BYTES:
+        raise InvalidInputError(f"{file} is {size / 2**20:.0f} MB; the largest import is {MAX_IMPORT_BYTES // 2**20} MB.")
+    data = file.read_bytes()
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InvalidInputError(f"{file} is not UTF-8 ({exc.reason} at byte {exc.start}).") from None

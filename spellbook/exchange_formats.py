@@ -1,0 +1,272 @@
+"""Export and import formats: build, render and validate them. Pure functions, no I/O.
+
+A Spellbook export (docs/export.md), version 1::
+
+    {
+      "spellbook_export": 1,
+      "exported": "2026-11-22T13:27:54+09:00",
+      "spellbook_version": "0.1.0",
+      "filter": {"category": "ops"} | null,
+      "count": 1,
+      "memories": [
+        {"id": "3f9c2a7b1d4e8f60", "path": "ops/deploy/Deploy pipeline.md", "title": "Deploy pipeline",
+         "metadata": {...the whole frontmatter: created, updated, links, unknown keys...},
+         "body": "...the text after the frontmatter, byte for byte..."}
+      ]
+    }
+
+The official MCP memory server's knowledge graph (``memory.jsonl`` of
+``@modelcontextprotocol/server-memory``) is read too: one JSON object a line, entities
+``{"type": "entity", "name", "entityType", "observations": [...]}`` and relations
+``{"type": "relation", "from", "to", "relationType"}``; ``memory_graph_entries`` turns it into
+the same entries a Spellbook export holds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+from typing import Any
+
+from spellbook.errors import InvalidInputError
+from spellbook.indexing.indexer import MAX_FILE_BYTES
+from spellbook.vault.fields import normalize_tag
+from spellbook.vault.note import dump_field
+from spellbook.vault.paths import NOTE_SUFFIX, is_ignored, note_path
+
+EXPORT_VERSION = 1
+TOP_KEYS = frozenset({"spellbook_export", "exported", "spellbook_version", "filter", "count", "memories"})
+ENTRY_KEYS = frozenset({"id", "path", "title", "metadata", "body"})
+REQUIRED_ENTRY_KEYS = ("id", "path", "metadata", "body")
+GRAPH_CATEGORY = "knowledge-graph"
+MAX_PROBLEMS_SHOWN = 20
+MAX_ID_CHARS = 200
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One memory to import, validated. ``where`` names it in messages (``memories[3]``, ``line 7``)."""
+
+    where: str
+    id: str
+    path: str
+    title: str
+    meta: dict[str, Any]
+    body: str
+    stamped: bool = False  # created/updated were made up at import (no timestamps in the source)
+
+
+# --- export -----------------------------------------------------------------------------------
+def export_document(entries: list[Entry], exported: str, version: str, filter: dict | None) -> dict[str, Any]:
+    return {
+        "spellbook_export": EXPORT_VERSION,
+        "exported": exported,
+        "spellbook_version": version,
+        "filter": filter,
+        "count": len(entries),
+        "memories": [
+            {"id": e.id, "path": e.path, "title": e.title, "metadata": e.meta, "body": e.body} for e in entries
+        ],
+    }
+
+
+def markdown_document(entries: list[Entry], exported: str, filter: dict | None) -> str:
+    """Every memory in one readable markdown file: a section per memory (its title as a heading,
+    id and path, the frontmatter as a YAML block), then the body as it is."""
+    scope = f" matching {json.dumps(filter, ensure_ascii=False)}" if filter else ""
+    parts = [f"# Spellbook export\n\nExported {exported}: {len(entries)} memories{scope}.\n"]
+    for e in entries:
+        head = f"## {' '.join(e.title.split()) or e.path}\n\n- id: `{e.id}`\n- path: `{e.path}`\n"
+        if e.meta:
+            yaml_text = "".join(dump_field(key, value) for key, value in e.meta.items())
+            fence = "`" * max(3, _longest_run(yaml_text, "`") + 1)
+            head += f"\n{fence}yaml\n{yaml_text}{fence}\n"
+        body = e.body if e.body.endswith("\n") or not e.body else e.body + "\n"
+        parts.append(f"{head}\n{body}")
+    return "\n---\n\n".join(parts)
+
+
+def _longest_run(text: str, char: str) -> int:
+    longest = run = 0
+    for c in text:
+        run = run + 1 if c == char else 0
+        longest = max(longest, run)
+    return longest
+
+
+# --- import: a Spellbook export -----------------------------------------------------------------
+def parse_export(data: Any) -> list[Entry]:
+    """Validate a parsed Spellbook export; every problem is named (``memories[3]: ...``) and the
+    whole file is refused if any entry is wrong, so nothing is half-imported."""
+    if not isinstance(data, dict) or "spellbook_export" not in data:
+        raise InvalidInputError(
+            "Not a Spellbook export: expected a JSON object with \"spellbook_export\": 1 and \"memories\" "
+            "(docs/export.md), or an MCP memory server memory.jsonl."
+        )
+    version = data["spellbook_export"]
+    if version != EXPORT_VERSION:
+        raise InvalidInputError(
+            f"Unsupported export version {version!r}: this Spellbook reads version {EXPORT_VERSION}."
+        )
+    unknown = sorted(set(data) - TOP_KEYS)
+    if unknown:
+        raise InvalidInputError(f"Unknown top-level key(s) {', '.join(map(repr, unknown))} in the export.")
+    memories = data.get("memories")
+    if not isinstance(memories, list):
+        raise InvalidInputError("\"memories\" must be a list of memory objects.")
+    entries: list[Entry] = []
+    problems: list[str] = []
+    for n, item in enumerate(memories):
+        where = f"memories[{n}]"
+        try:
+            entries.append(_entry(where, item))
+        except InvalidInputError as exc:
+            problems.append(str(exc))
+    refuse_if(problems, len(memories))
+    return entries
+
+
+def _entry(where: str, item: Any) -> Entry:
+    if not isinstance(item, dict):
+        raise InvalidInputError(f"{where}: must be an object, got {type(item).__name__}.")
+    label = f"{where} (id {item['id']!r})" if isinstance(item.get("id"), str) else where
+    missing = [k for k in REQUIRED_ENTRY_KEYS if k not in item]
+    if missing:
+        raise InvalidInputError(f"{label}: missing {', '.join(missing)}.")
+    unknown = sorted(set(item) - ENTRY_KEYS)
+    if unknown:
+        raise InvalidInputError(f"{label}: unknown key(s) {', '.join(unknown)}.")
+    note_id, path, meta, body = item["id"], item["path"], item["metadata"], item["body"]
+    title = item.get("title", "")
+    if not isinstance(note_id, str) or not note_id.strip() or len(note_id) > MAX_ID_CHARS or not note_id.isprintable():
+        raise InvalidInputError(f"{label}: id must be a non-empty string of printable characters (at most {MAX_ID_CHARS}).")
+    if not isinstance(meta, dict):
+        raise InvalidInputError(f"{label}: metadata must be an object (the note's frontmatter), got {type(meta).__name__}.")
+    if own_id(meta) not in (None, note_id):
+        raise InvalidInputError(f"{label}: metadata.id {meta['id']!r} differs from id {note_id!r}.")
+    if any(not key.strip() for key in meta):
+        raise InvalidInputError(f"{label}: metadata has an empty key.")
+    if not isinstance(body, str):
+        raise InvalidInputError(f"{label}: body must be a string, got {type(body).__name__}.")
+    if "\x00" in body:
+        raise InvalidInputError(f"{label}: body contains NUL characters.")
+    if len(body.encode("utf-8")) > MAX_FILE_BYTES:
+        raise InvalidInputError(f"{label}: body is over {MAX_FILE_BYTES // 2**20} MB, the largest note Spellbook indexes.")
+    if not isinstance(title, str):
+        raise InvalidInputError(f"{label}: title must be a string.")
+    check_note_path(label, path)
+    return Entry(where, note_id, path, title, meta, body)
+
+
+def own_id(meta: dict[str, Any]) -> str | None:
+    """The id a note's frontmatter gives it, if usable (as the indexer reads it)."""
+    value = meta.get("id")
+    return str(value).strip() if isinstance(value, str | int) and str(value).strip() else None
+
+
+def check_note_path(label: str, path: Any) -> None:
+    """A vault-relative note path (the vault's own guard, ``resolve_path``, runs on it too)."""
+    if not isinstance(path, str) or not path.strip():
+        raise InvalidInputError(f"{label}: path must be a vault-relative path like 'topic/Note.md'.")
+    pure = PurePosixPath(path.replace("\\", "/"))
+    if pure.is_absolute() or ".." in pure.parts or (len(path) > 1 and path[1] == ":"):
+        raise InvalidInputError(f"{label}: path {path!r} is not inside the vault (absolute, or has '..').")
+    if not path.endswith(NOTE_SUFFIX) or is_ignored(pure.as_posix()):
+        raise InvalidInputError(
+            f"{label}: path {path!r} is not a note path (a .md file outside hidden folders, .trash/ and .obsidian/)."
+        )
+
+
+def refuse_if(problems: list[str], total: int) -> None:
+    if not problems:
+        return
+    shown = problems[:MAX_PROBLEMS_SHOWN]
+    more = f"\n... and {len(problems) - len(shown)} more" if len(problems) > len(shown) else ""
+    raise InvalidInputError(
+        f"The import file has {len(problems)} invalid entr{'y' if len(problems) == 1 else 'ies'} of {total}; "
+        "nothing was imported. Fix them and import again:\n- " + "\n- ".join(shown) + more
+    )
+
+
+# --- import: the MCP memory server's knowledge graph --------------------------------------------
+def looks_like_memory_graph(text: str) -> bool:
+    first = next((line for line in text.splitlines() if line.strip()), "")
+    try:
+        item = json.loads(first)
+    except ValueError:
+        return False
+    return isinstance(item, dict) and item.get("type") in ("entity", "relation")
+
+
+def memory_graph_entries(text: str, source: str, now: str) -> tuple[list[Entry], list[str]]:
+    """Entities -> memories (``knowledge-graph/<entityType>/<name>.md``), observations -> body
+    bullets, relations -> ``links`` (``[[Target]]``) plus ``relations`` (``works_at [[Target]]``)
+    on the entity they start from. Ids are derived from the entity name, so importing the same
+    graph again meets the same ids (and the conflict policy) instead of duplicating it.
+    Returns the entries and warnings (relations from an entity the file does not define)."""
+    entities: dict[str, dict[str, Any]] = {}
+    relations: list[tuple[str, str, str, str]] = []
+    problems: list[str] = []
+    lines = text.splitlines()
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        where = f"line {n}"
+        try:
+            item = json.loads(line)
+        except ValueError as exc:
+            problems.append(f"{where}: not JSON ({exc}).")
+            continue
+        kind = item.get("type") if isinstance(item, dict) else None
+        if kind == "entity":
+            name, etype, observations = item.get("name"), item.get("entityType"), item.get("observations", [])
+            if not isinstance(name, str) or not name.strip():
+                problems.append(f"{where}: entity without a name.")
+            elif not isinstance(etype, str):
+                problems.append(f"{where}: entity {name!r} has no entityType string.")
+            elif not isinstance(observations, list) or not all(isinstance(o, str) for o in observations):
+                problems.append(f"{where}: entity {name!r}: observations must be a list of strings.")
+            else:
+                entity = entities.setdefault(name.strip(), {"where": where, "type": etype.strip(), "observations": []})
+                entity["observations"].extend(o for o in observations if o not in entity["observations"])
+        elif kind == "relation":
+            ends = [item.get(k) for k in ("from", "to", "relationType")]
+            if not all(isinstance(v, str) and v.strip() for v in ends):
+                problems.append(f"{where}: relation needs from, to and relationType strings.")
+            else:
+                relations.append((where, *(v.strip() for v in ends)))
+        else:
+            problems.append(f"{where}: expected an object with \"type\": \"entity\" or \"relation\".")
+    refuse_if(problems, sum(1 for line in lines if line.strip()))
+    links: dict[str, list[str]] = {}
+    typed: dict[str, list[str]] = {}
+    warnings: list[str] = []
+    for where, source_name, target, rtype in relations:
+        if source_name not in entities:
+            warnings.append(f"{where}: relation from {source_name!r}, which the file does not define; not imported.")
+            continue
+        links.setdefault(source_name, []).append(f"[[{target}]]")
+        typed.setdefault(source_name, []).append(f"{rtype} [[{target}]]")
+    entries = []
+    for name, entity in entities.items():
+        etype = entity["type"]
+        meta: dict[str, Any] = {
+            "id": graph_id(name), "title": name, "category": GRAPH_CATEGORY,
+            **({"topic": etype} if etype else {}),
+            **({"tags": [normalize_tag(etype)]} if normalize_tag(etype) else {}),
+            "entities": [name], "type": "note", "source": source,
+            **({"links": list(dict.fromkeys(links[name]))} if name in links else {}),
+            "created": now, "updated": now,
+            **({"relations": list(dict.fromkeys(typed[name]))} if name in typed else {}),
+        }
+        body = "".join("- " + obs.strip().replace("\n", "\n  ") + "\n" for obs in entity["observations"])
+        path = note_path(GRAPH_CATEGORY, etype or None, name)
+        entries.append(Entry(entity["where"], meta["id"], path, name, meta, body, stamped=True))
+    return entries, warnings
+
+
+def graph_id(name: str) -> str:
+    """The id of a knowledge-graph entity: 16 hex characters derived from its name."""
+    return hashlib.sha1(f"mcp-memory:{name}".encode()).hexdigest()[:16]

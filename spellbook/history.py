@@ -1,0 +1,170 @@
+"""A memory's versions from git: ``history`` and ``restore``, and the commit after each write.
+
+A mixin of the engine (it uses the engine's vault, indexer, catalog and ``git`` committer). A
+version is a commit that touched the note's file, following renames; ``restore`` writes the
+content of one back to the note's current path through the vault's version-checked write, so a
+hand edit made meanwhile is refused, never overwritten. A memory erased in a commit is found by
+its id in the history (``git log -S"id: <id>"``) and can be restored too.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from spellbook.errors import ConflictError, InvalidInputError, NoteNotFoundError, VersionControlError
+from spellbook.gitlayer import Change, Repo, Version
+from spellbook.vault.fields import derived_id
+from spellbook.vault.note import content_version, parse_note, render_note
+
+if TYPE_CHECKING:
+    from spellbook.gitlayer import Committer
+
+MAX_HISTORY = 100
+
+
+class History:
+    """History methods of the engine (``Engine`` inherits them)."""
+
+    git: Committer  # the engine's; it also provides vault, indexer, _note and _scrub
+
+    def _after_write(self, tool: str, path: str, title: str | None, note_id: str, after: str | None,
+                     before: str | Path | None = None, detail: str = "") -> None:
+        """Queue the commit of what a tool just wrote (a no-op when commits are off or git is absent).
+        ``after``: the text written to ``path`` (None: the file was removed); ``before``: the file's
+        text just before the write (a ``Path`` to where it now lives, for erase)."""
+        if not self.git.enabled:
+            return
+        old: bytes | None = None
+        if isinstance(before, Path):
+            try:
+                old = before.read_bytes()
+            except OSError:
+                old = None
+        elif isinstance(before, str):
+            old = before.encode("utf-8")
+        new = None if after is None else after.encode("utf-8")
+        self.git.submit(Change(tool, {path: new}, title or Path(path).stem, note_id, old, detail))
+
+    def history(self, id: str, limit: int = 20) -> dict[str, Any]:
+        if not 1 <= limit <= MAX_HISTORY:
+            raise InvalidInputError(f"limit must be between 1 and {MAX_HISTORY}.")
+        repo = self._repo()
+        path, title, versions, erased = self._versions(repo, id, limit + 1)
+        more = len(versions) > limit
+        versions = versions[:limit]
+        contents = self.git.git.blobs(repo, [(v.commit, v.path) for v in versions if v.path])
+        current = None if erased else self._current(path)
+        entries = []
+        for v in versions:
+            data = v.data()
+            blob = contents.pop(0) if v.path else None
+            data["content_version"] = content_version(blob) if blob is not None else None
+            data["current"] = current is not None and data["content_version"] == current
+            entries.append(data)
+        uncommitted = False if erased else path in self.git.git.status(repo, [path])
+        return {
+            "id": id, "path": path, "title": title, "erased": erased, "current_version": current,
+            "uncommitted": uncommitted, "versions": entries, "more": more,
+        }
+
+    def restore(self, id: str, version: str, current_version: str | None = None) -> dict[str, Any]:
+        repo = self._repo()
+        git = self.git.git
+        commit = git.resolve((version or "").strip())
+        if commit is None:
+            raise InvalidInputError(f"Version {version!r} is not a commit in the vault's history; pass a version "
+                                    "from history(id).")
+        path, title, versions, erased = self._versions(repo, id, None)
+        match = next((v for v in versions if v.commit == commit), None)
+        if match is None:
+            raise InvalidInputError(f"Version {version!r} is not in the history of memory {id!r}; call history(id) "
+                                    "for its versions.")
+        if match.path is None:
+            raise InvalidInputError(f"Version {version!r} is the commit that erased memory {id!r}; restore the "
+                                    "version before it (the next one in history).")
+        data = git.blobs(repo, [(commit, match.path)])[0] or b""
+        try:
+            text = _keep_id(data.decode("utf-8"), id, path)
+        except UnicodeDecodeError:
+            raise InvalidInputError(f"Version {version!r} of {match.path} is not UTF-8 text; restore it with git.")
+        if erased:
+            path = self.vault.create(path, text)  # where it was; ' 2' if another note has that name now
+            new_version = content_version(text)
+        else:
+            state = self.vault.read(path)
+            if current_version is not None and current_version != state.version:
+                raise ConflictError(path, current_version, state.version, self._scrub(state.text)[0], note_id=id)
+            if state.text == text:
+                return {"id": id, "path": path, "version": state.version, "restored": commit[:12],
+                        "unchanged": True}
+            self._keep_uncommitted(repo, state.path, state.text, title, id)
+            new_version = self.vault.write(path, text, expected_version=state.version)
+        self.indexer.sync_path(path)
+        self._after_write("restore", path, title, id, text, detail=f"to {commit[:12]}")
+        return {"id": id, "path": path, "version": new_version, "restored": commit[:12], "erased_before": erased,
+                "committing": self.git.enabled}
+
+    # --- helpers ------------------------------------------------------------------------------
+    def _repo(self) -> Repo:
+        why = self.git.git.unavailable()
+        if why:
+            raise VersionControlError(why)
+        repo = self.git.git.repo()
+        assert repo is not None
+        self.git.flush()  # Spellbook's own writes are in the history before it is read
+        return repo
+
+    def _versions(self, repo: Repo, id: str, limit: int | None) -> tuple[str, str, list[Version], bool]:
+        """(path, title, versions newest first, erased) of a memory in the index or, failing
+        that, of one whose file was deleted in a commit."""
+        try:
+            note = self._note(id)
+        except NoteNotFoundError:
+            note = None
+        if note is not None:
+            return note.path, note.title, self.git.git.file_log(repo, note.path, limit=limit), False
+        found = self.git.git.last_commit_with(repo, f"id: {id.strip()}")
+        if found is None:
+            raise NoteNotFoundError(id)
+        commit, _, path = found  # the commit that deleted the file (or took the id out of it)
+        versions = self.git.git.file_log(repo, path, start=commit, limit=limit)
+        live = next((v for v in versions if v.path), None)
+        title = path
+        if live is not None:
+            blob = self.git.git.blobs(repo, [(live.commit, live.path)])[0] or b""
+            title = parse_note(blob.decode("utf-8", "replace")).meta.get("title") or Path(path).stem
+        return path, str(title), versions, True  # not in the vault now: restore creates the file again
+
+    def _current(self, path: str) -> str | None:
+        try:
+            return self.vault.read(path).version
+        except (OSError, InvalidInputError):
+            return None
+
+    def _keep_uncommitted(self, repo: Repo, path: str, text: str, title: str, id: str) -> None:
+        """Before a restore overwrites changes git does not have yet, commit them (or refuse)."""
+        code = self.git.git.status(repo, [path]).get(path)
+        if code is None or code == "!!":
+            return
+        reason = "Spellbook's git commits are off (SPELLBOOK_GIT_COMMIT=false)"
+        if self.git.enabled:
+            done = self.git.commit_now(Change("snapshot", {path: text.encode("utf-8")}, title, id, text.encode("utf-8"),
+                                              detail="before restore"))
+            if "commit" in done:
+                return
+            reason = done.get("skipped") or done.get("failed") or "the commit failed"
+        raise VersionControlError(
+            f"{path} has changes that are not committed to git, and they could not be saved first ({reason}). "
+            "Nothing was restored. Commit them by hand (git commit), then call restore again."
+        )
+
+
+def _keep_id(text: str, note_id: str, path: str) -> str:
+    """The restored text, with the memory's id in its frontmatter if the old version lacked it."""
+    parsed = parse_note(text)
+    if parsed.problem or parsed.meta.get("id") == note_id:
+        return text
+    if "id" not in parsed.meta and derived_id(path) == note_id:
+        return text  # a hand-written note without an id keeps the one its path gives it
+    return render_note({**parsed.meta, "id": note_id}, parsed.body, original=parsed)

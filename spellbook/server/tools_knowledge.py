@@ -1,0 +1,90 @@
+"""MCP tools for links between memories and knowledge health: thin adapters over the engine's
+``Knowledge`` methods (spellbook/knowledge.py). ``build_server`` registers them."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from mcp.server.mcpserver import MCPServer
+from mcp.types import CallToolResult, ToolAnnotations
+from pydantic import Field
+
+from spellbook.server.tools import Call, tool_result
+
+Relation = Literal["related", "supersedes", "contradicts", "extends", "depends_on"]
+
+_READ = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+_LINK = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+_UNLINK = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False)
+
+SHOWN_ISSUE_NOTES = 5  # notes named per issue in the text; all listed ones are in the structured content
+
+
+def add_knowledge_tools(server: MCPServer, call: Call) -> None:
+    @server.tool(annotations=_LINK)
+    async def link(
+        source: Annotated[str, Field(description="Id of the memory that links; the link is written into its file.")],
+        target: Annotated[str, Field(description="Id of the memory it links to.")],
+        relation: Annotated[Relation, Field(description="'supersedes' ranks the target down in search.")] = "related",
+        reason: Annotated[str | None, Field(max_length=500, description="Why they are linked.")] = None,
+    ) -> CallToolResult:
+        """Link two memories with a relation, written as a [[wikilink]] in the source note's frontmatter."""
+        data = await call("link", source=source, target=target, relation=relation, reason=reason)
+        if data["changed"]:
+            text = (f"Linked {data['path']} -[{data['relation']}]-> {data['target_path']} as {data['link']} "
+                    f"(version {data['version']}).")
+        else:
+            text = f"Already linked: {data['path']} -[{data['relation']}]-> {data['target_path']}; nothing changed."
+        return tool_result(text, data)
+
+    @server.tool(annotations=_UNLINK)
+    async def unlink(
+        source: Annotated[str, Field(description="Id of the memory whose link to remove.")],
+        target: Annotated[str, Field(description="Id of the linked memory (or the text of a broken link).")],
+        relation: Annotated[Relation | None, Field(description="Only this relation; omit for all.")] = None,
+    ) -> CallToolResult:
+        """Remove links from a memory's frontmatter to another memory."""
+        data = await call("unlink", source=source, target=target, relation=relation)
+        if data["changed"]:
+            links = ", ".join(f"{r['link']} ({r['relation']})" for r in data["removed"])
+            text = f"Removed from {data['path']}: {links} (version {data['version']})."
+        else:
+            text = data.get("note", "Nothing to remove.")
+        return tool_result(text, data)
+
+    @server.tool(annotations=_READ)
+    async def get_links(id: str) -> CallToolResult:
+        """A memory's links (relation, reason, resolved target) and the memories linking to it."""
+        data = await call("get_links", id=id)
+        lines = [f"Links of {data['title']} ({data['path']}):"]
+        for item in data["links"]:
+            where = f"{item['title']} (id {item['id']})" if item["resolved"] else "NOT FOUND"
+            why = f": {item['reason']}" if item.get("reason") else ""
+            lines.append(f"- {item['relation']} [[{item['target']}]] -> {where}{why}")
+        lines.append("Backlinks:")
+        lines += [f"- {b['title']} (id {b['id']}) {b['relation']} this" for b in data["backlinks"]] or ["- none"]
+        return tool_result("\n".join(lines), data)
+
+    @server.tool(annotations=_READ)
+    async def explore_related(id: str, limit: Annotated[int, Field(ge=1, le=50)] = 10) -> CallToolResult:
+        """Memories related to this one by links, shared tags, same context and meaning, each saying why."""
+        data = await call("explore_related", id=id, limit=limit)
+        lines = [f"Related to {data['title']} ({data['path']}):"]
+        lines += [f"{n}. {r['title']} (id {r['id']}): {r['why']}" for n, r in enumerate(data["related"], 1)]
+        return tool_result("\n".join(lines), data)
+
+    @server.tool(annotations=_READ)
+    async def analyze_knowledge(
+        stale_days: Annotated[int, Field(ge=1, le=36_500, description="Notes not updated this long are stale.")] = 180,
+    ) -> CallToolResult:
+        """Knowledge health: a 0-100 score and issues (untagged, unlinked, stale, duplicates, broken links)."""
+        data = await call("analyze_knowledge", stale_days=stale_days)
+        lines = [f"Health {data['score']}/100 over {data['notes']} notes; {len(data['issues'])} issue(s)."]
+        for issue in data["issues"]:
+            names = ", ".join(f"{n['title']} (id {n['id']})" for n in issue["notes"][:SHOWN_ISSUE_NOTES])
+            extra = len(issue["notes"]) - SHOWN_ISSUE_NOTES + issue.get("more", 0)
+            names += f" and {extra} more" if extra > 0 else ""
+            lines.append(f"- {issue['kind']}: {names}. {issue['action']}")
+        if data["more_issues"]:
+            lines.append("Not listed: " + ", ".join(f"{n} more {k}" for k, n in data["more_issues"].items()) + ".")
+        return tool_result("\n".join(lines), data)
