@@ -225,9 +225,10 @@ def _index(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     if result.get("vectors_missing"):
-        print(f"{result['vectors_missing']} sections have no vectors: the embedder failed "
-              f"({(result.get('embedder_status') or {}).get('last_error') or 'see the log above'}). Keyword search "
-              "finds them; run `spellbook doctor` for what to do, then `spellbook index` again.", file=sys.stderr)
+        error = (result.get("embedder_status") or {}).get("last_error") or "The embedder failed (see the log above)."
+        print(f"{result['vectors_missing']} sections have no vectors yet. {error} Keyword search finds them "
+              "meanwhile; once the embedder answers, run `spellbook index` again (a running server does it itself).",
+              file=sys.stderr)
     for problem in result["problems"]:
         print(f"  skipped/warned {problem['path']}: {problem['problem']}", file=sys.stderr)
     return 0
@@ -367,7 +368,7 @@ def _stats(args: argparse.Namespace) -> int:
         print(f"{key:>9}: {result[key]}")
     status = result.get("embedder_status") or {}
     if status.get("reachable") is False:
-        print(f"  embedder failing: {status.get('last_error')} (run `spellbook doctor` for what to do)")
+        print(f"  embedder failing: {status.get('last_error')}")
     if result.get("vectors_missing"):
         print(f"  {result['vectors_missing']} sections have no vectors yet; they are embedded once the embedder answers")
     for problem in result["problems"]:
