@@ -51,7 +51,7 @@ def _parser() -> argparse.ArgumentParser:
     def vault_args(p: argparse.ArgumentParser) -> None:
         p.add_argument("--vault", type=Path, help="vault folder (default: $SPELLBOOK_VAULT or ./vault)")
         p.add_argument("--index-dir", type=Path, help="index folder (default: <vault>/.spellbook)")
-        p.add_argument("--embedder", choices=["use-m3", "minilm", "ollama", "hashing"], help="embedding model")
+        p.add_argument("--embedder", choices=["use-m3", "minilm", "ollama", "openai", "hashing"], help="embedding model")
         p.add_argument("--chroma-url", help="use a Chroma server (http://127.0.0.1:8000) instead of the embedded index")
         p.add_argument("-v", "--verbose", action="store_true")
 
@@ -94,7 +94,7 @@ def _parser() -> argparse.ArgumentParser:
             p.add_argument("--token", help="bearer token for --http (default: $SPELLBOOK_TOKEN)")
         p.set_defaults(run=_install)
 
-    p = sub.add_parser("doctor", help="check that the index equals the vault; --repair fixes it")
+    p = sub.add_parser("doctor", help="check settings, embedder, clients, and that the index equals the vault")
     vault_args(p)
     p.add_argument("--repair", action="store_true", help="bring the index level with the vault")
     p.add_argument("--json", action="store_true", help="print JSON")
@@ -224,6 +224,11 @@ def _index(args: argparse.Namespace) -> int:
         f"{seconds:.1f} s.",
         file=sys.stderr,
     )
+    if result.get("vectors_missing"):
+        error = (result.get("embedder_status") or {}).get("last_error") or "The embedder failed (see the log above)."
+        print(f"{result['vectors_missing']} sections have no vectors yet. {error} Keyword search finds them "
+              "meanwhile; once the embedder answers, run `spellbook index` again (a running server does it itself).",
+              file=sys.stderr)
     for problem in result["problems"]:
         print(f"  skipped/warned {problem['path']}: {problem['problem']}", file=sys.stderr)
     return 0
@@ -258,6 +263,8 @@ def _search(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(result, ensure_ascii=False, indent=2))
         return 0
+    if result.get("note"):
+        print(f"note: {result['note']}", file=sys.stderr)
     if not result["results"]:
         print("No memories found.")
     for n, hit in enumerate(result["results"], 1):
@@ -290,21 +297,46 @@ def _install(args: argparse.Namespace) -> int:
 
 
 def _doctor(args: argparse.Namespace) -> int:
-    settings = settings_from(args)
-    if not settings.vault_dir.is_dir():
-        raise SpellbookError(f"No vault at {settings.vault_dir}; run `spellbook init {settings.vault_dir}` first.")
+    from pydantic import ValidationError
+
+    from spellbook import doctor
+
+    try:
+        settings = settings_from(args)
+    except ValidationError as exc:
+        bad = "; ".join(f"SPELLBOOK_{'_'.join(map(str, e['loc'])).upper()}: {e['msg']}" for e in exc.errors())
+        checks = [doctor.check("settings", "fail", bad, "fix these environment variables or flags")]
+        return _print_doctor({"consistent": False, "checks": checks}, args)
+    config = doctor.config_checks(settings)
+    client_checks = doctor.client_checks(settings)
+    if any(c["status"] == "fail" for c in config):
+        return _print_doctor({"consistent": False, "checks": config + client_checks}, args)
     from spellbook.server.hub import Hub
 
     # Open without the start-up reconcile, so the check sees the index as it was.
     hub = Hub(settings.model_copy(update={"watch": False}), watch=False, reconcile_on_open=False, warm_up=False)
     hub.start(background=False)
     try:
+        probe = hub.call("probe_embedder")  # in the process that owns the index: the server's embedder
         report = hub.call("repair" if args.repair else "check")
+        if args.repair:
+            probe["vectors_missing"] = report.get("counts", {}).get("vectors_missing", 0)
+        config += doctor.embedder_check(probe)
+    except SpellbookError as exc:  # the index cannot be opened: say why, with the other checks
+        report = {"consistent": False}
+        config.append(doctor.check("index", "fail", str(exc)))
     finally:
         hub.close()
+    return _print_doctor({**report, "checks": config + client_checks}, args)
+
+
+def _print_doctor(report: dict[str, Any], args: argparse.Namespace) -> int:
+    """The index verdict first (as before), then every other check with what to fix."""
+    failed = not report["consistent"] or any(c["status"] == "fail" for c in report["checks"])
     if args.json:
         print(json.dumps(report, ensure_ascii=False, indent=2))
-    else:
+        return 1 if failed else 0
+    if "files_in_vault" in report:
         verdict = "index == vault" if report["consistent"] else "index differs from the vault"
         print(f"{verdict}: {report['files_in_vault']} files in the vault, {report['files_indexed']} indexed")
         for key, count in report["counts"].items():
@@ -316,7 +348,11 @@ def _doctor(args: argparse.Namespace) -> int:
             print(f"  skipped/warned {problem['path']}: {problem['problem']}")
         if not report["consistent"] and not args.repair:
             print("Run `spellbook doctor --repair` (or `spellbook index`) to fix it.")
-    return 0 if report["consistent"] else 1
+    for item in report["checks"]:
+        print(f"{item['status'].upper():<5} {item['check']}: {item['detail']}")
+        if item.get("fix") and item["status"] != "ok":
+            print(f"      -> {item['fix']}")
+    return 1 if failed else 0
 
 
 def _stats(args: argparse.Namespace) -> int:
@@ -330,6 +366,11 @@ def _stats(args: argparse.Namespace) -> int:
         return 0
     for key in ("vault", "index", "embedder", "state", "files", "notes", "chunks", "vectors", "skipped", "warnings"):
         print(f"{key:>9}: {result[key]}")
+    status = result.get("embedder_status") or {}
+    if status.get("reachable") is False:
+        print(f"  embedder failing: {status.get('last_error')}")
+    if result.get("vectors_missing"):
+        print(f"  {result['vectors_missing']} sections have no vectors yet; they are embedded once the embedder answers")
     for problem in result["problems"]:
         print(f"  {problem['path']}: {problem['problem']}")
     for warning in result.get("setup_warnings", []):

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-EmbedderName = Literal["use-m3", "minilm", "ollama", "hashing"]
+EmbedderName = Literal["use-m3", "minilm", "ollama", "openai", "hashing"]
 
 INDEX_DIRNAME = ".spellbook"
 
@@ -28,7 +28,20 @@ class Settings(BaseSettings):
     embedder: EmbedderName = Field(default="use-m3", description="Embedding model to use.")
     ollama_url: str = "http://127.0.0.1:11434"
     ollama_model: str = "nomic-embed-text"
-    ollama_timeout: float = 30.0
+    ollama_timeout: float = Field(default=30.0, gt=0, description="Seconds to wait for one Ollama request.")
+    ollama_batch_size: int = Field(default=64, ge=1, le=2048, description="Texts per Ollama request.")
+    ollama_retries: int = Field(default=3, ge=0, le=10, description="Retries on connection errors, 5xx, 429.")
+    openai_url: str = Field(default="https://api.openai.com/v1", description="Base URL of an OpenAI-compatible API.")
+    openai_model: str = "text-embedding-3-small"
+    openai_api_key: SecretStr | None = Field(default=None, description="Bearer key for openai_url; never logged.")
+    openai_dimensions: int | None = Field(default=None, ge=1, description="Ask the model for shorter vectors.")
+    openai_batch_size: int = Field(default=128, ge=1, le=2048, description="Texts per embeddings request.")
+    openai_timeout: float = Field(default=30.0, gt=0, description="Seconds to wait for one embeddings request.")
+    openai_retries: int = Field(default=3, ge=0, le=10, description="Retries on connection errors, 5xx, 429.")
+    embed_retry_seconds: float = Field(
+        default=30.0, gt=0, description="A network embedder that failed is skipped this long; missing vectors are "
+        "retried this often.",
+    )
     max_text_chars: int = Field(default=50_000, ge=1, description="Largest body scribe/revise accept.")
     max_chunk_chars: int = Field(
         default=2_000, ge=200, description="Hand-written sections longer than this are split further."

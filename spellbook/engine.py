@@ -60,6 +60,7 @@ class Engine(Structure, Lifecycle, Searcher, Exchange, History, Knowledge):
             raise VaultPathError(f"Vault {self.vault.root} does not exist; run `spellbook init {self.vault.root}`.")
         index_dir = settings.index_path
         index_dir.mkdir(parents=True, exist_ok=True)
+        self._owns_embedder = embedder is None
         self.embedder = embedder or load_embedder(settings)
         if vectors is None:
             vectors = _open_vectors(settings, self.vault.root)
@@ -81,6 +82,9 @@ class Engine(Structure, Lifecycle, Searcher, Exchange, History, Knowledge):
         self.git.close()  # pending commits first
         self.catalog.close()
         self.vectors.close()
+        close = getattr(self.embedder, "close", None)
+        if self._owns_embedder and close:
+            close()  # a network embedder's connections
 
     # --- lifecycle ----------------------------------------------------------------------------
     def prepare(self) -> None:
@@ -123,7 +127,7 @@ class Engine(Structure, Lifecycle, Searcher, Exchange, History, Knowledge):
         path = note_path(meta.get("category") or "inbox", meta.get("topic"), title)
         rendered = render_note(meta, body)
         path = self.vault.create(path, rendered)
-        self.indexer.sync_path(path)
+        report = self.indexer.sync_path(path)
         self._after_write("scribe", path, title, meta["id"], rendered)
         similar = self._similar(path, 3)
         for hit in similar:
@@ -132,6 +136,7 @@ class Engine(Structure, Lifecycle, Searcher, Exchange, History, Knowledge):
             "id": meta["id"], "path": path, "version": content_version(rendered), "title": title,
             "category": meta.get("category"), "topic": meta.get("topic"), "created": now, "similar": similar,
         }
+        _note_missing_vectors(out, report)
         return _with_redactions(out, [r.kind for r in found] + more)
 
     def revise(self, id: str, text: str | None = None, version: str | None = None, **fields: Any) -> dict[str, Any]:
@@ -168,9 +173,10 @@ class Engine(Structure, Lifecycle, Searcher, Exchange, History, Knowledge):
         meta["updated"] = now_iso()
         out = render_note(meta, body, original=parsed, remove=removed)
         new_version = self.vault.write(note.path, out, expected_version=state.version)
-        self.indexer.sync_path(note.path)
+        report = self.indexer.sync_path(note.path)
         self._after_write("revise", note.path, meta.get("title") or note.title, id, out, before=state.text)
         out = {"id": id, "path": note.path, "version": new_version, "updated": meta["updated"]}
+        _note_missing_vectors(out, report)
         return _with_redactions(out, [r.kind for r in found] + more)
 
     def erase(self, id: str, version: str | None = None) -> dict[str, Any]:
@@ -233,6 +239,32 @@ class Engine(Structure, Lifecycle, Searcher, Exchange, History, Knowledge):
             self.catalog.remove(paths)
         self.reconcile(progress)
         return self.check()
+
+    def fill_missing_vectors(self, wait: bool = True) -> dict[str, Any]:
+        """Embed the sections indexed while the embedder was failing; ``wait=False`` starts it in
+        the background (only one runs at a time)."""
+        if not wait:
+            if self.indexer.missing:
+                threading.Thread(target=self.indexer.fill_missing, name="spellbook-fill", daemon=True).start()
+            return {"vectors_missing": len(self.indexer.missing)}
+        report = self.indexer.fill_missing()
+        return {"embedded": report.embedded_chunks, "vectors_missing": report.vectors_missing,
+                "embedder_error": report.embedder_error}
+
+    def probe_embedder(self) -> dict[str, Any]:
+        """Embed a short text for real and time it (for ``doctor``)."""
+        from spellbook.errors import EmbedderError
+
+        embedder = self.embedder
+        probe = getattr(embedder, "probe", embedder.embed_query)  # network embedders: ignore the breaker
+        started = time.perf_counter()
+        try:
+            vector = probe("Spellbook doctor: is the embedder answering?")
+        except EmbedderError as exc:
+            return {"ok": False, "embedder": embedder.model_id, "error": str(exc),
+                    "seconds": round(time.perf_counter() - started, 3), "vectors_missing": len(self.indexer.missing)}
+        return {"ok": True, "embedder": embedder.model_id, "dimensions": len(vector),
+                "seconds": round(time.perf_counter() - started, 3), "vectors_missing": len(self.indexer.missing)}
 
     def rebuild_index(self, progress: Progress | None = None) -> dict[str, Any]:
         started = time.perf_counter()
@@ -326,10 +358,12 @@ class Engine(Structure, Lifecycle, Searcher, Exchange, History, Knowledge):
             "vault": str(self.vault.root),
             "index": str(self.settings.index_path),
             "embedder": self.embedder.model_id,
+            "embedder_status": _embedder_status(self.embedder),
             "state": self.progress["state"],
             "progress": {"done": self.progress["done"], "total": self.progress["total"]},
             **counts,
             "vectors": self.vectors.count(),
+            "vectors_missing": len(self.indexer.missing),
             "problems": problems[:50],
             "problems_total": len(problems),
             "last_sync": _report(self._last_report) if self._last_report else None,
@@ -448,6 +482,19 @@ def _with_redactions(out: dict[str, Any], kinds: list[str]) -> dict[str, Any]:
     return out
 
 
+
+
+def _note_missing_vectors(out: dict[str, Any], report: SyncReport) -> None:
+    if report.vectors_missing:
+        out["note"] = (
+            "Saved in the vault and findable by keyword search, but not embedded yet: "
+            f"{report.embedder_error} Its vectors are added automatically once the embedder answers."
+        )
+
+
+def _embedder_status(embedder: Any) -> dict[str, Any]:
+    health = getattr(embedder, "health", None)
+    return health() if health else {"endpoint": "in process", "reachable": True}
 
 
 def _report(report: SyncReport) -> dict[str, Any]:

@@ -11,7 +11,9 @@ and what to do next. The MCP layer turns any ``SpellbookError`` into an
     ├── VaultPathError (ValueError)         a path would leave the vault or is not a note
     ├── IndexUnavailableError               the index is still opening or another process failed
     ├── VersionControlError                 no git history here (not a repository, git missing, busy)
-    └── EmbedderError                       the embedding model could not be loaded or reached
+    └── EmbedderError                       the embedding model could not be loaded, or refused (wrong key, no such model)
+        ├── EmbedderUnavailableError        a network embedder did not answer (down, timing out, 5xx): retried later
+        └── EmbedderInputError              the endpoint refused these texts (400, 413, 422: too long...)
 """
 
 from __future__ import annotations
@@ -61,6 +63,14 @@ class IndexUnavailableError(SpellbookError):
 
 class EmbedderError(SpellbookError):
     pass
+
+
+class EmbedderUnavailableError(EmbedderError):
+    """The embedding endpoint did not answer after retries; it may come back by itself."""
+
+
+class EmbedderInputError(EmbedderError):
+    """The endpoint refused the texts themselves (HTTP 400/413/422); other texts may pass."""
 
 
 class VersionControlError(SpellbookError):

@@ -39,7 +39,21 @@ def _minilm(settings: Settings) -> Embedder:
 def _ollama(settings: Settings) -> Embedder:
     from spellbook.embedders.ollama import OllamaEmbedder
 
-    return OllamaEmbedder(settings.ollama_url, settings.ollama_model, timeout=settings.ollama_timeout)
+    return OllamaEmbedder(
+        settings.ollama_url, settings.ollama_model, timeout=settings.ollama_timeout,
+        batch_size=settings.ollama_batch_size, retries=settings.ollama_retries, cooldown=settings.embed_retry_seconds,
+    )
+
+
+def _openai(settings: Settings) -> Embedder:
+    from spellbook.embedders.openai_compat import OpenAIEmbedder
+
+    key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
+    return OpenAIEmbedder(
+        settings.openai_url, settings.openai_model, api_key=key, dimensions=settings.openai_dimensions,
+        timeout=settings.openai_timeout, batch_size=settings.openai_batch_size, retries=settings.openai_retries,
+        cooldown=settings.embed_retry_seconds,
+    )
 
 
 def _hashing(settings: Settings) -> Embedder:
@@ -52,6 +66,7 @@ REGISTRY: dict[str, Callable[[Settings], Embedder]] = {
     "use-m3": _use_m3,
     "minilm": _minilm,
     "ollama": _ollama,
+    "openai": _openai,
     "hashing": _hashing,
 }
 

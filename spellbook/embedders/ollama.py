@@ -1,20 +1,19 @@
 """Ollama's /api/embed through the official ``ollama`` client. Needs a running Ollama server.
 
 Models that want task prefixes get them (nomic-embed-text: ``search_document:`` /
-``search_query:``; e5 family: ``passage:`` / ``query:``).
+``search_query:``; e5 family: ``passage:`` / ``query:``). Batching, retries and the breaker
+are in ``remote.py``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-from spellbook.errors import EmbedderError
+from spellbook.embedders.remote import RemoteEmbedder, Retryable, describe_transport_error
+from spellbook.errors import EmbedderError, EmbedderInputError
 
 _PREFIXES: dict[str, tuple[str, str]] = {
     "nomic-embed-text": ("search_document: ", "search_query: "),
     "e5": ("passage: ", "query: "),  # multilingual-e5-*, e5-*
 }
-_BATCH = 64
 
 
 def _prefixes(model: str) -> tuple[str, str]:
@@ -26,41 +25,47 @@ def _prefixes(model: str) -> tuple[str, str]:
     return ("", "")  # bge-m3, mxbai, all-minilm...: no prefixes
 
 
-class OllamaEmbedder:
-    def __init__(self, url: str, model: str, timeout: float = 30.0) -> None:
+class OllamaEmbedder(RemoteEmbedder):
+    def __init__(
+        self, url: str, model: str, timeout: float = 30.0, batch_size: int = 64, retries: int = 3,
+        cooldown: float = 30.0,
+    ) -> None:
         import ollama
 
+        super().__init__(batch_size=batch_size, retries=retries, cooldown=cooldown, prefixes=_prefixes(model))
         self.url = url
         self.model = model
         self.model_id = f"ollama/{model}"
+        self.timeout = timeout
         self._client = ollama.Client(host=url, timeout=timeout)
-        self._doc_prefix, self._query_prefix = _prefixes(model)
-        self._dimensions: int | None = None
 
-    @property
-    def dimensions(self) -> int:
-        if self._dimensions is None:
-            self._dimensions = len(self.embed_query("dimension probe"))
-        return self._dimensions
+    def _request(self, texts: list[str]) -> list[list[float]]:
+        import httpx
+        import ollama
 
-    def warm_up(self) -> None:
-        _ = self.dimensions
-
-    def _embed(self, texts: list[str]) -> list[list[float]]:
         try:
             response = self._client.embed(model=self.model, input=texts)
-        except Exception as exc:  # connection refused, timeout, model missing
-            raise EmbedderError(
-                f"Ollama at {self.url} could not embed with {self.model!r}: {exc}. "
-                f"Start Ollama and run `ollama pull {self.model}`, or set SPELLBOOK_EMBEDDER=use-m3."
+        except ollama.ResponseError as exc:
+            code = exc.status_code
+            if code == 429 or code >= 500:
+                raise Retryable(f"HTTP {code}: {exc.error}") from exc
+            if code == 404:
+                raise EmbedderError(
+                    f"Ollama at {self.url} has no model {self.model!r} ({exc.error}). Run `ollama pull {self.model}`, "
+                    "or set SPELLBOOK_OLLAMA_MODEL to an embedding model it has (`ollama list`)."
+                ) from exc
+            error = EmbedderInputError if code in (400, 413, 422) else EmbedderError
+            raise error(
+                f"Ollama at {self.url} refused to embed with {self.model!r} (HTTP {code}: {exc.error}). Check that "
+                "SPELLBOOK_OLLAMA_MODEL names an embedding model, or set SPELLBOOK_EMBEDDER=use-m3 (offline)."
             ) from exc
+        except (ConnectionError, httpx.TransportError) as exc:  # refused, reset, timed out
+            raise Retryable(describe_transport_error(exc, self.timeout)) from exc
         return [list(v) for v in response.embeddings]
 
-    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
-        out: list[list[float]] = []
-        for start in range(0, len(texts), _BATCH):
-            out.extend(self._embed([self._doc_prefix + t for t in texts[start : start + _BATCH]]))
-        return out
-
-    def embed_query(self, text: str) -> list[float]:
-        return self._embed([self._query_prefix + text])[0]
+    def _unreachable(self, reason: str) -> str:
+        return (
+            f"Ollama at {self.url} is unreachable ({reason}). Start Ollama (`ollama serve`, then "
+            f"`ollama pull {self.model}`) and check SPELLBOOK_OLLAMA_URL, or set SPELLBOOK_EMBEDDER=use-m3 to embed "
+            "offline (that rebuilds the index)."
+        )

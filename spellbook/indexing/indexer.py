@@ -6,6 +6,12 @@ moved. Work is batched: files are read and chunked per batch, new chunks are emb
 call, and each batch is committed on its own, so an interrupted first index resumes where it
 stopped. A chunk whose exact content already has a vector (unchanged, renamed, moved) is never
 embedded again.
+
+When the embedder fails (a network endpoint down, a wrong key), a file is indexed anyway: its
+catalog and keyword rows are written, and its new chunks are left without vectors. Those are
+the catalog's chunk ids that the vector index lacks; ``missing`` holds them (computed afresh on
+every reconcile, so a restart loses nothing), and ``fill_missing`` embeds them once the embedder
+answers: at the end of each reconcile, and whenever the server retries (server/hub.py).
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from spellbook.errors import InvalidInputError, VaultPathError
+from spellbook.errors import EmbedderError, EmbedderInputError, InvalidInputError, VaultPathError
 from spellbook.index.catalog import Catalog, ChunkRow, FileRow, FolderRow, IndexedChunk, NoteRow
 from spellbook.indexing.chunker import CHUNKER_VERSION, chunk_body
 from spellbook.search.keyword import index_text
@@ -44,6 +50,8 @@ INDEX_FORMAT = "6"  # 3: CJK unigrams + bigrams in the keyword index; 4: tags ta
 BATCH_FILES = 64
 MAX_FILE_BYTES = 5 * 1024 * 1024
 RECENTLY_REMOVED_MAX = 20_000  # vectors of removed chunks kept in memory for moves (about 40 MB at 512-d)
+FILL_BATCH = 256  # chunks embedded per round when filling in missing vectors
+REFUSED_IN_A_ROW = 3  # texts refused one by one before the endpoint counts as refusing everything
 
 Progress = Callable[[int, int], None]
 
@@ -57,11 +65,15 @@ class SyncReport:
     embedded_chunks: int = 0
     reused_chunks: int = 0
     problems: list[dict[str, str]] = field(default_factory=list)
+    vectors_missing: int = 0  # chunks indexed for keyword search only: the embedder failed
+    embedder_error: str | None = None
 
     def add(self, other: SyncReport) -> None:
-        for name in ("indexed", "unchanged", "removed", "skipped", "embedded_chunks", "reused_chunks"):
+        for name in ("indexed", "unchanged", "removed", "skipped", "embedded_chunks", "reused_chunks",
+                     "vectors_missing"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.problems.extend(other.problems)
+        self.embedder_error = other.embedder_error or self.embedder_error
 
 
 @dataclass
@@ -81,6 +93,9 @@ class Indexer:
         self.max_chunk_chars = max_chunk_chars
         self.lock = threading.RLock()  # one writer at a time: tools, watcher, reconcile
         self._recently_removed: OrderedDict[str, list[float]] = OrderedDict()
+        self.missing: set[str] = set()  # chunk ids in the catalog without a vector (embedder failed)
+        self.refused: set[str] = set()  # ...of which the endpoint refused the text (retried on reconcile)
+        self._filling = threading.Lock()
 
     # --- identity -----------------------------------------------------------------------------
     def identity(self) -> dict[str, str]:
@@ -104,6 +119,8 @@ class Indexer:
         with self.lock:
             self.vectors.reset()
             self.catalog.clear()
+            self.missing.clear()
+            self.refused.clear()
             self.catalog.set_identity(self.identity())
 
     # --- whole vault --------------------------------------------------------------------------
@@ -137,6 +154,10 @@ class Indexer:
         gone = sorted(set(known) - set(on_disk))
         with self.lock:
             report.removed += self._remove_missing(gone)
+        filled = self.fill_missing()
+        report.embedded_chunks += filled.embedded_chunks
+        report.vectors_missing = filled.vectors_missing
+        report.embedder_error = filled.embedder_error or report.embedder_error
         return report
 
     def _remove_missing(self, paths: list[str]) -> int:
@@ -153,12 +174,78 @@ class Indexer:
             return False
 
     def _drop_orphan_vectors(self) -> int:
-        """Vectors whose catalog rows never committed (a crash between the two) are removed."""
+        """Vectors whose catalog rows never committed (a crash between the two) are removed;
+        chunks without a vector (the embedder failed) are noted in ``missing``."""
         with self.lock:
-            orphans = sorted(self.vectors.ids() - self.catalog.all_chunk_ids())
+            vector_ids, catalog_ids = self.vectors.ids(), self.catalog.all_chunk_ids()
+            orphans = sorted(vector_ids - catalog_ids)
             if orphans:
                 self.vectors.delete(orphans)
+            self.missing = catalog_ids - vector_ids
+            self.refused.clear()
         return len(orphans)
+
+    def fill_missing(self) -> SyncReport:
+        """Embed the chunks indexed without vectors, ``FILL_BATCH`` at a time, until none is left or
+        the embedder fails again. Embeds outside the lock, so writes do not wait for it. A chunk the
+        endpoint refuses (too long for the model...) is not asked for again until the next reconcile."""
+        report = SyncReport()
+        if not self._filling.acquire(blocking=False):
+            return report  # another thread is at it
+        try:
+            queue = sorted(self.missing - self.refused)
+            for start in range(0, len(queue), FILL_BATCH):
+                with self.lock:
+                    batch = [cid for cid in queue[start : start + FILL_BATCH] if cid in self.missing]
+                    rows = self.catalog.chunks(batch)
+                    notes = self.catalog.notes_at({r.path for r in rows.values()})
+                    # removed since, or a chunk without its note (only a repair can fix that)
+                    self.missing.difference_update(c for c in batch if c not in rows or rows[c].path not in notes)
+                todo = [(cid, r) for cid, r in rows.items() if r.path in notes]
+                if not todo:
+                    continue
+                embedded = self._embed([embed_text(notes[r.path].title, r.heading, r.text) for _, r in todo])
+                with self.lock:  # keep only what is still current: a write may have replaced a chunk
+                    now = self.catalog.chunks([cid for cid, _ in todo])
+                    keep = [(cid, r, v) for (cid, r), v in zip(todo, embedded) if isinstance(v, list)
+                            and cid in self.missing and cid in now and now[cid].digest == r.digest]
+                    if keep:
+                        ids, vectors = [k[0] for k in keep], [k[2] for k in keep]
+                        self.vectors.upsert(ids, vectors, [{"path": k[1].path} for k in keep])
+                    self.missing.difference_update(k[0] for k in keep)
+                report.embedded_chunks += len(keep)
+                failed = [(cid, v) for (cid, _), v in zip(todo, embedded) if not isinstance(v, list)]
+                self.refused.update(cid for cid, v in failed if isinstance(v, EmbedderInputError))
+                if failed:
+                    report.embedder_error = str(failed[-1][1])
+                if any(not isinstance(v, EmbedderInputError) for _, v in failed):
+                    break  # down, or misconfigured: try again later
+            if report.embedded_chunks:
+                log.info("filled in %d missing vectors; %d still missing", report.embedded_chunks, len(self.missing))
+        finally:
+            self._filling.release()
+        report.vectors_missing = len(self.missing)
+        return report
+
+    def _embed(self, texts: list[str]) -> list[list[float] | EmbedderError]:
+        """A vector per text, or the error that kept it from one. When the endpoint refuses a
+        batch (HTTP 400...), its texts are tried one by one, so one text the model cannot take
+        does not hold back the others; when the first few are all refused too, the endpoint
+        refuses everything (a wrong model, unsupported dimensions): no text is blamed."""
+        try:
+            return [list(v) for v in self.embedder.embed_documents(texts)]
+        except EmbedderInputError as exc:
+            if len(texts) == 1:
+                return [exc]
+        except EmbedderError as exc:
+            return [exc] * len(texts)
+        out: list[list[float] | EmbedderError] = []
+        for text in texts:
+            (one,) = self._embed([text])
+            out.append(one)
+            if len(out) == REFUSED_IN_A_ROW and all(isinstance(v, EmbedderInputError) for v in out):
+                return [EmbedderError(str(one))] * len(texts)
+        return out
 
     # --- some paths ---------------------------------------------------------------------------
     def sync_paths(self, paths: Iterable[str]) -> SyncReport:
@@ -252,12 +339,11 @@ class Indexer:
         embed_texts: list[str] = []
         for chunk in chunk_body(parsed.body, self.max_chunk_chars):
             heading = chunk.heading
-            embed_text = title if not heading or heading == title else f"{title}\n{heading}"
-            embed_text = f"{embed_text}\n{chunk.text}"
-            digest = hashlib.sha256(embed_text.encode("utf-8")).hexdigest()[:24]
+            text = embed_text(title, heading, chunk.text)
+            digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:24]
             row = ChunkRow(f"{key}:{chunk.index}", path, chunk.index, heading, chunk.text, digest)
             chunks.append(IndexedChunk(row, index_text(f"{title} {heading}"), fts_meta))
-            embed_texts.append(embed_text)
+            embed_texts.append(text)
         return _Prepared(FileRow(path, version, mtime_ns, size, problem), note, chunks, embed_texts)
 
     def _commit(self, prepared: list[_Prepared], report: SyncReport) -> None:
@@ -275,9 +361,15 @@ class Indexer:
             else:
                 to_embed.append((chunk.row.chunk_id, text))
         if to_embed:
-            embedded = self.embedder.embed_documents([t for _, t in to_embed])
-            vectors.update({cid: vec for (cid, _), vec in zip(to_embed, embedded)})
-        report.embedded_chunks += len(to_embed)
+            embedded = self._embed([t for _, t in to_embed])
+            done = {cid: vec for (cid, _), vec in zip(to_embed, embedded) if isinstance(vec, list)}
+            vectors.update(done)
+            report.embedded_chunks += len(done)
+            errors = [e for e in embedded if not isinstance(e, list)]
+            if errors:  # the files are indexed anyway; fill_missing embeds the rest later
+                log.warning("indexed %d chunks without vectors: %s", len(errors), errors[-1])
+                report.vectors_missing += len(errors)
+                report.embedder_error = str(errors[-1])
         report.reused_chunks += len(all_chunks) - len(to_embed)
         # Vectors first, then the catalog: a crash in between leaves the file marked as not yet
         # indexed (the next reconcile redoes it) and at worst orphan vectors (dropped then).
@@ -289,9 +381,15 @@ class Indexer:
         stale = [cid for p in prepared for cid in self.catalog.chunk_ids(p.file.path) if cid not in new_ids]
         if stale:
             self.vectors.delete(stale)
-        if all_chunks:
-            ids = [c.row.chunk_id for c, _ in all_chunks]
-            self.vectors.upsert(ids, [vectors[i] for i in ids], [{"path": c.row.path} for c, _ in all_chunks])
+            self.missing.difference_update(stale)
+        with_vectors = [c for c, _ in all_chunks if c.row.chunk_id in vectors]
+        if with_vectors:
+            ids = [c.row.chunk_id for c in with_vectors]
+            self.vectors.upsert(ids, [vectors[i] for i in ids], [{"path": c.row.path} for c in with_vectors])
+            self.missing.difference_update(ids)
+        if len(with_vectors) < len(all_chunks):
+            self.vectors.delete([c.row.chunk_id for c, _ in all_chunks if c.row.chunk_id not in vectors])
+            self.missing.update(c.row.chunk_id for c, _ in all_chunks if c.row.chunk_id not in vectors)
         self.catalog.replace_many((p.file, p.note, p.chunks) for p in prepared)
         for p in prepared:
             report.indexed += 1
@@ -303,6 +401,7 @@ class Indexer:
         if rows:
             self._remember(rows)
             self.vectors.delete([r.chunk_id for r in rows])
+            self.missing.difference_update(r.chunk_id for r in rows)
         self.catalog.remove(paths)
 
     def _remember(self, rows: list[ChunkRow]) -> None:
@@ -316,6 +415,12 @@ class Indexer:
                 self._recently_removed.move_to_end(row.digest)
         while len(self._recently_removed) > RECENTLY_REMOVED_MAX:
             self._recently_removed.popitem(last=False)
+
+
+def embed_text(title: str, heading: str | None, text: str) -> str:
+    """What a chunk's vector is made from: the note's title, the section heading, the text."""
+    lead = title if not heading or heading == title else f"{title}\n{heading}"
+    return f"{lead}\n{text}"
 
 
 def _text(value: Any) -> str | None:

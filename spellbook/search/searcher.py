@@ -12,7 +12,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal
 
-from spellbook.errors import InvalidInputError
+from spellbook.errors import EmbedderError, InvalidInputError
 from spellbook.index.catalog import NoteRow
 from spellbook.indexing.indexer import file_changed
 from spellbook.search.filters import Filter, parse_filter, to_sql
@@ -63,17 +63,38 @@ class Searcher:
                 f"The embedder ({self.embedder.model_id}) only understands English, so this query was ranked by "
                 "keywords alone. For Korean or Japanese meaning search, set SPELLBOOK_EMBEDDER=use-m3."
             )
-        hits = self._search(query, limit, spec, ranking)
+        hits, fallback = self._search_or_keywords(query, limit, spec, ranking)
         stale = [h["path"] for h in hits if file_changed(self.vault, self.catalog.file(h["path"]), h["path"])]
         if stale:  # never answer from an index older than the files: catch up, then search again
             self.indexer.sync_paths(stale)
-            hits = self._search(query, limit, spec, ranking)
+            hits, fallback = self._search_or_keywords(query, limit, spec, ranking)
         if min_score is not None:
             hits = [h for h in hits if h["relevance"] >= min_score]
         result: dict[str, Any] = {"query": query, "mode": mode, "results": hits}
+        notes.append(fallback)
         if any(notes):
             result["note"] = " ".join(n for n in notes if n)
         return result
+
+    def _search_or_keywords(
+        self, query: str, limit: int, spec: Filter | None, mode: Mode
+    ) -> tuple[list[dict[str, Any]], str | None]:
+        """``_search``; when the embedder fails, keyword ranking instead, with a note saying why
+        and what to do: (hits, note)."""
+        if mode == "keyword":
+            return self._search(query, limit, spec, mode), None
+        try:
+            hits = self._search(query, limit, spec, mode)
+        except EmbedderError as exc:
+            note = f"The embedder failed, so these results are ranked by keywords alone (meaning is not searched): {exc}"
+            return self._search(query, limit, spec, "keyword"), note
+        missing = len(self.indexer.missing - self.indexer.refused) if self.indexer.missing else 0
+        if not missing:
+            return hits, None
+        self.fill_missing_vectors(wait=False)  # the embedder answers: catch up in the background
+        note = (f"{missing} sections were indexed while the embedder was failing and have no vectors yet; "
+                "they are being embedded now; hybrid and keyword search find them meanwhile.")
+        return hits, note
 
     def _search(self, query: str, limit: int, spec: Filter | None, mode: Mode) -> list[dict[str, Any]]:
         where, params = to_sql(spec)
@@ -158,7 +179,11 @@ class Searcher:
         if not 1 <= limit <= 50:
             raise InvalidInputError("limit must be between 1 and 50.")
         note = self._note(id)
-        return {"id": id, "path": note.path, "related": self._similar(note.path, limit)}
+        out = {"id": id, "path": note.path, "related": self._similar(note.path, limit)}
+        if not out["related"] and self.indexer.missing & set(self.catalog.chunk_ids(note.path)):
+            out["note"] = ("This memory has no vectors yet (the embedder was failing when it was indexed); they are "
+                           "added once the embedder answers. memorize with its title finds related ones by keyword.")
+        return out
 
     def _similar(self, path: str, limit: int) -> list[dict[str, Any]]:
         chunk_ids = self.catalog.chunk_ids(path)

@@ -44,7 +44,8 @@ METHODS = frozenset(
      "describe", "erase_topic", "sweep_expired",
      "export", "import_memories",
      "history", "restore",
-     "link", "unlink", "get_links", "explore_related", "analyze_knowledge"}
+     "link", "unlink", "get_links", "explore_related", "analyze_knowledge",
+     "fill_missing_vectors", "probe_embedder"}
 )
 HANDOVER_SECONDS = 30.0
 MAINTAIN_SECONDS = 2.0  # the owner calls engine.maintain() this often (the sweep has its own interval)
@@ -138,6 +139,7 @@ class Hub:
                 warm()  # load the model now rather than on the first query (a call waits for it)
             if self.reconcile_on_open:
                 engine.reconcile(progress)
+                threading.Thread(target=self._fill_vectors, args=(engine,), name="spellbook-vectors", daemon=True).start()
             if self.warm_up:
                 engine.vectors.matrix()  # the in-memory vectors filtered searches use
             if hasattr(engine, "maintain") and not self._closing.is_set():
@@ -155,6 +157,15 @@ class Hub:
                 self.engine.maintain()
             except Exception:  # a failed round must not end the loop
                 log.exception("maintenance failed; will retry")
+
+    def _fill_vectors(self, engine: Any) -> None:
+        """Every ``embed_retry_seconds``, embed what was indexed while the embedder was failing."""
+        while not self._closing.wait(self.settings.embed_retry_seconds):
+            if engine.indexer.missing:
+                try:
+                    engine.fill_missing_vectors()
+                except Exception:  # e.g. the engine closing under it; try again later
+                    log.exception("filling in missing vectors failed")
 
     def close(self) -> None:
         self._closing.set()

@@ -1,0 +1,200 @@
+"""What ``spellbook doctor`` checks besides the index: settings, folders, and the MCP clients.
+
+Each check is a dict ``{"check", "status", "detail", "fix"?}`` with ``status`` one of ``ok``,
+``info``, ``warn`` and ``fail``; only ``fail`` makes doctor exit 1. The index check (ledger vs.
+files, catalog vs. vectors) and the embedder probe run in the process that owns the index
+(``Engine.check``, ``Engine.probe_embedder``); this module turns their answers into checks too.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import shutil
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+from spellbook import clients
+from spellbook.config import Settings
+from spellbook.errors import SpellbookError
+
+Check = dict[str, Any]
+
+
+def check(name: str, status: str, detail: str, fix: str | None = None) -> Check:
+    out: Check = {"check": name, "status": status, "detail": detail}
+    if fix:
+        out["fix"] = fix
+    return out
+
+
+# ---------------------------------------------------------------- settings and folders
+
+
+def config_checks(settings: Settings) -> list[Check]:
+    """The vault and the index folder exist and are writable; the embedder's settings make sense."""
+    out: list[Check] = []
+    vault = settings.vault_dir
+    if not vault.is_dir():
+        out.append(check("vault", "fail", f"{vault} does not exist",
+                         f"run `spellbook init {vault}`, or set SPELLBOOK_VAULT / --vault to your vault"))
+    else:
+        problem = _not_writable(vault)
+        out.append(check("vault", "fail", f"{vault} is not writable ({problem})",
+                         "fix the folder's permissions or owner; Spellbook writes notes there")
+                   if problem else check("vault", "ok", f"{vault} (writable)"))
+    index = settings.index_path
+    existing = next((p for p in (index, *index.parents) if p.exists()), None)
+    problem = _not_writable(index if index.is_dir() else existing) if existing else "no parent folder"
+    if index.exists() and not index.is_dir():
+        problem = "it is a file"
+    out.append(check("index folder", "fail", f"{index} cannot be used ({problem})",
+                     "set SPELLBOOK_INDEX_DIR / --index-dir to a writable folder")
+               if problem else check("index folder", "ok", f"{index} (writable)"
+                                     + (f"; vectors on the Chroma server {settings.chroma_url}"
+                                        if settings.chroma_url else "")))
+    out.append(_embedder_config(settings))
+    return out
+
+
+def _not_writable(folder: Path | None) -> str | None:
+    if folder is None:
+        return "missing"
+    try:
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".spellbook-doctor.", suffix=".tmp")
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    os.close(fd)
+    Path(tmp).unlink(missing_ok=True)
+    return None
+
+
+def _embedder_config(settings: Settings) -> Check:
+    name = settings.embedder
+    if name == "ollama":
+        return check("embedder settings", "ok", f"ollama: model {settings.ollama_model!r} at {settings.ollama_url} "
+                     f"(batch {settings.ollama_batch_size}, timeout {settings.ollama_timeout:g} s, "
+                     f"{settings.ollama_retries} retries)")
+    if name == "openai":
+        url = settings.openai_url
+        detail = (f"openai: model {settings.openai_model!r} at {url} (batch {settings.openai_batch_size}, "
+                  f"timeout {settings.openai_timeout:g} s, {settings.openai_retries} retries, API key "
+                  f"{'set' if settings.openai_api_key else 'not set'})")
+        host = urlparse(url).hostname or ""
+        if urlparse(url).scheme not in ("http", "https") or not host:
+            return check("embedder settings", "fail", detail, "set SPELLBOOK_OPENAI_URL to a base URL such as "
+                         "https://api.openai.com/v1 or http://127.0.0.1:1234/v1")
+        if not settings.openai_api_key and host.endswith("openai.com"):
+            return check("embedder settings", "fail", detail, "set SPELLBOOK_OPENAI_API_KEY (OpenAI needs a key)")
+        if settings.openai_api_key and url.startswith("http://") and not _loopback(host):
+            return check("embedder settings", "warn", detail + "; the key travels unencrypted",
+                         "use an https:// SPELLBOOK_OPENAI_URL")
+        return check("embedder settings", "ok", detail)
+    if name == "hashing":
+        return check("embedder settings", "warn", "hashing: a test embedder with no sense of meaning",
+                     "set SPELLBOOK_EMBEDDER=use-m3 (the default) for real use")
+    return check("embedder settings", "ok", f"{name}: bundled offline model")
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+# ---------------------------------------------------------------- the engine's answers
+
+
+def embedder_check(probe: Mapping[str, Any]) -> list[Check]:
+    """The probe's answer (``Engine.probe_embedder``) and what is waiting for vectors."""
+    out: list[Check] = []
+    if probe.get("ok"):
+        out.append(check("embedder", "ok", f"{probe['embedder']} answered in {probe['seconds'] * 1000:.0f} ms "
+                                           f"({probe['dimensions']} dimensions)"))
+    else:
+        out.append(check("embedder", "fail", f"{probe.get('embedder')}: {probe.get('error')}",
+                         "until it answers, searches use the keyword index and new notes wait for vectors"))
+    missing = probe.get("vectors_missing") or 0
+    if missing:
+        out.append(check("vectors", "warn", f"{missing} sections are indexed without vectors (the embedder failed "
+                         "when they were written)", "a running server fills them in once the embedder answers; "
+                         "or run `spellbook doctor --repair`"))
+    return out
+
+
+# ---------------------------------------------------------------- MCP clients
+
+
+def client_checks(
+    settings: Settings,
+    *,
+    home: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    project: Path | None = None,
+) -> list[Check]:
+    """Which clients have Spellbook installed, whether the command they start exists, and whether
+    it serves this vault. Informational: never ``fail`` (another vault may be on purpose)."""
+    out: list[Check] = []
+    project = Path.cwd() if project is None else project
+    seen: set[Path] = set()  # run from the home folder, a project's file is the user's file
+    for client in clients.CLIENTS:
+        found: list[Check] = []
+        for scope in ("user", "project") if client != "claude-desktop" else ("user",):
+            name = f"{client} ({scope})"
+            try:
+                file = clients.config_path(client, scope, home=home, env=env, project=project)
+                config, existed = clients._read_config(file)
+                servers = clients._servers(config, file) or {}
+            except SpellbookError as exc:
+                found.append(check(name, "warn", str(exc)))
+                continue
+            if not existed or file.resolve() in seen:
+                continue
+            seen.add(file.resolve())
+            entries = [(f"{name}", file, key, entry) for key, entry in servers.items() if _is_spellbook(key, entry)]
+            if client == "claude-code" and scope == "user":  # `claude mcp add` local scope: per project
+                local = config.get("projects", {}).get(str(project), {}) if isinstance(config.get("projects"), dict) else {}
+                for key, entry in (local.get("mcpServers") or {}).items() if isinstance(local, dict) else ():
+                    if _is_spellbook(key, entry):
+                        entries.append((f"{client} (local)", file, key, entry))
+            found += [_entry_check(settings, label, file, key, entry, client) for label, file, key, entry in entries]
+        if not found:
+            found.append(check(client, "info", "Spellbook is not installed",
+                               f"`spellbook install {client} --vault {settings.vault_dir}` if you use it"))
+        out += found
+    return out
+
+
+def _is_spellbook(key: str, entry: Any) -> bool:
+    if not isinstance(entry, Mapping):
+        return False
+    command = str(entry.get("command") or "")
+    return key == "spellbook" or Path(command).name in ("spellbook", "spellbook.exe")
+
+
+def _entry_check(settings: Settings, label: str, file: Path, key: str, entry: Mapping[str, Any], client: str) -> Check:
+    where = f"{key!r} in {file}"
+    reinstall = f"run `spellbook install {client} --vault {settings.vault_dir}` again"
+    if clients.is_remote(entry):
+        return check(label, "ok", f"{where} connects to {entry.get('url')} (a running `spellbook serve --http`)")
+    command = str(entry.get("command") or "")
+    resolved = command if os.path.isabs(command) and os.access(command, os.X_OK) else shutil.which(command)
+    if not resolved:
+        return check(label, "warn", f"{where} starts {command!r}, which does not exist or is not executable", reinstall)
+    args = [str(a) for a in entry.get("args") or []]
+    vault = args[args.index("--vault") + 1] if "--vault" in args[:-1] else None
+    env = entry.get("env") if isinstance(entry.get("env"), Mapping) else {}
+    vault = vault or env.get("SPELLBOOK_VAULT")
+    if not vault:
+        return check(label, "warn", f"{where} starts {command} with no --vault: it serves ./vault of whatever folder "
+                     "the client starts it in", reinstall)
+    if Path(vault).expanduser().resolve() != settings.vault_dir:
+        return check(label, "warn", f"{where} serves {vault}, not the vault checked here ({settings.vault_dir})",
+                     f"{reinstall} if this is the vault it should use")
+    return check(label, "ok", f"{where} starts {command} serve --vault {vault}")
