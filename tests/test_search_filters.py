@@ -115,3 +115,48 @@ def _minilm():
     from spellbook.embedders.base import load_embedder
 
     return load_embedder(Settings(embedder="minilm"))
+
+
+def test_kept_filter_answers_equal_fresh_ones_after_any_writes(engine: Engine, vault: Path) -> None:
+    import random
+
+    from spellbook.search.filters import Filter, to_sql
+
+    rng = random.Random(5)
+    filters = [to_sql(Filter(**f)) for f in ({"category": "a"}, {"tags_any": ["x"]}, {"category": "b", "importance": 3})]
+    ids: list[str] = []
+
+    def check() -> None:
+        kept = [set(engine.catalog.filtered_chunk_ids(w, p)) for w, p in filters]
+        engine.catalog._filters.clear()
+        assert kept == [set(engine.catalog.filtered_chunk_ids(w, p)) for w, p in filters]
+
+    for step in range(60):
+        action = rng.choice(["scribe", "scribe", "revise", "erase", "hand"])
+        if action == "scribe" or not ids:
+            out = engine.scribe(f"Note {step} about otters.\n\n## More\n\nSection {step}.", title=f"T{step}",
+                                category=rng.choice("ab"), tags=[rng.choice("xyz")], importance=rng.randint(1, 5))
+            ids.append(out["id"])
+        elif action == "revise":
+            engine.revise(rng.choice(ids), category=rng.choice("ab"), tags=[rng.choice("xyz")], importance=rng.randint(1, 5))
+        elif action == "erase":
+            engine.erase(ids.pop(rng.randrange(len(ids))))
+        else:
+            (vault / f"hand{step}.md").write_text(f"---\ncategory: {rng.choice('ab')}\ntags: [x]\n---\nHand {step}.\n")
+            engine.indexer.sync_path(f"hand{step}.md")
+        if step % 5 == 0:
+            check()
+    check()
+
+
+def test_keyword_search_with_a_narrow_filter_finds_every_match(engine: Engine, vault: Path) -> None:
+    """Most matches fail the filter: the keyword side looks deeper, then ranks in SQL."""
+    for i in range(700):
+        category = "rare" if i % 70 == 0 else "common"
+        folder = vault / category
+        folder.mkdir(exist_ok=True)
+        (folder / f"n{i}.md").write_text(f"---\ncategory: {category}\n---\nOtters float on kelp, note {i}.\n")
+    engine.reconcile()
+    rare = engine.memorize("otters kelp", mode="keyword", limit=20, filter={"category": "rare"})["results"]
+    assert sorted(h["path"] for h in rare) == sorted(f"rare/n{i}.md" for i in range(0, 700, 70))
+    assert len(engine.memorize("otters kelp", mode="keyword", limit=50)["results"]) == 50
