@@ -53,6 +53,8 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("--index-dir", type=Path, help="index folder (default: <vault>/.spellbook)")
         p.add_argument("--embedder", choices=["use-m3", "minilm", "ollama", "openai", "hashing"], help="embedding model")
         p.add_argument("--chroma-url", help="use a Chroma server (http://127.0.0.1:8000) instead of the embedded index")
+        p.add_argument("--context", help="scope: this project's memories and shared ones only ($SPELLBOOK_CONTEXT)")
+        p.add_argument("--user", help="scope: this person's memories and shared ones only ($SPELLBOOK_USER)")
         p.add_argument("-v", "--verbose", action="store_true")
 
     p = sub.add_parser("init", help="create a vault from the template")
@@ -92,6 +94,8 @@ def _parser() -> argparse.ArgumentParser:
             p.add_argument("--vault", type=Path, help="vault the client's server uses (default: $SPELLBOOK_VAULT or ./vault)")
             p.add_argument("--http", metavar="URL", help="connect to a running `serve --http` instead of starting one")
             p.add_argument("--token", help="bearer token for --http (default: $SPELLBOOK_TOKEN)")
+            p.add_argument("--context", help="scope the client's server to this project (serve --context)")
+            p.add_argument("--user", help="scope the client's server to this person (serve --user)")
         p.set_defaults(run=_install)
 
     p = sub.add_parser("doctor", help="check settings, embedder, clients, and that the index equals the vault")
@@ -131,7 +135,7 @@ def settings_from(args: argparse.Namespace, **extra: Any):
     from spellbook.config import Settings
 
     overrides: dict[str, Any] = {k: v for k, v in extra.items() if v is not None}
-    for name in ("vault", "index_dir", "embedder", "chroma_url"):
+    for name in ("vault", "index_dir", "embedder", "chroma_url", "context", "user"):
         value = getattr(args, name, None)
         if value is not None:
             overrides[name] = value
@@ -286,7 +290,10 @@ def _install(args: argparse.Namespace) -> int:
         return 0
     token = args.token or (os.environ.get("SPELLBOOK_TOKEN") if args.http else None)
     vault = None if args.http else (args.vault or Path(os.environ.get("SPELLBOOK_VAULT", "vault")))
-    entry = clients.server_entry(command=clients.default_command(), vault=vault, http_url=args.http, token=token)
+    entry = clients.server_entry(
+        command=clients.default_command(), vault=vault, http_url=args.http, token=token,
+        context=args.context, user=args.user,
+    )
     result = clients.install(args.client, scope=args.scope, name=args.name, entry=entry)
     print(f"{'configured' if result.changed else 'already configured:'} {args.name} in {result.path}"
           + (f" (backup: {result.backup})" if result.backup else ""))

@@ -121,6 +121,8 @@ def server_entry(
     vault: Path | None = None,
     http_url: str | None = None,
     token: str | None = None,
+    context: str | None = None,
+    user: str | None = None,
 ) -> dict[str, Any]:
     """The ``mcpServers`` entry for Spellbook.
 
@@ -128,12 +130,18 @@ def server_entry(
     (``vault`` is made absolute, since the client's working directory is unknown). With
     ``http_url``: the client connects to a running ``spellbook serve --http``, sending
     ``Authorization: Bearer <token>`` when a token is given; over streamable HTTP, or over the
-    legacy SSE transport when the URL's path ends in ``/sse``.
+    legacy SSE transport when the URL's path ends in ``/sse``. ``context``/``user`` scope a stdio
+    server to one project or person (spellbook/scope.py).
     """
     if http_url is not None:
         if not http_url.startswith(("http://", "https://")):
             raise InvalidInputError(
                 f"--http needs a full URL such as http://127.0.0.1:8765/mcp, not {http_url!r}."
+            )
+        if context or user:
+            raise InvalidInputError(
+                "--context/--user scope a server the client starts; a shared HTTP server is scoped per call "
+                "(the tools' context and user arguments) or by its own SPELLBOOK_CONTEXT/SPELLBOOK_USER."
             )
         sse = urlsplit(http_url).path.rstrip("/").endswith("/sse")
         entry: dict[str, Any] = {"type": "sse" if sse else "http", "url": http_url}
@@ -149,6 +157,9 @@ def server_entry(
     args = ["serve"]
     if vault is not None:
         args += ["--vault", str(Path(vault).expanduser().absolute())]
+    for flag, value in (("--context", context), ("--user", user)):
+        if value:
+            args += [flag, value]
     return {"command": command, "args": args}
 
 

@@ -26,6 +26,10 @@ class Settings(BaseSettings):
         default=None, description="Use a Chroma server (http://host:port) instead of the embedded folder."
     )
     embedder: EmbedderName = Field(default="use-m3", description="Embedding model to use.")
+    context: str | None = Field(
+        default=None, description="Serve one project: every call sees this context's and shared memories only."
+    )
+    user: str | None = Field(default=None, description="Serve one person: every call sees this user's and shared memories only.")
     ollama_url: str = "http://127.0.0.1:11434"
     ollama_model: str = "nomic-embed-text"
     ollama_timeout: float = Field(default=30.0, gt=0, description="Seconds to wait for one Ollama request.")

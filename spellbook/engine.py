@@ -26,6 +26,7 @@ from spellbook.indexing.indexer import Indexer, Progress, SyncReport
 from spellbook.knowledge import Knowledge
 from spellbook.lifecycle import Lifecycle
 from spellbook.privacy import KINDS, Redaction, describe, redact, redact_data
+from spellbook.scope import current as current_scope
 from spellbook.search.filters import Filter, parse_filter, to_sql
 from spellbook.search.searcher import Searcher, mostly_latin
 from spellbook.structure import Structure
@@ -47,7 +48,7 @@ log = logging.getLogger(__name__)
 MAX_TITLE_CHARS = 200
 TOPIC_PAGE_CHARS = 30_000  # get_topic returns at most about this much text per call
 LIST_FIELDS = ("keywords", "questions", "entities", "links")
-TEXT_FIELDS = ("category", "topic", "context", "source")
+TEXT_FIELDS = ("category", "topic", "context", "user", "source")
 
 
 class Engine(Structure, Lifecycle, Searcher, Exchange, History, Knowledge):
@@ -119,7 +120,7 @@ class Engine(Structure, Lifecycle, Searcher, Exchange, History, Knowledge):
     def scribe(self, text: str, title: str | None = None, **fields: Any) -> dict[str, Any]:
         body, found = self._scrub(self._check_text(text))
         (title, fields), more = self._scrub_data((_check_title(title) or title_from_text(body), fields))
-        meta = {"id": new_id(), "title": title, **self._fields(fields)}
+        meta = {"id": new_id(), "title": title, **self._fields({**fields, **_stamp(current_scope(), fields)})}
         self._default_expiry(meta, creating=True)
         now = now_iso()
         meta["created"] = now
@@ -280,6 +281,7 @@ class Engine(Structure, Lifecycle, Searcher, Exchange, History, Knowledge):
         note = self._note(id)
         when = note.created or note.updated or ""
         before, after = self.catalog.around(note.path, when, window)
+        before, after = [n for n in before if self._visible(n)], [n for n in after if self._visible(n)]
         return {
             "id": id, "path": note.path, "title": note.title, "created": note.created,
             "before": [r.compact() for r in before], "after": [r.compact() for r in after],
@@ -306,7 +308,7 @@ class Engine(Structure, Lifecycle, Searcher, Exchange, History, Knowledge):
                 "metadata": self._scrub_data(parsed.meta)[0], "text": self._scrub(parsed.body)[0],
                 "chunks": [{"index": c.idx, "heading": c.heading} for c in self.catalog.chunks_of(note.path)],
                 "links": [self._link(target) for target in self.catalog.links_of(note.path)],
-                "backlinks": [n.ref() for n in self.catalog.backlinks(note)],
+                "backlinks": [n.ref() for n in self.catalog.backlinks(note) if self._visible(n)],
             })
         if not memories:
             raise NoteNotFoundError(missing[0] if len(missing) == 1 else ", ".join(missing))
@@ -394,11 +396,15 @@ class Engine(Structure, Lifecycle, Searcher, Exchange, History, Knowledge):
         done, total = self.progress["done"], self.progress["total"]
         return f"The index is still being built ({done}/{total} files); results may be incomplete. Retry shortly."
 
+    def _visible(self, note: NoteRow) -> bool:
+        """Does the running call's scope see this note (spellbook/scope.py)?"""
+        return current_scope().sees(note.context, note.user)
+
     def _note(self, note_id: str) -> NoteRow:
         if not isinstance(note_id, str) or not note_id.strip():
             raise InvalidInputError("id is empty; pass the id of a memory (from memorize or list_memories).")
-        rows = self.catalog.notes_by_id(note_id.strip())
-        if not rows:
+        rows = [r for r in self.catalog.notes_by_id(note_id.strip()) if self._visible(r)]
+        if not rows:  # another scope's memory is not found either: its existence is not leaked
             raise NoteNotFoundError(note_id)
         if len(rows) > 1:
             raise SpellbookError(
@@ -416,7 +422,8 @@ class Engine(Structure, Lifecycle, Searcher, Exchange, History, Knowledge):
 
     def _link(self, target: str) -> dict[str, Any]:
         found = self.catalog.resolve_link(target)
-        return {"target": target, **(found.ref() if found else {"resolved": False})}
+        visible = found is not None and self._visible(found)
+        return {"target": target, **(found.ref() if visible else {"resolved": False})}
 
     def _check_text(self, text: str) -> str:
         if not isinstance(text, str) or not text.strip():
@@ -461,6 +468,18 @@ class Engine(Structure, Lifecycle, Searcher, Exchange, History, Knowledge):
             elif name != "title":
                 raise InvalidInputError(f"Unknown field {name!r}.")
         return {k: v for k, v in out.items() if v not in (None, "", [])}
+
+
+def _stamp(scope: Any, fields: dict[str, Any]) -> dict[str, Any]:
+    """What a write in a scope records: its context and user (spellbook/scope.py)."""
+    out: dict[str, Any] = {}
+    for name in ("context", "user"):
+        mine, given = getattr(scope, name), fields.get(name)
+        if mine and given and str(given).casefold() != mine.casefold():
+            raise InvalidInputError(f"This call is scoped to {name} {mine!r}; it cannot write a memory of {name} {given!r}.")
+        if mine:
+            out[name] = mine
+    return out
 
 
 def _check_title(title: str | None) -> str | None:

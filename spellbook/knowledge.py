@@ -156,6 +156,8 @@ class Knowledge:
         links: list[dict[str, Any]] = []
         for target, relation in self.catalog.links_from(note.path):
             found = self.catalog.resolve_link(target)
+            if found is not None and not self._visible(found):
+                found = None  # another scope's memory: as if it did not exist
             item: dict[str, Any] = {"relation": relation or WIKILINK, "target": target, "resolved": found is not None}
             if found is not None:
                 item.update(found.ref())
@@ -183,15 +185,19 @@ class Knowledge:
 
         for target, relation in self.catalog.links_from(note.path):
             other = self.catalog.resolve_link(target)
-            if other is not None:
+            if other is not None and self._visible(other):
                 add(other.ref(), LINK_WEIGHT, {"kind": "links_to", "relation": relation or WIKILINK})
         for other in self._backlinks(note):
             add({k: other[k] for k in ("id", "path", "title")}, LINK_WEIGHT,
                 {"kind": "linked_from", "relation": other["relation"]})
         for other, shared in self.catalog.sharing_tags(note.path, note.tags, limit * 3):
+            if not self._visible(other):
+                continue
             add(other.ref(), min(TAG_WEIGHT * len(shared), TAG_WEIGHT_MAX), {"kind": "same_tags", "tags": shared})
         if note.context:
             for other in self.catalog.same_context(note.path, note.context, limit * 3):
+                if not self._visible(other):
+                    continue
                 add(other.ref(), CONTEXT_WEIGHT, {"kind": "same_context", "context": other.context})
         for hit in self._similar(note.path, limit):
             if hit["similarity"] > 0:
@@ -210,7 +216,10 @@ class Knowledge:
         if not isinstance(stale_days, int) or not 1 <= stale_days <= 36_500:
             raise InvalidInputError("stale_days must be a whole number of days between 1 and 36500.")
         self._await_first_index()
-        notes = {n.path: (n, mtime) for n, mtime in self.catalog.overview() if (n.category or "").lower() != "system"}
+        notes = {
+            n.path: (n, mtime) for n, mtime in self.catalog.overview()
+            if (n.category or "").lower() != "system" and self._visible(n)
+        }
         total = len(notes)
         refs = {path: n.ref() for path, (n, _) in notes.items()}
         issues: list[dict[str, Any]] = []
@@ -240,7 +249,8 @@ class Knowledge:
                                  f"Not updated in {stale_days} days: check each is still true; revise it, link a "
                                  "newer memory to it with relation 'supersedes', or erase it."))
 
-        tag_counts = self.catalog.tag_counts()
+        seen_tags = {t.casefold() for n, _ in notes.values() for t in n.tags}
+        tag_counts = [(t, c) for t, c in self.catalog.tag_counts() if t.casefold() in seen_tags]
         groups = _tag_groups(tag_counts)
         for group in groups[:ISSUES_PER_KIND]:
             issues.append(self._tag_issue(group, refs))
@@ -379,7 +389,7 @@ class Knowledge:
         """Notes linking to this one (that resolve to it), one entry per note and relation."""
         out: dict[tuple[str, str], dict[str, Any]] = {}
         for other, target, relation in self.catalog.inbound(note):
-            if (other.path, relation) in out or not self._points_to(target, note):
+            if (other.path, relation) in out or not self._visible(other) or not self._points_to(target, note):
                 continue
             item = {**other.ref(), "relation": relation or WIKILINK}
             why = _reason(other.meta, relation, target)

@@ -25,7 +25,7 @@ from typing import Any
 
 from spellbook.errors import InvalidInputError, SpellbookError
 from spellbook.index.catalog import FolderRow, NoteRow
-from spellbook.search.filters import LIVE_SQL
+from spellbook.search.filters import LIVE_SQL, to_sql
 from spellbook.vault.fields import string_list
 from spellbook.vault.note import content_version, dump_field, parse_note, render_note
 from spellbook.vault.paths import ABOUT_NAME, ARCHIVE_DIR, OVERVIEW_NAME, sanitize_segment
@@ -55,10 +55,11 @@ class Structure:
         note = self._await_first_index()
         abouts = self._abouts()
         tags: dict[tuple[str, str], list[str]] = {}
-        for category, topic, tag, _ in self.catalog.topic_tags(LIVE_SQL, []):
+        where, params = to_sql(None)  # live notes the running call's scope sees
+        for category, topic, tag, _ in self.catalog.topic_tags(where, params):
             tags.setdefault((category or NONE, topic or NONE), []).append(tag)
         categories: dict[str, dict[str, Any]] = {}
-        for category, topic, notes, chunks, updated in self.catalog.topics(LIVE_SQL, []):
+        for category, topic, notes, chunks, updated in self.catalog.topics(where, params):
             category, topic = category or NONE, topic or NONE
             entry = categories.get(category) or self._category_entry(category, abouts)
             categories[category] = entry

@@ -464,3 +464,12 @@ def test_default_command_sits_next_to_python() -> None:
     assert command.is_absolute()
     assert command.parent == Path(sys.executable).absolute().parent
     assert command.stem == "spellbook"
+
+
+def test_a_scoped_stdio_entry_and_no_scope_for_http() -> None:
+    from spellbook.clients import server_entry
+
+    entry = server_entry(command="/bin/spellbook", vault=Path("/v"), context="shop", user="ana")
+    assert entry["args"] == ["serve", "--vault", "/v", "--context", "shop", "--user", "ana"]
+    with pytest.raises(InvalidInputError, match="scoped per call"):
+        server_entry(command="/bin/spellbook", http_url="http://127.0.0.1:8765/mcp", context="shop")

@@ -59,10 +59,12 @@ CREATE VIRTUAL TABLE IF NOT EXISTS chunks_vocab USING fts5vocab(chunks_fts, 'row
 """
 
 # Columns added after a catalog was first created: added in place (the format bump rebuilds it).
-_ADDED_COLUMNS = {"expires": "TEXT", "archived": "INTEGER NOT NULL DEFAULT 0"}
+_ADDED_COLUMNS = {"expires": "TEXT", "archived": "INTEGER NOT NULL DEFAULT 0", "user": "TEXT"}
 _LATE_INDEXES = """
 CREATE INDEX IF NOT EXISTS notes_expires ON notes(expires);
 CREATE INDEX IF NOT EXISTS notes_archived ON notes(archived);
+CREATE INDEX IF NOT EXISTS notes_context ON notes(context COLLATE NOCASE);
+CREATE INDEX IF NOT EXISTS notes_user ON notes(user COLLATE NOCASE);
 """
 
 # Column weights for bm25(): title/heading, agent metadata (keywords, questions...), body.
@@ -116,6 +118,7 @@ class NoteRow:
     relations: tuple[tuple[str, str], ...] = ()  # (relation, target) from frontmatter relation keys
     expires: str | None = None  # UTC, YYYY-MM-DDTHH:MM:SSZ (vault.fields.expires_key)
     archived: bool = False  # under _archive/
+    user: str | None = None  # whose memory (spellbook/scope.py); None: shared
 
     def ref(self) -> dict[str, Any]:
         return {"id": self.note_id, "path": self.path, "title": self.title}
@@ -257,7 +260,7 @@ class Catalog:
                             note.path, note.note_id, note.title, note.category, note.topic, note.type,
                             note.context, note.importance, json.dumps(note.tags, ensure_ascii=False),
                             note.created, note.updated, note.folder, int(note.managed),
-                            json.dumps(note.meta, ensure_ascii=False, default=str), note.expires, int(note.archived),
+                            json.dumps(note.meta, ensure_ascii=False, default=str), note.expires, int(note.archived), note.user,
                         ),
                     )
                     self._db.executemany(
@@ -586,10 +589,10 @@ class Catalog:
         with self._lock:
             rows = self._db.execute(
                 "SELECT notes.path, note_id, title, category, topic, type, context, importance, tags, created, updated, "
-                "folder, managed, '{}', expires, archived, coalesce(f.mtime_ns, 0) FROM notes "
+                "folder, managed, '{}', expires, archived, user, coalesce(f.mtime_ns, 0) FROM notes "
                 f"LEFT JOIN files f ON f.path = notes.path WHERE {LIVE_SQL} ORDER BY notes.path"
             ).fetchall()
-        return [(_note(r[:16]), r[16]) for r in rows]
+        return [(_note(r[:_NOTE_COUNT]), r[_NOTE_COUNT]) for r in rows]
 
     def chunk_ids_of(self, paths: Sequence[str]) -> dict[str, list[str]]:
         out: dict[str, list[str]] = {}
@@ -757,7 +760,7 @@ class Catalog:
 
 _NOTE_COLS = (
     "path, note_id, title, category, topic, type, context, importance, tags, created, updated, folder, managed, meta, "
-    "expires, archived"
+    "expires, archived, user"
 )
 _NOTE_COUNT = _NOTE_COLS.count(",") + 1
 
@@ -796,5 +799,5 @@ def _note(row: tuple) -> NoteRow:
         path=row[0], note_id=row[1], title=row[2] or "", category=row[3], topic=row[4], type=row[5],
         context=row[6], importance=row[7], tags=json.loads(row[8] or "[]"), created=row[9], updated=row[10],
         folder=row[11] or "", managed=bool(row[12]), meta=json.loads(row[13] or "{}"),
-        expires=row[14], archived=bool(row[15]),
+        expires=row[14], archived=bool(row[15]), user=row[16],
     )

@@ -45,8 +45,8 @@ from spellbook.vault.store import Vault
 
 log = logging.getLogger(__name__)
 
-INDEX_FORMAT = "6"  # 3: CJK unigrams + bigrams in the keyword index; 4: tags table; 5: link relations;
-# 6: expires/archived columns, folder notes
+INDEX_FORMAT = "7"  # 3: CJK unigrams + bigrams in the keyword index; 4: tags table; 5: link relations;
+# 6: expires/archived columns, folder notes; 7: user column (scopes)
 BATCH_FILES = 64
 MAX_FILE_BYTES = 5 * 1024 * 1024
 RECENTLY_REMOVED_MAX = 20_000  # vectors of removed chunks kept in memory for moves (about 40 MB at 512-d)
@@ -331,7 +331,7 @@ class Indexer:
             created=_text(meta.get("created")), updated=_text(meta.get("updated")),
             folder=folder, managed="id" in meta, meta=meta, links=tuple(wikilinks(parsed.body, meta.get("links"))),
             relations=tuple(relation_links(meta)),
-            expires=expires, archived=is_archived(path),
+            expires=expires, archived=is_archived(path), user=_text(meta.get("user")),
         )
         key = hashlib.sha1(path.encode("utf-8")).hexdigest()[:16]
         fts_meta = index_text(" ".join(_flatten(meta.get(k)) for k in ("keywords", "questions", "entities", "aliases")) + " " + " ".join(tags))

@@ -11,6 +11,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from spellbook.errors import InvalidInputError
+from spellbook.scope import current as current_scope
 from spellbook.vault.fields import normalize_importance, normalize_tags
 from spellbook.vault.paths import is_archived
 
@@ -30,6 +31,7 @@ class Filter(BaseModel):
     tags_any: list[str] | None = Field(default=None, description="Notes having ANY of these tags.")
     type: str | None = None
     context: str | None = None
+    user: str | None = None
     importance: int | None = Field(default=None, description="Minimum importance, 1-5.")
     folder: str | None = Field(
         default=None, description="Vault folder, e.g. 'projects/spellbook'; includes subfolders. '_archive': expired memories."
@@ -55,13 +57,19 @@ class Filter(BaseModel):
 
 def to_sql(spec: Filter | None, include_hidden: bool = False) -> tuple[str, list[Any]]:
     """(condition, parameters) over ``notes``: live notes only, unless ``folder`` is the archive
-    or ``include_hidden`` (export: every indexed note)."""
+    or ``include_hidden`` (export: every indexed note); always only what the running call's scope
+    sees (spellbook/scope.py)."""
     hidden = include_hidden or bool(spec and spec.folder and is_archived(spec.folder))
-    if spec is None:
-        return ("1" if hidden else LIVE_SQL), []
     clauses: list[str] = [] if hidden else [LIVE_SQL]
     params: list[Any] = []
-    for column in ("category", "topic", "type", "context"):
+    scope = current_scope()
+    if scope:
+        condition, values = scope.sql()
+        clauses.append(condition)
+        params.extend(values)
+    if spec is None:
+        return (" AND ".join(clauses) or "1"), params
+    for column in ("category", "topic", "type", "context", "user"):
         value = getattr(spec, column)
         if value is not None:
             clauses.append(f"notes.{column} = ? COLLATE NOCASE")

@@ -15,6 +15,7 @@ from typing import Any, Literal
 from spellbook.errors import EmbedderError, InvalidInputError
 from spellbook.index.catalog import NoteRow
 from spellbook.indexing.indexer import file_changed
+from spellbook.scope import current as current_scope
 from spellbook.search.filters import Filter, parse_filter, to_sql
 from spellbook.search.hybrid import blend, coverage, query_terms
 from spellbook.search.keyword import tokenize
@@ -107,8 +108,9 @@ class Searcher:
         if mode in ("hybrid", "semantic"):
             vector = self.embedder.embed_query(query)
             # Without a filter, archived and expired chunks are fetched and skipped below: that many more.
-            hidden = 0 if spec else self.catalog.hidden_chunks()
-            allowed = self.catalog.filtered_chunk_ids(where, params) if spec or hidden > MAX_SKIPPED else None
+            scope = current_scope()
+            hidden = 0 if spec or scope else self.catalog.hidden_chunks()
+            allowed = self.catalog.filtered_chunk_ids(where, params) if spec or scope or hidden > MAX_SKIPPED else None
             found = self.vectors.query(vector, depth + (hidden if allowed is None else 0), ids=allowed)
             similarity = dict(found)
         if mode in ("hybrid", "keyword"):
@@ -117,9 +119,9 @@ class Searcher:
         # One read of the candidates' rows serves coverage, boosts and the hits.
         chunks = self.catalog.chunks(list(similarity.keys() | keyword_scores.keys()))
         notes = self.catalog.notes_at(c.path for c in chunks.values())
-        if spec is None:  # the vectors were not filtered: leave archived and expired notes out here
+        if spec is None:  # the vectors may not be filtered: leave archived and expired notes out here
             now = expires_key(dt.datetime.now(dt.UTC))
-            notes = {path: note for path, note in notes.items() if note.live(now)}
+            notes = {path: note for path, note in notes.items() if note.live(now) and self._visible(note)}
         query_set = query_terms(query)
 
         def covers(chunk: Any) -> float:
@@ -193,10 +195,14 @@ class Searcher:
         dims = len(vectors[0])
         mean = [sum(v[i] for v in vectors) / len(vectors) for i in range(dims)]
         norm = sum(x * x for x in mean) ** 0.5 or 1.0
-        found = self.vectors.query([x / norm for x in mean], limit * 4 + len(chunk_ids))
+        allowed = self.catalog.filtered_chunk_ids(*to_sql(None)) if current_scope() else None
+        found = self.vectors.query([x / norm for x in mean], limit * 4 + len(chunk_ids), ids=allowed)
         chunks = self.catalog.chunks([cid for cid, _ in found])
         now = expires_key(dt.datetime.now(dt.UTC))
-        notes = {p: n for p, n in self.catalog.notes_at(c.path for c in chunks.values()).items() if n.live(now)}
+        notes = {
+            p: n for p, n in self.catalog.notes_at(c.path for c in chunks.values()).items()
+            if n.live(now) and self._visible(n)
+        }
         return [
             {**note.ref(), "similarity": round(similarity, 4)}
             for _, similarity, _, note in _best_per_note(found, chunks, notes, limit, exclude=path)

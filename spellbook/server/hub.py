@@ -35,6 +35,7 @@ from typing import Any
 
 from spellbook.config import Settings
 from spellbook.errors import IndexUnavailableError, SpellbookError
+from spellbook.scope import Scope, resolve, scoped
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +48,7 @@ METHODS = frozenset(
      "link", "unlink", "get_links", "explore_related", "analyze_knowledge",
      "fill_missing_vectors", "probe_embedder"}
 )
+SCOPE_KEY = "_scope"
 HANDOVER_SECONDS = 30.0
 MAINTAIN_SECONDS = 2.0  # the owner calls engine.maintain() this often (the sweep has its own interval)
 OPEN_TIMEOUT_SECONDS = 300.0
@@ -191,7 +193,12 @@ class Hub:
         """Run an engine method here (owner) or in the owner process (follower)."""
         if method not in METHODS:
             raise ValueError(f"unknown method {method}")
-        params = params or {}
+        params = dict(params or {})
+        # context/user are the call's scope (spellbook/scope.py), resolved here against this
+        # process's settings: a follower's client may be scoped differently from the owner's.
+        scope = resolve(params.pop("context", None), params.pop("user", None), self.settings.context, self.settings.user)
+        if scope:
+            params[SCOPE_KEY] = {"context": scope.context, "user": scope.user}
         deadline = time.monotonic() + HANDOVER_SECONDS
         while True:
             if self.role == "owner":
@@ -211,7 +218,9 @@ class Hub:
             raise IndexUnavailableError("The index is still opening; retry in a few seconds.")
         if self._open_error is not None:
             raise IndexUnavailableError(f"The index could not be opened: {self._open_error}") from self._open_error
-        return getattr(self.engine, method)(**params)
+        params = dict(params)
+        with scoped(Scope(**params.pop(SCOPE_KEY, {}))):
+            return getattr(self.engine, method)(**params)
 
     def _call_remote(self, method: str, params: dict[str, Any], timeout: float | None) -> Any:
         info = json.loads((self.index_dir / "owner.json").read_text())

@@ -35,6 +35,16 @@ INSTRUCTIONS = """Spellbook is your long-term memory: a markdown vault the user 
 Importance = int | Literal["low", "medium", "high"]
 NoteType = Literal["insight", "success", "failure", "decision", "note", "temporary"]
 StrList = list[str] | None
+ScopeContext = Annotated[
+    str | None,
+    Field(description="Project scope: see only this project's memories and shared ones; what you write is "
+          "stamped with it. Default: the server's SPELLBOOK_CONTEXT."),
+]
+ScopeUser = Annotated[
+    str | None,
+    Field(description="Person scope: see only this person's memories and shared ones; what you write is "
+          "stamped with it. Default: the server's SPELLBOOK_USER."),
+]
 Expires = Annotated[
     str | None, Field(description="ISO date or date-time when it stops being relevant; then hidden and archived.")
 ]
@@ -92,7 +102,7 @@ def add_core_tools(server: MCPServer, call: Call) -> None:
         entities: StrList = None,
         importance: Annotated[Importance | None, Field(description="1-5 or low/medium/high.")] = None,
         type: NoteType | None = None,
-        context: Annotated[str | None, Field(description="Project or scope this belongs to.")] = None,
+        context: ScopeContext = None,
         source: str | None = None,
         expires: Expires = None,
         ttl_days: TtlDays = None,
@@ -124,9 +134,11 @@ def add_core_tools(server: MCPServer, call: Call) -> None:
         min_score: Annotated[
             float | None, Field(ge=0, le=1, description="Drop hits whose relevance is lower (0.5 = clearly related).")
         ] = None,
+        context: ScopeContext = None,
+        user: ScopeUser = None,
     ) -> CallToolResult:
         """Search memories by meaning and keywords. Returns compact hits; use get_memories for full text."""
-        data = await call("memorize", query=query, limit=limit, filter=filter, mode=mode, min_score=min_score)
+        data = await call("memorize", context=context, user=user, query=query, limit=limit, filter=filter, mode=mode, min_score=min_score)
         lines = [f"{len(data['results'])} result(s) for {data['query']!r}:"]
         for n, hit in enumerate(data["results"], 1):
             where = hit["path"] + (f" › {hit['heading']}" if hit.get("heading") else "")
@@ -136,9 +148,11 @@ def add_core_tools(server: MCPServer, call: Call) -> None:
     @server.tool(annotations=_READ)
     async def get_memories(
         ids: Annotated[list[str], Field(min_length=1, max_length=20, description="Ids from memorize/list_memories.")],
+        context: ScopeContext = None,
+        user: ScopeUser = None,
     ) -> CallToolResult:
         """Full text, metadata and version of memories by id."""
-        data = await call("get_memories", ids=ids)
+        data = await call("get_memories", context=context, user=user, ids=ids)
         parts = [
             f"# {m['title']} (id {m['id']}, {m['path']}, version {m['version']})\n{m['text']}" for m in data["memories"]
         ]
@@ -147,18 +161,28 @@ def add_core_tools(server: MCPServer, call: Call) -> None:
         return tool_result("\n\n".join(parts), data)
 
     @server.tool(annotations=_READ)
-    async def related(id: str, limit: Annotated[int, Field(ge=1, le=50)] = 5) -> CallToolResult:
+    async def related(
+        id: str,
+        limit: Annotated[int, Field(ge=1, le=50)] = 5,
+        context: ScopeContext = None,
+        user: ScopeUser = None,
+    ) -> CallToolResult:
         """Memories semantically closest to this one (itself excluded)."""
-        data = await call("related", id=id, limit=limit)
+        data = await call("related", context=context, user=user, id=id, limit=limit)
         lines = [f"Related to {data['path']}:"] + [
             f"- {r['title']} (id {r['id']}, {r['path']}, similarity {r['similarity']:.2f})" for r in data["related"]
         ]
         return tool_result("\n".join(lines), data)
 
     @server.tool(annotations=_READ)
-    async def timeline(id: str, window: Annotated[int, Field(ge=1, le=20)] = 3) -> CallToolResult:
+    async def timeline(
+        id: str,
+        window: Annotated[int, Field(ge=1, le=20)] = 3,
+        context: ScopeContext = None,
+        user: ScopeUser = None,
+    ) -> CallToolResult:
         """Memories written just before and after this one, and its sections."""
-        data = await call("timeline", id=id, window=window)
+        data = await call("timeline", context=context, user=user, id=id, window=window)
         lines = [f"Before {data['title']}:"] + [f"- {m['title']} (id {m['id']})" for m in data["before"]]
         lines += ["After:"] + [f"- {m['title']} (id {m['id']})" for m in data["after"]]
         return tool_result("\n".join(lines), data)
@@ -179,16 +203,17 @@ def add_core_tools(server: MCPServer, call: Call) -> None:
         entities: StrList = None,
         importance: Importance | None = None,
         type: NoteType | None = None,
-        context: str | None = None,
+        context: ScopeContext = None,
         source: str | None = None,
         expires: Expires = None,
         ttl_days: TtlDays = None,
+        user: ScopeUser = None,
     ) -> CallToolResult:
         """Change a memory's text and/or metadata. Empty string or [] removes a field."""
         data = await call(
             "revise", id=id, text=text, version=version, title=title, category=category, topic=topic, tags=tags,
             keywords=keywords, questions=questions, entities=entities, importance=importance, type=type,
-            context=context, source=source, expires=expires, ttl_days=ttl_days,
+            context=context, user=user, source=source, expires=expires, ttl_days=ttl_days,
         )
         text = f"Revised {data['id']} ({data['path']}), now version {data['version']}."
         if data.get("redacted"):
@@ -199,9 +224,11 @@ def add_core_tools(server: MCPServer, call: Call) -> None:
     async def erase(
         id: str,
         version: Annotated[str | None, Field(description="Refuse if the file changed since this version.")] = None,
+        context: ScopeContext = None,
+        user: ScopeUser = None,
     ) -> CallToolResult:
         """Remove a memory from search; its file moves to the vault's .trash/ folder."""
-        data = await call("erase", id=id, version=version)
+        data = await call("erase", context=context, user=user, id=id, version=version)
         return tool_result(f"Erased {data['id']}; the file moved to {data['trash_path']}.", data)
 
     @server.tool(annotations=_READ)
@@ -209,9 +236,11 @@ def add_core_tools(server: MCPServer, call: Call) -> None:
         filter: Filter | None = None,
         limit: Annotated[int, Field(ge=1, le=200)] = 20,
         offset: Annotated[int, Field(ge=0)] = 0,
+        context: ScopeContext = None,
+        user: ScopeUser = None,
     ) -> CallToolResult:
         """List memories, newest first, with optional filters and paging."""
-        data = await call("list_memories", filter=filter, limit=limit, offset=offset)
+        data = await call("list_memories", context=context, user=user, filter=filter, limit=limit, offset=offset)
         lines = [f"{len(data['memories'])} of {data['total']} memories (offset {data['offset']}):"]
         lines += [f"- {m['title']} (id {m['id']}, {m['path']})" for m in data["memories"]]
         if data["next_offset"] is not None:
@@ -221,21 +250,25 @@ def add_core_tools(server: MCPServer, call: Call) -> None:
     @server.tool(annotations=_READ)
     async def get_index(
         scope: Annotated[str | None, Field(description="One category's name, to list only its topics.")] = None,
+        context: ScopeContext = None,
+        user: ScopeUser = None,
     ) -> CallToolResult:
         """Table of contents: categories and topics with descriptions, keywords and counts. Read it first."""
         from spellbook.server.tools_structure import index_text
 
-        data = await call("get_index", scope=scope)
+        data = await call("get_index", context=context, user=user, scope=scope)
         return tool_result(index_text(data), data)
 
     @server.tool(annotations=_READ)
     async def get_topic(
-        topic: str, category: str | None = None, offset: Annotated[int, Field(ge=0)] = 0
+        topic: str, category: str | None = None, offset: Annotated[int, Field(ge=0)] = 0,
+        context: ScopeContext = None,
+        user: ScopeUser = None,
     ) -> CallToolResult:
         """All memories of a topic, oldest first, with full text (paged)."""
         from spellbook.server.tools_structure import about_text
 
-        data = await call("get_topic", topic=topic, category=category, offset=offset)
+        data = await call("get_topic", context=context, user=user, topic=topic, category=category, offset=offset)
         parts = [about_text(data["about"])] if data.get("about") else []
         parts += [f"# {m['title']} (id {m['id']})\n{m['text']}" for m in data["memories"]]
         if data["next_offset"] is not None:

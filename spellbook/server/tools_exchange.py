@@ -11,7 +11,7 @@ from pydantic import Field
 
 from spellbook.exchange import ExportFormat, ImportFormat, OnConflict, import_summary
 from spellbook.search.filters import Filter
-from spellbook.server.tools import Call, tool_result
+from spellbook.server.tools import Call, ScopeContext, ScopeUser, tool_result
 
 _EXPORT = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
 _IMPORT = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False)
@@ -29,9 +29,11 @@ def add_exchange_tools(server: MCPServer, call: Call) -> None:
         path: FilePath = None,
         filter: Filter | None = None,
         overwrite: Annotated[bool, Field(description="Replace the file at path if it exists.")] = False,
+        context: ScopeContext = None,
+        user: ScopeUser = None,
     ) -> CallToolResult:
         """Export memories (all, or a filter) as versioned JSON for import, or one markdown document."""
-        data = await call("export", format=format, path=path, filter=filter, overwrite=overwrite)
+        data = await call("export", context=context, user=user, format=format, path=path, filter=filter, overwrite=overwrite)
         if "path" in data:
             text = f"Exported {data['count']} memories as {format} to {data['path']} ({data['bytes']:,} bytes)."
         elif format == "json":
@@ -52,10 +54,12 @@ def add_exchange_tools(server: MCPServer, call: Call) -> None:
             OnConflict, Field(description="When the vault has a memory with the same id: skip, overwrite, new_id.")
         ] = "skip",
         dry_run: Annotated[bool, Field(description="Report what would happen; write nothing.")] = False,
+        context: ScopeContext = None,
+        user: ScopeUser = None,
     ) -> CallToolResult:
         """Import memories from a Spellbook JSON export or an MCP memory server memory.jsonl."""
         data = await call(
-            "import_memories", path=path, format=format, on_conflict=on_conflict, dry_run=dry_run
+            "import_memories", context=context, user=user, path=path, format=format, on_conflict=on_conflict, dry_run=dry_run
         )
         return tool_result(import_summary(data), data)
 

@@ -8,7 +8,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
-from spellbook.server.tools import Call, tool_result
+from spellbook.server.tools import Call, ScopeContext, ScopeUser, tool_result
 
 _READ = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 _WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
@@ -19,9 +19,11 @@ def add_history_tools(server: MCPServer, call: Call) -> None:
     async def history(
         id: Annotated[str, Field(description="A memory's id; an erased memory's id works too.")],
         limit: Annotated[int, Field(ge=1, le=100)] = 20,
+        context: ScopeContext = None,
+        user: ScopeUser = None,
     ) -> CallToolResult:
         """A memory's versions from the vault's git history, newest first (pass one to restore)."""
-        data = await call("history", id=id, limit=limit)
+        data = await call("history", context=context, user=user, id=id, limit=limit)
         state = "erased" if data["erased"] else data["path"]
         lines = [f"History of {data['title']} (id {data['id']}, {state}):"]
         if data["uncommitted"]:
@@ -42,9 +44,11 @@ def add_history_tools(server: MCPServer, call: Call) -> None:
         current_version: Annotated[
             str | None, Field(description="The version you read (get_memories); refuses if the file changed since.")
         ] = None,
+        context: ScopeContext = None,
+        user: ScopeUser = None,
     ) -> CallToolResult:
         """Bring back an earlier version of a memory (also an erased one); keeps its id and path."""
-        data = await call("restore", id=id, version=version, current_version=current_version)
+        data = await call("restore", context=context, user=user, id=id, version=version, current_version=current_version)
         if data.get("unchanged"):
             text = f"{data['id']} ({data['path']}) already holds version {data['restored']}; nothing written."
         else:

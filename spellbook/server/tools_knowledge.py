@@ -9,7 +9,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
-from spellbook.server.tools import Call, tool_result
+from spellbook.server.tools import Call, ScopeContext, ScopeUser, tool_result
 
 Relation = Literal["related", "supersedes", "contradicts", "extends", "depends_on"]
 
@@ -27,9 +27,11 @@ def add_knowledge_tools(server: MCPServer, call: Call) -> None:
         target: Annotated[str, Field(description="Id of the memory it links to.")],
         relation: Annotated[Relation, Field(description="'supersedes' ranks the target down in search.")] = "related",
         reason: Annotated[str | None, Field(max_length=500, description="Why they are linked.")] = None,
+        context: ScopeContext = None,
+        user: ScopeUser = None,
     ) -> CallToolResult:
         """Link two memories with a relation, written as a [[wikilink]] in the source note's frontmatter."""
-        data = await call("link", source=source, target=target, relation=relation, reason=reason)
+        data = await call("link", context=context, user=user, source=source, target=target, relation=relation, reason=reason)
         if data["changed"]:
             text = (f"Linked {data['path']} -[{data['relation']}]-> {data['target_path']} as {data['link']} "
                     f"(version {data['version']}).")
@@ -42,9 +44,11 @@ def add_knowledge_tools(server: MCPServer, call: Call) -> None:
         source: Annotated[str, Field(description="Id of the memory whose link to remove.")],
         target: Annotated[str, Field(description="Id of the linked memory (or the text of a broken link).")],
         relation: Annotated[Relation | None, Field(description="Only this relation; omit for all.")] = None,
+        context: ScopeContext = None,
+        user: ScopeUser = None,
     ) -> CallToolResult:
         """Remove links from a memory's frontmatter to another memory."""
-        data = await call("unlink", source=source, target=target, relation=relation)
+        data = await call("unlink", context=context, user=user, source=source, target=target, relation=relation)
         if data["changed"]:
             links = ", ".join(f"{r['link']} ({r['relation']})" for r in data["removed"])
             text = f"Removed from {data['path']}: {links} (version {data['version']})."
@@ -53,9 +57,9 @@ def add_knowledge_tools(server: MCPServer, call: Call) -> None:
         return tool_result(text, data)
 
     @server.tool(annotations=_READ)
-    async def get_links(id: str) -> CallToolResult:
+    async def get_links(id: str, context: ScopeContext = None, user: ScopeUser = None) -> CallToolResult:
         """A memory's links (relation, reason, resolved target) and the memories linking to it."""
-        data = await call("get_links", id=id)
+        data = await call("get_links", context=context, user=user, id=id)
         lines = [f"Links of {data['title']} ({data['path']}):"]
         for item in data["links"]:
             where = f"{item['title']} (id {item['id']})" if item["resolved"] else "NOT FOUND"
@@ -66,9 +70,14 @@ def add_knowledge_tools(server: MCPServer, call: Call) -> None:
         return tool_result("\n".join(lines), data)
 
     @server.tool(annotations=_READ)
-    async def explore_related(id: str, limit: Annotated[int, Field(ge=1, le=50)] = 10) -> CallToolResult:
+    async def explore_related(
+        id: str,
+        limit: Annotated[int, Field(ge=1, le=50)] = 10,
+        context: ScopeContext = None,
+        user: ScopeUser = None,
+    ) -> CallToolResult:
         """Memories related to this one by links, shared tags, same context and meaning, each saying why."""
-        data = await call("explore_related", id=id, limit=limit)
+        data = await call("explore_related", context=context, user=user, id=id, limit=limit)
         lines = [f"Related to {data['title']} ({data['path']}):"]
         lines += [f"{n}. {r['title']} (id {r['id']}): {r['why']}" for n, r in enumerate(data["related"], 1)]
         return tool_result("\n".join(lines), data)
@@ -76,9 +85,11 @@ def add_knowledge_tools(server: MCPServer, call: Call) -> None:
     @server.tool(annotations=_READ)
     async def analyze_knowledge(
         stale_days: Annotated[int, Field(ge=1, le=36_500, description="Notes not updated this long are stale.")] = 180,
+        context: ScopeContext = None,
+        user: ScopeUser = None,
     ) -> CallToolResult:
         """Knowledge health: a 0-100 score and issues (untagged, unlinked, stale, duplicates, broken links)."""
-        data = await call("analyze_knowledge", stale_days=stale_days)
+        data = await call("analyze_knowledge", context=context, user=user, stale_days=stale_days)
         lines = [f"Health {data['score']}/100 over {data['notes']} notes; {len(data['issues'])} issue(s)."]
         for issue in data["issues"]:
             names = ", ".join(f"{n['title']} (id {n['id']})" for n in issue["notes"][:SHOWN_ISSUE_NOTES])

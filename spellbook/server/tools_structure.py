@@ -12,7 +12,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult
 from pydantic import Field
 
-from spellbook.server.tools import _DELETE, _WRITE, Call, tool_result
+from spellbook.server.tools import _DELETE, _WRITE, Call, ScopeContext, ScopeUser, tool_result
 
 
 def add_structure_tools(server: MCPServer, call: Call) -> None:
@@ -38,9 +38,11 @@ def add_structure_tools(server: MCPServer, call: Call) -> None:
         topic: Annotated[str, Field(description="The topic to remove (a name from get_index).")],
         category: Annotated[str | None, Field(description="Its category; needed when several have it.")] = None,
         confirm: Annotated[bool, Field(description="false: only list what would go. true: move it to .trash/.")] = False,
+        context: ScopeContext = None,
+        user: ScopeUser = None,
     ) -> CallToolResult:
         """Remove every memory of a topic (to .trash/). Without confirm=true it only lists what it would remove."""
-        data = await call("erase_topic", topic=topic, category=category, confirm=confirm)
+        data = await call("erase_topic", context=context, user=user, topic=topic, category=category, confirm=confirm)
         if data["confirmed"]:
             lines = [f"Moved {data['count']} memories of topic {data['topic']!r} to .trash/:"]
             lines += [f"- {m['title']} ({m['path']} -> {m['trash_path']})" for m in data["removed"]]
