@@ -24,13 +24,13 @@ from spellbook.server.hub import Hub
 from spellbook.server.resources import add_resources_and_prompts
 
 INSTRUCTIONS = """Spellbook is your long-term memory: a markdown vault the user also reads and edits.
-- At the start of a session, read get_index: the categories and topics, with what belongs in each.
-- At the start of a task, call memorize with what you are about to work on.
+- At the start of a task, call get_index (what exists), then memorize with what you are about to work on.
 - Before your first scribe in a vault, read the guide: memorize("how to chunk memories", filter={"category": "system"}).
 - Store one idea per memory (scribe) with a clear title, category, topic, tags and the questions it answers.
 - memorize returns short hits; call get_memories with their ids for the full text and a version.
 - To change a memory, revise it with the version you read; if the person edited it since, you get the current text to merge.
-- For facts that stop being true (an outage, this week's plan), pass ttl_days or expires, or type="temporary"."""
+- When scribe reports a near-duplicate, revise that memory instead; when a memory replaces another, link(new, old, "supersedes").
+- Working for one project or person in a shared vault: pass context (project) and/or user on every call."""
 
 Importance = int | Literal["low", "medium", "high"]
 NoteType = Literal["insight", "success", "failure", "decision", "note", "temporary"]
