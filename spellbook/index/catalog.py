@@ -16,7 +16,6 @@ Like the vector index, it is derived from the vault and can be deleted at any ti
 
 from __future__ import annotations
 
-import itertools
 import json
 import sqlite3
 import threading
@@ -79,14 +78,15 @@ REFILTER_LIMIT = 2_000  # (paths written) x (filters kept) above which the kept 
 
 @dataclass
 class _FilterEntry:
-    """One kept answer of ``filtered_chunk_ids``: the filter, its chunk ids per note path, and
-    the flattened tuple (None: to rebuild)."""
+    """One kept answer of ``filtered_chunk_ids``: the filter, its chunks per note path, and the
+    flattened forms (None: to rebuild)."""
 
     where: str
     params: list[Any]
-    by_path: dict[str, tuple[str, ...]]
+    by_path: dict[str, tuple[tuple[int, str], ...]]  # note path -> (catalog row id, chunk id) of its chunks
     next_expiry: str | None
     ids: tuple[str, ...] | None = None
+    rowids: frozenset[int] | None = None
 
 
 @dataclass(frozen=True)
@@ -383,27 +383,39 @@ class Catalog:
         query, so answers are kept and brought up to date on each write (``_refilter``): at 100k
         chunks the first answer costs ~50 ms, the next ones nothing. Filters hide expired notes, so
         an answer is recomputed once the next ``expires`` has passed."""
+        with self._lock:
+            entry = self._filter_entry(where, params)
+            if entry.ids is None:
+                entry.ids = tuple(cid for pairs in entry.by_path.values() for _, cid in pairs)
+            return entry.ids
+
+    def filtered_rowids(self, where: str, params: Sequence[Any]) -> frozenset[int]:
+        """The same chunks as ``filtered_chunk_ids``, as catalog row ids (what FTS5 returns)."""
+        with self._lock:
+            entry = self._filter_entry(where, params)
+            if entry.rowids is None:
+                entry.rowids = frozenset(rowid for pairs in entry.by_path.values() for rowid, _ in pairs)
+            return entry.rowids
+
+    def _filter_entry(self, where: str, params: Sequence[Any]) -> _FilterEntry:
         key = (where, tuple(params))
         now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())  # the format of notes.expires
-        with self._lock:
-            entry = self._filters.pop(key, None)  # re-inserted last: the dict is in LRU order
-            if entry is None or (entry.next_expiry is not None and now >= entry.next_expiry):
-                # Notes first, then their chunks by path: a scan of chunks probing notes costs ~2x.
-                rows = self._db.execute(
-                    f"SELECT notes.path, c.chunk_id FROM notes CROSS JOIN chunks c ON c.path = notes.path "
-                    f"WHERE {where}", params,
-                ).fetchall()
-                by_path: dict[str, list[str]] = {}
-                for path, chunk_id in rows:
-                    by_path.setdefault(path, []).append(chunk_id)
-                next_expiry = self._db.execute("SELECT min(expires) FROM notes WHERE expires > ?", (now,)).fetchone()[0]
-                entry = _FilterEntry(where, list(params), {p: tuple(ids) for p, ids in by_path.items()}, next_expiry)
-            while len(self._filters) >= FILTER_CACHE_SIZE:
-                self._filters.pop(next(iter(self._filters)))
-            self._filters[key] = entry
-            if entry.ids is None:
-                entry.ids = tuple(itertools.chain.from_iterable(entry.by_path.values()))
-            return entry.ids
+        entry = self._filters.pop(key, None)  # re-inserted last: the dict is in LRU order
+        if entry is None or (entry.next_expiry is not None and now >= entry.next_expiry):
+            # Notes first, then their chunks by path: a scan of chunks probing notes costs ~2x.
+            rows = self._db.execute(
+                f"SELECT notes.path, c.rowid, c.chunk_id FROM notes CROSS JOIN chunks c ON c.path = notes.path "
+                f"WHERE {where}", params,
+            ).fetchall()
+            by_path: dict[str, list[tuple[int, str]]] = {}
+            for path, rowid, chunk_id in rows:
+                by_path.setdefault(path, []).append((rowid, chunk_id))
+            next_expiry = self._db.execute("SELECT min(expires) FROM notes WHERE expires > ?", (now,)).fetchone()[0]
+            entry = _FilterEntry(where, list(params), {p: tuple(v) for p, v in by_path.items()}, next_expiry)
+        while len(self._filters) >= FILTER_CACHE_SIZE:
+            self._filters.pop(next(iter(self._filters)))
+        self._filters[key] = entry
+        return entry
 
     def _refilter(self, paths: list[str]) -> None:
         """Bring every kept filter answer up to date with the notes just written or removed: one
@@ -416,60 +428,60 @@ class Catalog:
         for entry in self._filters.values():
             for path in paths:
                 rows = self._db.execute(
-                    f"SELECT c.chunk_id FROM notes CROSS JOIN chunks c ON c.path = notes.path "
+                    f"SELECT c.rowid, c.chunk_id FROM notes CROSS JOIN chunks c ON c.path = notes.path "
                     f"WHERE notes.path = ? AND ({entry.where})", [path, *entry.params],
                 ).fetchall()
-                now_in = tuple(r[0] for r in rows)
+                now_in = tuple((r[0], r[1]) for r in rows)
                 if entry.by_path.get(path, ()) != now_in:
                     entry.by_path.pop(path, None)
                     if now_in:
                         entry.by_path[path] = now_in
                     entry.ids = None
+                    entry.rowids = None
                 expires = self._db.execute("SELECT expires FROM notes WHERE path = ?", (path,)).fetchone()
                 if expires and expires[0] and (entry.next_expiry is None or expires[0] < entry.next_expiry):
                     entry.next_expiry = expires[0]
 
     def keyword_search(
-        self, query: str, where: str, params: Sequence[Any], limit: int, prune: bool = False
+        self, query: str, where: str, params: Sequence[Any], limit: int, prune: bool = False,
+        allowed: frozenset[int] | None = None,
     ) -> list[tuple[str, float]]:
-        """(chunk_id, bm25 score; higher is better) for the best keyword matches. In large indexes
-        the commonest query tokens are left out (``_over_budget``); ``prune`` (hybrid search, where
-        vectors make up for it) leaves out more."""
+        """(chunk_id, bm25 score; higher is better) for the best keyword matches among the chunks
+        of the notes ``where`` selects (``allowed``: their row ids, when the caller has them from
+        ``filtered_rowids``). In large indexes the commonest query tokens are left out
+        (``_over_budget``); ``prune`` (hybrid search, where vectors make up for it) leaves out more."""
         expression = match_query(query, self._over_budget(query, HYBRID_POSTINGS if prune else KEYWORD_POSTINGS))
-        if expression is None:
+        if expression is None or (allowed is not None and not allowed):
             return []
         weights = ", ".join(str(w) for w in FTS_WEIGHTS)
+        best_sql = (
+            f"SELECT rowid, -bm25(chunks_fts, {weights}) FROM chunks_fts WHERE chunks_fts MATCH ? "
+            f"ORDER BY bm25(chunks_fts, {weights}) LIMIT ?"
+        )
         depth = max(limit * 4, 200)
         with self._reader_lock:
             # The best matches from the FTS table alone first, then the filter on those: joining
             # every match to its note before ranking costs more than the ranking (60 -> 25 ms at 100k).
-            best = self._reader.execute(
-                f"SELECT rowid, -bm25(chunks_fts, {weights}) FROM chunks_fts WHERE chunks_fts MATCH ? "
-                f"ORDER BY bm25(chunks_fts, {weights}) LIMIT ?", (expression, depth),
-            ).fetchall()
-            if not best:
-                return []
-            scores = dict(best)
-            marks = ",".join("?" * len(best))
-            passing = self._reader.execute(
-                f"SELECT c.rowid, c.chunk_id FROM chunks c CROSS JOIN notes ON notes.path = c.path "
-                f"WHERE c.rowid IN ({marks}) AND ({where})", [*scores, *params],
-            ).fetchall()
-            if len(passing) < limit and len(best) == depth and passing:  # a filter: look deeper, once
-                depth = min(MAX_KEYWORD_DEPTH, depth * 2 * limit // len(passing))
-                best = self._reader.execute(
-                    f"SELECT rowid, -bm25(chunks_fts, {weights}) FROM chunks_fts WHERE chunks_fts MATCH ? "
-                    f"ORDER BY bm25(chunks_fts, {weights}) LIMIT ?", (expression, depth),
-                ).fetchall()
+            if allowed is not None:  # the filter's chunks are known: look as deep as their share needs
+                total = self._reader.execute("SELECT max(rowid) FROM chunks").fetchone()[0] or 1
+                depth = min(MAX_KEYWORD_DEPTH, max(depth, int(depth * total / len(allowed))))
+                best = self._reader.execute(best_sql, (expression, depth)).fetchall()
+                kept = [(rowid, score) for rowid, score in best if rowid in allowed][:limit]
+                if len(kept) >= limit or len(best) < depth:
+                    return self._chunk_ids_of(kept)
+            else:
+                best = self._reader.execute(best_sql, (expression, depth)).fetchall()
+                if not best:
+                    return []
                 scores = dict(best)
                 marks = ",".join("?" * len(best))
                 passing = self._reader.execute(
                     f"SELECT c.rowid, c.chunk_id FROM chunks c CROSS JOIN notes ON notes.path = c.path "
                     f"WHERE c.rowid IN ({marks}) AND ({where})", [*scores, *params],
                 ).fetchall()
-            if len(passing) >= limit or len(best) < depth:
-                ranked = sorted(((cid, scores[rowid]) for rowid, cid in passing), key=lambda kv: (-kv[1], kv[0]))
-                return ranked[:limit]
+                if len(passing) >= limit or len(best) < depth:
+                    ranked = sorted(((cid, scores[rowid]) for rowid, cid in passing), key=lambda kv: (-kv[1], kv[0]))
+                    return ranked[:limit]
             # A narrow filter: too few of the best matches pass it; rank only what passes.
             sql = (
                 f"SELECT c.chunk_id, -bm25(chunks_fts, {weights}) AS score FROM chunks_fts "
@@ -477,6 +489,14 @@ class Catalog:
                 f"WHERE chunks_fts MATCH ? AND ({where}) ORDER BY score DESC LIMIT ?"
             )
             return [(r[0], r[1]) for r in self._reader.execute(sql, [expression, *params, limit]).fetchall()]
+
+    def _chunk_ids_of(self, ranked: list[tuple[int, float]]) -> list[tuple[str, float]]:
+        if not ranked:
+            return []
+        marks = ",".join("?" * len(ranked))
+        ids = dict(self._reader.execute(f"SELECT rowid, chunk_id FROM chunks WHERE rowid IN ({marks})",
+                                        [rowid for rowid, _ in ranked]).fetchall())
+        return sorted(((ids[r], score) for r, score in ranked if r in ids), key=lambda kv: (-kv[1], kv[0]))
 
     def links_of(self, path: str) -> list[str]:
         """The link targets a note writes, as written, each once (body and frontmatter)."""

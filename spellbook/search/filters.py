@@ -74,12 +74,14 @@ def to_sql(spec: Filter | None, include_hidden: bool = False) -> tuple[str, list
         if value is not None:
             clauses.append(f"notes.{column} = ? COLLATE NOCASE")
             params.append(value)
+    # EXISTS, not "path IN (SELECT ...)": SQLite probes the list subquery badly when the outer
+    # query starts from chunks (1.9 s vs 19 ms for 200 chunks at 100k notes).
     for tag in spec.tags or []:
-        clauses.append("notes.path IN (SELECT path FROM tags WHERE tag = ?)")
+        clauses.append("EXISTS (SELECT 1 FROM tags t WHERE t.path = notes.path AND t.tag = ?)")
         params.append(tag)
     if spec.tags_any:
         marks = ",".join("?" * len(spec.tags_any))
-        clauses.append(f"notes.path IN (SELECT path FROM tags WHERE tag IN ({marks}))")
+        clauses.append(f"EXISTS (SELECT 1 FROM tags t WHERE t.path = notes.path AND t.tag IN ({marks}))")
         params.extend(spec.tags_any)
     if spec.importance is not None:
         clauses.append("coalesce(notes.importance, 0) >= ?")

@@ -103,18 +103,21 @@ class Searcher:
         similarity: dict[str, float] = {}
         keyword_scores: dict[str, float] = {}
         keyword_job = None
+        scope = current_scope()
+        filtered = bool(spec or scope)  # a scope filters like a filter (spellbook/scope.py)
+        rowids = self.catalog.filtered_rowids(where, params) if filtered and mode != "semantic" else None
         if mode == "hybrid":  # SQLite and the embedder release the GIL: run both sides at once
-            keyword_job = _POOL.submit(self.catalog.keyword_search, query, where, params, depth, True)
+            keyword_job = _POOL.submit(self.catalog.keyword_search, query, where, params, depth, True, rowids)
         if mode in ("hybrid", "semantic"):
             vector = self.embedder.embed_query(query)
             # Without a filter, archived and expired chunks are fetched and skipped below: that many more.
-            scope = current_scope()
-            hidden = 0 if spec or scope else self.catalog.hidden_chunks()
-            allowed = self.catalog.filtered_chunk_ids(where, params) if spec or scope or hidden > MAX_SKIPPED else None
+            hidden = 0 if filtered else self.catalog.hidden_chunks()
+            allowed = self.catalog.filtered_chunk_ids(where, params) if filtered or hidden > MAX_SKIPPED else None
             found = self.vectors.query(vector, depth + (hidden if allowed is None else 0), ids=allowed)
             similarity = dict(found)
         if mode in ("hybrid", "keyword"):
-            found = keyword_job.result() if keyword_job else self.catalog.keyword_search(query, where, params, depth)
+            found = (keyword_job.result() if keyword_job
+                     else self.catalog.keyword_search(query, where, params, depth, allowed=rowids))
             keyword_scores = dict(found)
         # One read of the candidates' rows serves coverage, boosts and the hits.
         chunks = self.catalog.chunks(list(similarity.keys() | keyword_scores.keys()))
