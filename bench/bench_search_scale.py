@@ -107,11 +107,14 @@ def measure(engine: Engine, queries: list[str], label: str) -> None:
     print(f"  {'hybrid':<9} filter {'category, after write':<22} {percentiles(times)}")
 
 
-def run(size: int, embedder, label: str, queries: int) -> None:
+def run(size: int, embedder, label: str, queries: int, keep: Path | None = None) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        vault = Path(tmp) / "vault"
-        vault.mkdir()
-        real_queries = make_vault(vault, size)
+        vault = (keep / f"vault-{size}") if keep else Path(tmp) / "vault"
+        if vault.exists():  # a vault kept from an earlier run (--keep): same notes, index reused
+            real_queries = _sentences()[1]
+        else:
+            vault.mkdir(parents=True)
+            real_queries = make_vault(vault, size)
         engine = Engine(Settings(vault=vault, watch=False), embedder=embedder)
         started = time.perf_counter()
         engine.start()
@@ -128,6 +131,7 @@ def main() -> None:
     parser.add_argument("--sizes", default="10000")
     parser.add_argument("--big", type=int, default=100_000)
     parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--keep", type=Path, help="keep the generated vaults (and indexes) here for the next run")
     args = parser.parse_args()
     print(f"machine: {os.cpu_count()} CPUs; load {os.getloadavg()[0]:.1f} at start")
     from spellbook.embedders.use import USEEmbedder
@@ -135,9 +139,10 @@ def main() -> None:
     for size in [int(s) for s in args.sizes.split(",") if s]:
         model = USEEmbedder()
         model.warm_up()
-        run(size, model, f"use-m3 at {size:,}", args.queries)
+        run(size, model, f"use-m3 at {size:,}", args.queries, args.keep)
     if args.big:
-        run(args.big, HashingEmbedder(dimensions=512), f"hashing-512 at {args.big:,} (Chroma + SQLite cost)", args.queries)
+        run(args.big, HashingEmbedder(dimensions=512), f"hashing-512 at {args.big:,} (Chroma + SQLite cost)", args.queries,
+            args.keep)
     print(f"\nload {os.getloadavg()[0]:.1f} at end")
 
 
