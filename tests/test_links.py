@@ -20,6 +20,7 @@ from spellbook.index.catalog import Catalog
 from spellbook.knowledge import _tag_key
 
 from .conftest import SPELLBOOK, child_env, open_engine
+from .test_mcp_stdio import call, error
 
 ROADMAP = "\ufeff# Roadmap\r\n\r\n## Q3\r\n\r\nShip the [[Projects]] page. #area/sub\r\n"  # BOM, CRLF, no frontmatter
 
@@ -340,18 +341,6 @@ def server(vault: Path) -> StdioServerParameters:
         command=SPELLBOOK, args=["serve", "--vault", str(vault), "--embedder", "hashing", "--no-watch"],
         env=child_env(),
     )
-
-
-async def call(client: Client, tool: str, **args):
-    result = await client.call_tool(tool, args)
-    assert not result.is_error, result.content[0].text
-    return result.structured_content
-
-
-async def error(client: Client, tool: str, **args) -> str:
-    result = await client.call_tool(tool, args)
-    assert result.is_error, result.content[0].text
-    return result.content[0].text
 
 
 @pytest.mark.slow
