@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from spellbook.errors import ConflictError, InvalidInputError, NoteNotFoundError, VersionControlError
 from spellbook.gitlayer import Change, Repo, Version
+from spellbook.scope import current as current_scope
 from spellbook.vault.fields import derived_id
 from spellbook.vault.note import content_version, parse_note, render_note
 
@@ -121,6 +122,8 @@ class History:
         try:
             note = self._note(id)
         except NoteNotFoundError:
+            if self.catalog.notes_by_id(id.strip()):
+                raise  # in the vault, but another scope's memory
             note = None
         if note is not None:
             return note.path, note.title, self.git.git.file_log(repo, note.path, limit=limit), False
@@ -133,7 +136,10 @@ class History:
         title = path
         if live is not None:
             blob = self.git.git.blobs(repo, [(live.commit, live.path)])[0] or b""
-            title = parse_note(blob.decode("utf-8", "replace")).meta.get("title") or Path(path).stem
+            meta = parse_note(blob.decode("utf-8", "replace")).meta
+            if not current_scope().sees(_text(meta.get("context")), _text(meta.get("user"))):
+                raise NoteNotFoundError(id)  # an erased memory of another scope
+            title = meta.get("title") or Path(path).stem
         return path, str(title), versions, True  # not in the vault now: restore creates the file again
 
     def _current(self, path: str) -> str | None:
@@ -168,3 +174,7 @@ def _keep_id(text: str, note_id: str, path: str) -> str:
     if "id" not in parsed.meta and derived_id(path) == note_id:
         return text  # a hand-written note without an id keeps the one its path gives it
     return render_note({**parsed.meta, "id": note_id}, parsed.body, original=parsed)
+
+
+def _text(value: Any) -> str | None:
+    return str(value).strip() or None if value is not None else None

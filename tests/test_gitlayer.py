@@ -14,7 +14,7 @@ from mcp import Client
 from spellbook.config import Settings
 from spellbook.embedders.hashing import HashingEmbedder
 from spellbook.engine import Engine
-from spellbook.errors import ConflictError, InvalidInputError, VersionControlError
+from spellbook.errors import ConflictError, InvalidInputError, NoteNotFoundError, VersionControlError
 
 from .test_mcp_stdio import call, error, server
 
@@ -414,3 +414,20 @@ def test_links_and_imports_are_committed_too(engine: Engine, vault: Path, tmp_pa
     finally:
         target.close()
     person_untouched(vault, staged_diff)
+
+
+def test_history_stays_in_scope(engine: Engine, vault: Path) -> None:
+    from spellbook.scope import Scope, scoped
+
+    with scoped(Scope(context="shop")):
+        live = engine.scribe("Shop refunds take 5 days.", title="Refunds")
+        gone = engine.scribe("Old shop promo.", title="Promo")
+        engine.erase(gone["id"])
+    engine.git.flush()
+    with scoped(Scope(context="blog")):
+        for note_id in (live["id"], gone["id"]):
+            with pytest.raises(NoteNotFoundError):
+                engine.history(note_id)
+    with scoped(Scope(context="shop")):
+        assert engine.history(live["id"])["versions"]
+        assert engine.history(gone["id"])["erased"]
