@@ -24,6 +24,7 @@ from typing import Any
 from spellbook.errors import InvalidInputError, SpellbookError
 from spellbook.gitlayer import Change
 from spellbook.index.catalog import NoteRow
+from spellbook.scope import current as current_scope
 from spellbook.structure import folder_key
 from spellbook.vault.fields import expires_in, expires_key, parse_expires
 from spellbook.vault.note import parse_note
@@ -108,6 +109,11 @@ class Lifecycle:
         if category:
             where += " AND notes.category = ? COLLATE NOCASE"
             params.append(category.strip())
+        everyone = where, list(params)
+        scope = current_scope()
+        if scope:  # a scoped call erases what it sees: its scope's and shared memories (spellbook/scope.py)
+            condition, values = scope.sql()
+            where, params = f"{where} AND {condition}", [*params, *values]
         rows, total = self.catalog.list_notes(where, params, 100_000, 0, oldest_first=True)
         if not rows:
             where_text = f" in category {category!r}" if category else ""
@@ -121,6 +127,8 @@ class Lifecycle:
         described = self._abouts()  # the topic folders' _about.md, matched as get_index matches them
         abouts = sorted({described[k].path for k in {folder_key(r.category, r.topic) for r in rows if r.category}
                          if k in described})
+        if scope and abouts and self.catalog.list_notes(*everyone, 1, 0)[1] > total:
+            abouts = []  # other scopes still have memories in this topic: its description stays
         folders = sorted({r.folder for r in rows} | {p.rsplit("/", 1)[0] for p in abouts})
         out: dict[str, Any] = {"topic": topic, "category": category, "categories": categories, "count": total}
         if not confirm:

@@ -157,3 +157,15 @@ def test_scopes_over_mcp_stdio(tmp_path: Path) -> None:
             assert [m["id"] for m in listed["memories"]] == [blog["id"]]
 
     anyio.run(main)
+
+
+def test_erase_topic_in_a_scope_leaves_other_scopes_alone(engine: Engine, vault: Path, three: dict[str, dict]) -> None:
+    engine.describe("eng", "cache", description="Caching notes.")
+    with scoped(SHOP):
+        preview = engine.erase_topic("cache")
+        assert {m["id"] for m in preview["would_remove"]} == {three["shop"]["id"], three["shared"]["id"]}
+        done = engine.erase_topic("cache", confirm=True)
+        assert {m["id"] for m in done["removed"]} == {three["shop"]["id"], three["shared"]["id"]}
+        assert done["description_files"] == []  # the blog still has a memory there
+    assert (vault / three["blog"]["path"]).is_file() and (vault / "eng" / "cache" / "_about.md").is_file()
+    assert [m["id"] for m in engine.list_memories()["memories"]] == [three["blog"]["id"]]
