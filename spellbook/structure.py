@@ -25,6 +25,7 @@ from typing import Any
 
 from spellbook.errors import InvalidInputError, SpellbookError
 from spellbook.index.catalog import FolderRow, NoteRow
+from spellbook.scope import current as current_scope
 from spellbook.search.filters import LIVE_SQL, to_sql
 from spellbook.vault.fields import string_list
 from spellbook.vault.note import content_version, dump_field, parse_note, render_note
@@ -95,7 +96,10 @@ class Structure:
             root = abouts.get("")
             if root is not None and _about_fields(root).get("description"):
                 out["description"] = _about_fields(root)["description"]
-            out["archived_notes"] = sum(row[2] for row in self.catalog.topics("notes.archived = 1", []))
+            visible, values = current_scope().sql()
+            out["archived_notes"] = sum(
+                row[2] for row in self.catalog.topics(f"notes.archived = 1 AND {visible}", values)
+            )
         if note:
             out["note"] = note
         return out
