@@ -44,7 +44,7 @@ CREATE TABLE IF NOT EXISTS chunks (
     rowid INTEGER PRIMARY KEY, chunk_id TEXT UNIQUE NOT NULL, path TEXT NOT NULL,
     idx INTEGER NOT NULL, heading TEXT, text TEXT, digest TEXT NOT NULL
 );
-CREATE INDEX IF NOT EXISTS chunks_path ON chunks(path);
+CREATE INDEX IF NOT EXISTS chunks_path ON chunks(path, chunk_id);  -- covering: filters list chunk ids by note path
 CREATE INDEX IF NOT EXISTS chunks_digest ON chunks(digest);
 CREATE TABLE IF NOT EXISTS tags (path TEXT NOT NULL, tag TEXT NOT NULL COLLATE NOCASE);
 CREATE INDEX IF NOT EXISTS tags_tag ON tags(tag COLLATE NOCASE, path);
