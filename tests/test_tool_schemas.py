@@ -190,3 +190,27 @@ def test_tool_modules_import_no_registry_in_a_circle() -> None:
         if file.name != "tools_common.py":
             assert not {m for m in imported if m.startswith("spellbook.server.tools_")} - {
                 "spellbook.server.tools_common"}, file.name
+
+
+def test_describe_answers_over_a_hand_written_about_file_with_any_frontmatter(tmp_path: Path) -> None:
+    """An _about.md a person wrote keeps its frontmatter as it is (a number for a title, keywords as
+    one string, a `created` date): describe still answers, and its own keys are not overwritten."""
+    vault = tmp_path / "vault"
+
+    async def main() -> None:
+        async with Client(server(vault)) as client:
+            folder = vault / "kitchen"
+            folder.mkdir(parents=True)
+            (folder / "_about.md").write_text(
+                "---\ntitle: 2024\nkeywords: tea, brewing\ncreated: 2023-05-01\nowner: Ana\n---\nWhat we cook.\n"
+            )
+            result = await client.call_tool("describe", {"category": "kitchen", "summary": "Food."})
+            assert not result.is_error, result.content[0].text
+            data = result.structured_content
+            assert data["created"] is False and data["path"] == "kitchen/_about.md"  # the tool's own keys
+            assert data["title"] == 2024 and data["keywords"] == "tea, brewing" and data["owner"] == "Ana"
+            schema = next(t for t in (await client.list_tools()).tools if t.name == "describe").output_schema
+            jsonschema.validate(data, schema)
+            assert "created: 2023-05-01" in (folder / "_about.md").read_text()
+
+    anyio.run(main)

@@ -302,7 +302,8 @@ class RebuildResult(SyncReport):
 
 
 class DescribeResult(Out):
-    """The written ``_about.md``: where, its version, and its frontmatter (a person may add keys of their own)."""
+    """The written ``_about.md``: where, its version, and its frontmatter as the file holds it (a person
+    may have written other keys, or other types: a number for a title, keywords as one string)."""
 
     model_config = ConfigDict(extra="allow", json_schema_extra=_compact_schema)
 
@@ -311,10 +312,10 @@ class DescribeResult(Out):
     created: bool
     category: str
     topic: str | None
-    title: str | None = None
-    description: str | None = None
-    summary: str | None = None
-    keywords: list[str] | None = None
+    title: Any = None
+    description: Any = None
+    summary: Any = None
+    keywords: Any = None
     redacted: str | None = None
 
 
