@@ -446,7 +446,7 @@ class ProgressBar:
 
             tty = sys.stderr.isatty()
             self._bar = tqdm(total=total, desc=self.label, unit="file", file=sys.stderr, dynamic_ncols=tty,
-                             mininterval=0.2 if tty else 10.0)
+                             mininterval=0.2 if tty else 10.0, ascii=not tty)
         self._bar.total = total
         self._bar.update(done - self._bar.n)
 
