@@ -1,5 +1,5 @@
 """Every MCP tool publishes an output schema, and what it returns is exactly what the engine returned,
-valid against that schema, with every key declared in it (spellbook/server/models.py).
+valid against that schema, with every key declared in it (spellbook/server/models/).
 
 Through the SDK's real client: in memory against a hub that records what the engine handed back
 (to compare key for key), and over stdio for what an agent's client sees in tools/list."""
@@ -45,13 +45,16 @@ def undeclared(value: Any, schema: dict[str, Any], root: dict[str, Any], where: 
     while "$ref" in schema:
         schema = root["$defs"][schema["$ref"].rsplit("/", 1)[1]]
     if "anyOf" in schema:
-        arm = next(a for a in schema["anyOf"] if jsonschema.Draft202012Validator({**a, **_defs(root)}).is_valid(value))
+        valid = (a for a in schema["anyOf"] if jsonschema.Draft202012Validator({**a, **_defs(root)}).is_valid(value))
+        arm = next(valid)
         return undeclared(value, arm, root, where)
     if isinstance(value, dict):
         props = schema.get("properties")
         if props is not None:
             out = [f"{where}.{k}" for k in value if k not in props]
-            return out + [p for k, v in value.items() if k in props for p in undeclared(v, props[k], root, f"{where}.{k}")]
+            for k, v in value.items():
+                out += undeclared(v, props[k], root, f"{where}.{k}") if k in props else []
+            return out
         extra = schema.get("additionalProperties")
         if isinstance(extra, dict):  # dict[str, Model]
             return [p for k, v in value.items() for p in undeclared(v, extra, root, f"{where}[{k!r}]")]

@@ -40,7 +40,7 @@ def tool_result(text: str, data: Any) -> CallToolResult:
 
     A tool annotated ``-> Annotated[CallToolResult, Model]`` publishes ``Model``'s schema as its
     ``outputSchema``, and the SDK validates this structured content against ``Model`` before it
-    leaves (spellbook/server/models.py). The content is the engine's dict as JSON, key for key."""
+    leaves (spellbook/server/models/). The content is the engine's dict as JSON, key for key."""
     return CallToolResult(
         content=[TextContent(type="text", text=text)],
         structured_content=json.loads(json.dumps(data, ensure_ascii=False, default=str)),

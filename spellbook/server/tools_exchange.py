@@ -11,7 +11,7 @@ from pydantic import Field
 
 from spellbook.exchange import ExportFormat, ImportFormat, OnConflict, import_summary
 from spellbook.search.filters import Filter
-from spellbook.server import models as m
+from spellbook.server.models import exchange as m
 from spellbook.server.tools_common import Call, ScopeContext, ScopeUser, tool_result
 
 _EXPORT = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)

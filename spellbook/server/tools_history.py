@@ -8,7 +8,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
-from spellbook.server import models as m
+from spellbook.server.models import history as m
 from spellbook.server.tools_common import Call, ScopeContext, ScopeUser, tool_result
 
 _READ = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)

@@ -9,7 +9,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
-from spellbook.server import models as m
+from spellbook.server.models import knowledge as m
 from spellbook.server.tools_common import Call, ScopeContext, ScopeUser, tool_result
 
 Relation = Literal["related", "supersedes", "contradicts", "extends", "depends_on"]

@@ -12,7 +12,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult
 from pydantic import Field
 
-from spellbook.server import models as m
+from spellbook.server.models import structure as m
 from spellbook.server.tools_common import DELETE as _DELETE
 from spellbook.server.tools_common import WRITE as _WRITE
 from spellbook.server.tools_common import Call, ScopeContext, ScopeUser, tool_result
