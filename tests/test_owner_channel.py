@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import signal
 import socket
 import stat
+import subprocess
+import sys
 import time
 from pathlib import Path
 
+import anyio
 import pytest
 
 import spellbook.server.hub as hub_module
@@ -198,6 +203,93 @@ def test_an_index_path_too_long_for_sun_path(tmp_path: Path) -> None:
     follower = open_hub(tmp_path / "vault", index=index)
     try:
         assert info(owner)["socket"] == "owner.sock" and follower.role == "follower"
+        assert follower.call("stats")["owner_pid"] == os.getpid()
+    finally:
+        follower.close()
+        owner.close()
+
+
+def _netns_refused() -> str | None:
+    if not shutil.which("unshare"):
+        return "unshare is not installed"
+    probe = subprocess.run(["unshare", "-n", "true"], capture_output=True, text=True)
+    return None if probe.returncode == 0 else f"the kernel refuses a network namespace: {probe.stderr.strip()}"
+
+
+@pytest.mark.slow
+def test_servers_in_different_network_namespaces_share_a_vault(tmp_path: Path) -> None:
+    """The second server has its own network (``unshare -n``: no shared loopback), like a second
+    container on the same vault volume; it reaches the owner through the Unix socket."""
+    refused = _netns_refused()
+    if refused:
+        pytest.skip(refused)
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    from .test_mcp_stdio import alive, call, eventually, server
+
+    vault = tmp_path / "vault"
+    isolated = server(vault)
+    isolated = StdioServerParameters(command="unshare", args=["-n", isolated.command, *isolated.args], env=isolated.env)
+    pids: list[int] = []
+
+    async def main() -> None:
+        async with Client(server(vault)) as first:
+            owner = (await call(first, "stats"))["owner_pid"]
+            pids.append(owner)
+            # the premise: from a new network namespace, the owner's host loopback is unreachable
+            with socket.socket() as probe:
+                probe.bind(("127.0.0.1", 0))
+                probe.listen()
+                port = probe.getsockname()[1]
+                reach = subprocess.run(["unshare", "-n", sys.executable, "-c",
+                                        f"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=3)"],
+                                       capture_output=True, text=True)
+                assert reach.returncode != 0, "unshare -n did not isolate the network"
+            async with Client(isolated) as second:
+                started = time.monotonic()
+                assert (await call(second, "stats"))["owner_pid"] == owner  # forwarded across namespaces
+                assert time.monotonic() - started < 5.0
+                a = await call(second, "scribe", text="Saffron fact from the isolated one.", title="Saffron", category="c")
+                assert (await call(first, "memorize", query="saffron"))["results"][0]["id"] == a["id"]
+
+                os.kill(owner, signal.SIGKILL)  # leaves a stale owner.sock behind
+
+                async def new_owner():
+                    try:
+                        pid = (await call(second, "stats"))["owner_pid"]
+                    except AssertionError:
+                        return None
+                    return pid if pid != owner else None
+
+                took_over = await eventually(new_owner, timeout=15)
+                assert took_over
+                pids.append(took_over)
+                async with Client(server(vault)) as third:  # back from the host's namespace
+                    assert (await call(third, "stats"))["owner_pid"] == took_over
+                    hits = (await call(third, "memorize", query="saffron"))["results"]
+                    assert hits[0]["id"] == a["id"]
+
+    anyio.run(main)
+    deadline = time.monotonic() + 10
+    while any(alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(alive(p) for p in pids), "a server process outlived its client"
+
+
+def test_a_stale_socket_and_owner_json_are_replaced(tmp_path: Path) -> None:
+    """What a kill -9'd owner leaves behind: a socket file nobody listens on, and its owner.json."""
+    index = tmp_path / "vault" / ".spellbook"
+    index.mkdir(parents=True)
+    dead = socket.socket(socket.AF_UNIX)
+    dead.bind(str(index / "owner.sock"))
+    dead.close()
+    (index / "owner.json").write_text(json.dumps({"pid": 999999, "socket": "owner.sock"}))
+    assert hub_module.owner_pid(index) is None  # the lock is free: nobody owns it, whatever owner.json says
+    owner = open_hub(tmp_path / "vault")
+    follower = open_hub(tmp_path / "vault")
+    try:
+        assert hub_module.owner_pid(index) == os.getpid()
         assert follower.call("stats")["owner_pid"] == os.getpid()
     finally:
         follower.close()
