@@ -16,9 +16,10 @@ from pathlib import Path
 
 from spellbook.errors import ConflictError, InvalidInputError, VaultPathError
 from spellbook.vault.note import content_version
-from spellbook.vault.paths import ARCHIVE_DIR, IGNORED_DIRS, is_ignored, resolve_path, with_suffix_number
+from spellbook.vault.paths import ARCHIVE_DIR, IGNORED_DIRS, cut_utf8, is_ignored, resolve_path, with_suffix_number
 
 TRASH_DIR = ".trash"
+TEMP_NAME_BYTES = 200  # of the target's name kept in its temp file's name (255 - dots - 8 random - .tmp)
 _TEMP_NAME = re.compile(r"^\..+\.md\.[A-Za-z0-9_]+\.tmp$")  # what atomic_write creates
 
 
@@ -151,7 +152,7 @@ def atomic_write(target: Path, text: str, exclusive: bool = False, mode: int | N
     """Write ``text`` to ``target`` atomically (unique dotfile temp, fsync, rename). With
     ``exclusive``, never replace an existing file (returns False when the name is taken). ``mode``
     sets the file's permissions (the temp file is created 0600)."""
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=_temp_prefix(target.name), suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
             f.write(text)
@@ -174,6 +175,17 @@ def atomic_write(target: Path, text: str, exclusive: bool = False, mode: int | N
         return True
     finally:
         Path(tmp).unlink(missing_ok=True)
+
+
+def _temp_prefix(name: str) -> str:
+    """``.<name>.``, with a long name cut (by bytes, whole characters) so that the temp file's name
+    fits in 255 bytes too; a note's temp keeps its ``.md.`` so stale ones are found."""
+    if len(name.encode("utf-8")) <= TEMP_NAME_BYTES:
+        return f".{name}."
+    stem, dot, suffix = name.rpartition(".")
+    if not dot or len(suffix) > 8:
+        stem, suffix = name, ""
+    return f".{cut_utf8(stem, TEMP_NAME_BYTES - len(suffix) - 1)}{'.' + suffix if suffix else ''}."
 
 
 def _fsync_dir(folder: Path) -> None:
