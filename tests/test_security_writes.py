@@ -126,3 +126,75 @@ def test_cut_by_bytes_never_splits_a_character() -> None:
             rest = title[len(cut):]
             assert not rest or not rest.startswith(("\u200d", "\u0301", "\ufe0f")), (limit, cut)
             assert not cut.endswith("\u200d")
+
+
+# --- permissions: the index is no more readable than the notes, a rewrite keeps a file's mode ----
+
+def umask() -> int:
+    current = os.umask(0o022)
+    os.umask(current)
+    return current
+
+
+def mode(file: Path) -> int:
+    return stat.S_IMODE(file.stat().st_mode)
+
+
+def test_rewrites_keep_a_files_mode_and_new_notes_follow_the_folder(tmp_path: Path) -> None:
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    vault.chmod(0o755)
+    for name, wanted in (("open.md", 0o644), ("private.md", 0o600), ("group.md", 0o640)):
+        (vault / name).write_text(f"# {name}\n\nbody\n")
+        (vault / name).chmod(wanted)
+    engine = open_engine(vault)
+    try:
+        for name, wanted in (("open.md", 0o644), ("private.md", 0o600), ("group.md", 0o640)):
+            note_id = engine.catalog.note_at(name).note_id
+            engine.revise(note_id, text="Revised by an agent.")
+            assert "Revised by an agent." in (vault / name).read_text()
+            assert mode(vault / name) == wanted, (name, oct(mode(vault / name)))
+        stored = engine.scribe("A new note.", title="New", category="fresh")
+        assert mode(vault / stored["path"]) == 0o644 & ~umask()
+        assert mode(vault / "fresh") == 0o755 & ~umask()
+    finally:
+        engine.close()
+
+    private = tmp_path / "private"
+    private.mkdir()
+    private.chmod(0o700)
+    engine = open_engine(private)
+    try:
+        stored = engine.scribe("A secret note.", title="Secret", category="mine", topic="deep")
+        assert mode(private / stored["path"]) == 0o600
+        assert mode(private / "mine") == 0o700 and mode(private / "mine" / "deep") == 0o700
+    finally:
+        engine.close()
+
+
+def test_the_index_folder_and_its_files_are_owner_only(tmp_path: Path) -> None:
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    vault.chmod(0o755)
+    (vault / "note.md").write_text("# Note\n\nsecret text\n")
+    (vault / "note.md").chmod(0o600)
+    engine = open_engine(vault)
+    try:
+        engine.scribe("Another secret.", title="Another")
+        index = vault / ".spellbook"
+        assert mode(index) == 0o700
+        assert mode(index / "catalog.sqlite3") == 0o600
+        for side in ("catalog.sqlite3-wal", "catalog.sqlite3-shm"):
+            assert (index / side).exists() and mode(index / side) == 0o600, side
+        assert mode(index / "chroma") == 0o700
+    finally:
+        engine.close()
+    # An index made by an older version, readable by all, is closed up when opened.
+    index.chmod(0o755)
+    (index / "catalog.sqlite3").chmod(0o644)
+    (index / "chroma").chmod(0o755)
+    engine = open_engine(vault)
+    try:
+        assert mode(index) == 0o700 and mode(index / "catalog.sqlite3") == 0o600 and mode(index / "chroma") == 0o700
+    finally:
+        engine.close()
