@@ -108,7 +108,8 @@ def _parser() -> argparse.ArgumentParser:
     vault_args(p)
     p.add_argument("--format", choices=["json", "markdown"], default="json")
     p.add_argument("--out", type=Path, help="write to this file (default: print to stdout)")
-    p.add_argument("--overwrite", action="store_true", help="replace --out if it exists")
+    p.add_argument("--force", "--overwrite", dest="force", action="store_true",
+                   help="replace --out if it exists (never a symlink, device or FIFO)")
     p.add_argument("--category", help="only this category")
     p.add_argument("--topic", help="only this topic")
     p.set_defaults(run=_export)
@@ -386,28 +387,33 @@ def _stats(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
+    import uuid
+
+    from spellbook.vault.exports import check_chosen_file, write_chosen_file
+
     scope = {k: v for k, v in (("category", args.category), ("topic", args.topic)) if v}
-    params: dict[str, Any] = {"format": args.format, "filter": scope or None, "overwrite": args.overwrite}
-    if args.out is not None:
-        params["path"] = str(args.out.expanduser().resolve())  # the owner process may run elsewhere
+    # The index owner writes the export into its exports folder (the only place it writes exports
+    # to); this process, the person's own, then prints it or copies it to --out.
+    name = f"cli-{uuid.uuid4().hex}.{'json' if args.format == 'json' else 'md'}"
+    params: dict[str, Any] = {"format": args.format, "filter": scope or None, "path": name}
+    out = args.out.expanduser().absolute() if args.out is not None else None
+    if out is not None:
+        check_chosen_file(out, force=args.force)  # before the work
     hub = _open_hub(args)
     try:
-        # Printed exports are not capped: ask for a file in the index folder, then copy it out.
-        if args.out is None:
-            import uuid
-
-            params.update(path=f"cli-{uuid.uuid4().hex}.{'json' if args.format == 'json' else 'md'}")
         result = hub.call("export", params)
     finally:
         hub.close()
-    if args.out is None:
-        written = Path(result["path"])
-        try:
-            sys.stdout.write(written.read_text(encoding="utf-8"))
-        finally:
-            written.unlink(missing_ok=True)
+    written = Path(result["path"])
+    try:
+        text = written.read_text(encoding="utf-8")
+    finally:
+        written.unlink(missing_ok=True)
+    if out is None:
+        sys.stdout.write(text)
     else:
-        print(f"Exported {result['count']} memories to {result['path']}.", file=sys.stderr)
+        write_chosen_file(out, text, force=args.force)
+        print(f"Exported {result['count']} memories to {out}.", file=sys.stderr)
     if result.get("redacted"):
         print(f"Privacy filter: {result['redacted']}.", file=sys.stderr)
     return 0

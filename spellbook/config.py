@@ -76,6 +76,10 @@ class Settings(BaseSettings):
     redact: bool = Field(default=True, description="Redact secrets before they reach the vault or a tool answer.")
     redact_disabled: list[str] = Field(default_factory=list, description="Kinds of secret not to redact.")
     redact_patterns: list[str] = Field(default_factory=list, description="Extra regexes to redact (kind 'custom').")
+    export_dirs: list[Path] = Field(
+        default_factory=list, description="Folders (besides <index>/exports) an export may be written to, as a JSON "
+        'list: SPELLBOOK_EXPORT_DIRS=\'["~/backups"]\'.',
+    )
     token: str | None = Field(default=None, description="Bearer token for `serve --http` (required off loopback).")
     allowed_origins: list[str] = Field(default_factory=list, description="Extra browser Origins allowed over HTTP.")
     git_commit: Literal["auto", "true", "false"] = Field(

@@ -4,6 +4,7 @@ Real files, real git, the real engine; the MCP stdio client where the issue is w
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import subprocess
@@ -198,3 +199,160 @@ def test_the_index_folder_and_its_files_are_owner_only(tmp_path: Path) -> None:
         assert mode(index) == 0o700 and mode(index / "catalog.sqlite3") == 0o600 and mode(index / "chroma") == 0o700
     finally:
         engine.close()
+
+
+# --- export writes only where the rule allows ------------------------------------------------
+
+def attacks(vault: Path, tmp_path: Path) -> dict[str, Path]:
+    """Files an agent's export must never replace; each made as the issue showed."""
+    victim = tmp_path / "victim.txt"
+    victim.write_text("a person's file\n")
+    link = tmp_path / "link.json"
+    link.symlink_to(victim)
+    (vault / ".obsidian").mkdir(exist_ok=True)
+    (vault / ".obsidian" / "app.json").write_text("{}\n")
+    bashrc = tmp_path / "home" / ".bashrc"
+    bashrc.parent.mkdir()
+    bashrc.write_text("# shell\n")
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    return {"symlink": link, "victim": victim, "obsidian": vault / ".obsidian" / "app.json",
+            "catalog": vault / ".spellbook" / "catalog.sqlite3", "bashrc": bashrc, "fifo": fifo,
+            "device": Path("/dev/null")}
+
+
+def test_export_never_writes_outside_its_folders(tmp_path: Path) -> None:
+    from spellbook.errors import InvalidInputError
+
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    engine = open_engine(vault)
+    try:
+        engine.scribe("Deploys go through CI.", title="Deploy", category="ops")
+        targets = attacks(vault, tmp_path)
+        before = {name: (os.lstat(f).st_mode, f.read_bytes() if f.is_file() and name != "fifo" else None)
+                  for name, f in targets.items()}
+        for name, file in targets.items():
+            with pytest.raises(InvalidInputError):
+                engine.export(path=str(file), overwrite=True)
+        for name, file in targets.items():
+            assert os.lstat(file).st_mode == before[name][0], name
+            if before[name][1] is not None:
+                assert file.read_bytes() == before[name][1], name
+        assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+        # Relative names stay in the exports folder; hidden names, the ledger and '..' are refused.
+        exports = vault / ".spellbook" / "exports"
+        for bad in ("../catalog.sqlite3", ".hidden.json", "../exports.ledger", "sub/../../x.json"):
+            with pytest.raises(InvalidInputError):
+                engine.export(path=bad, overwrite=True)
+        (exports / "linked").symlink_to(tmp_path)
+        with pytest.raises(InvalidInputError, match="symbolic link"):
+            engine.export(path="linked/x.json")
+        assert not (tmp_path / "x.json").exists()
+        # Its own earlier export may be replaced; a file changed since, or put there by someone else, not.
+        first = engine.export(path="backup.json")
+        assert stat.S_IMODE(os.stat(first["path"]).st_mode) == 0o600
+        with pytest.raises(InvalidInputError, match="exists; pass overwrite=true"):
+            engine.export(path="backup.json")
+        assert engine.export(path="backup.json", overwrite=True, filter={"category": "ops"})["count"] == 1
+        Path(first["path"]).write_text("edited by a person\n")
+        with pytest.raises(InvalidInputError, match="did not export it"):
+            engine.export(path="backup.json", overwrite=True)
+        assert Path(first["path"]).read_text() == "edited by a person\n"
+        (exports / "planted.json").write_text("not ours\n")
+        with pytest.raises(InvalidInputError, match="did not export it"):
+            engine.export(path=str(exports / "planted.json"), overwrite=True)
+    finally:
+        engine.close()
+
+
+def test_export_dirs_a_person_names(tmp_path: Path) -> None:
+    from spellbook.errors import InvalidInputError
+
+    vault, backups = tmp_path / "vault", tmp_path / "backups"
+    vault.mkdir()
+    backups.mkdir()
+    engine = open_engine(vault, export_dirs=[backups, vault / "inside"])
+    try:
+        out = engine.export(path=str(backups / "all.json"))
+        assert Path(out["path"]) == backups / "all.json" and (backups / "all.json").is_file()
+        assert engine.export(path=str(backups / "all.json"), overwrite=True)["path"] == out["path"]
+        (backups / "sub").symlink_to(tmp_path)
+        with pytest.raises(InvalidInputError, match="symbolic link"):
+            engine.export(path=str(backups / "sub" / "x.json"))
+        with pytest.raises(InvalidInputError, match="only be written in"):
+            engine.export(path=str(backups / ".." / "escape.json"))
+        (vault / "inside").mkdir()
+        with pytest.raises(InvalidInputError, match="inside the vault"):
+            engine.export(path=str(vault / "inside" / "x.md"))
+        assert not (tmp_path / "escape.json").exists() and not (tmp_path / "x.json").exists()
+    finally:
+        engine.close()
+
+
+def test_import_refuses_devices_and_fifos(tmp_path: Path) -> None:
+    from spellbook.errors import InvalidInputError
+
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    engine = open_engine(vault)
+    try:
+        for source in (fifo, Path("/dev/zero"), Path("/dev/null")):
+            with pytest.raises(InvalidInputError, match="not a regular file"):
+                engine.import_memories(str(source))
+    finally:
+        engine.close()
+
+
+def test_an_agent_over_mcp_cannot_export_over_a_file(tmp_path: Path) -> None:
+    import anyio
+    from mcp import Client
+
+    from .test_mcp_stdio import call, error, server
+
+    vault = tmp_path / "vault"
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me\n")
+
+    async def main() -> None:
+        async with Client(server(vault)) as client:
+            tools = {t.name: t for t in (await client.list_tools()).tools}
+            assert "exports folder" in tools["export"].description
+            text = await error(client, "export", path=str(victim), overwrite=True)
+            assert "only be written in" in text
+            done = await call(client, "export", path="mine.json")
+            assert Path(done["path"]).parent == vault / ".spellbook" / "exports"
+
+    anyio.run(main)
+    assert victim.read_text() == "keep me\n"
+
+
+@pytest.mark.slow
+def test_cli_export_out_is_the_persons_choice_but_never_a_link_device_or_clobber(tmp_path: Path) -> None:
+    from .test_cli import run
+
+    vault = tmp_path / "vault"
+    run("init", str(vault))
+    common = ["--vault", str(vault), "--embedder", "hashing"]
+    out = tmp_path / "anywhere" / "all.json"
+    out.parent.mkdir()
+    run("export", *common, "--out", str(out))
+    assert json.loads(out.read_text())["count"] >= 3 and stat.S_IMODE(out.stat().st_mode) == 0o600
+    assert "pass --force" in run("export", *common, "--out", str(out), check=False).stderr
+    out.chmod(0o640)
+    run("export", *common, "--out", str(out), "--force")
+    assert stat.S_IMODE(out.stat().st_mode) == 0o640  # a replaced file keeps its mode
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me\n")
+    link = tmp_path / "link.json"
+    link.symlink_to(victim)
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    for target, why in ((link, "symbolic link"), (Path("/dev/null"), "not a regular file"), (fifo, "not a regular file")):
+        result = run("export", *common, "--out", str(target), "--force", check=False)
+        assert result.returncode == 1 and why in result.stderr, result.stderr
+    assert victim.read_text() == "keep me\n" and link.is_symlink() and stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+    assert not [p for p in (vault / ".spellbook" / "exports").iterdir() if p.name.startswith("cli-")]
