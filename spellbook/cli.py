@@ -68,6 +68,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="serve streamable HTTP at /mcp (and legacy SSE at /sse) instead of stdio")
     p.add_argument("--host", default="127.0.0.1", help="HTTP address (default 127.0.0.1; others need SPELLBOOK_TOKEN)")
     p.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765)")
+    p.add_argument("--no-token", action="store_true",
+                   help="HTTP on loopback without a bearer token (unsafe on a shared machine: any local user can call it)")
     p.set_defaults(run=_serve)
 
     p = sub.add_parser("index", help="bring the index up to date with the vault")
@@ -93,7 +95,9 @@ def _parser() -> argparse.ArgumentParser:
         if verb == "install":
             p.add_argument("--vault", type=Path, help="vault the client's server uses (default: $SPELLBOOK_VAULT or ./vault)")
             p.add_argument("--http", metavar="URL", help="connect to a running `serve --http` instead of starting one")
-            p.add_argument("--token", help="bearer token for --http (default: $SPELLBOOK_TOKEN)")
+            p.add_argument("--token", help="bearer token for --http (default: $SPELLBOOK_TOKEN, else the token "
+                           "`serve --http` wrote in the vault's index folder)")
+            p.add_argument("--no-token", action="store_true", help="--http to a server started with --no-token")
             p.add_argument("--context", help="scope the client's server to this project (serve --context)")
             p.add_argument("--user", help="scope the client's server to this person (serve --user)")
         p.set_defaults(run=_install)
@@ -156,7 +160,7 @@ def _serve(args: argparse.Namespace) -> int:
     from spellbook.server.tools import build_server
     from spellbook.vault.template import init_vault
 
-    settings = settings_from(args, watch=False if args.no_watch else None)
+    settings = settings_from(args, watch=False if args.no_watch else None, no_token=args.no_token or None)
     if args.http:
         from spellbook.server.http import check_bind
 
@@ -164,6 +168,16 @@ def _serve(args: argparse.Namespace) -> int:
     if not settings.vault_dir.exists():
         init_vault(settings.vault_dir)
         log.info("created a new vault at %s from the template", settings.vault_dir)
+    token = settings.token
+    if args.http and not token:
+        from spellbook.server.http import ensure_token, token_file
+
+        if settings.no_token:
+            log.warning("HTTP without a token (--no-token): any user of this machine can call the tools")
+        else:
+            token = ensure_token(settings.index_path)
+            log.info("clients must send 'Authorization: Bearer <token>' (token in %s; `spellbook install "
+                     "<client> --http URL` writes it into the client's config)", token_file(settings.index_path))
     hub = Hub(settings, open_delay=OPEN_DELAY_SECONDS)
     server = build_server(hub)
     if args.http:
@@ -171,7 +185,7 @@ def _serve(args: argparse.Namespace) -> int:
 
         from spellbook.server.http import http_app
 
-        app = http_app(server, hub, args.host, args.port, settings.token, settings.allowed_origins)
+        app = http_app(server, hub, args.host, args.port, token, settings.allowed_origins)
         hub.start(background=True)
         log.info("serving %s at http://%s:%d/mcp (legacy SSE clients: /sse) (%s)", settings.vault_dir, args.host,
                  args.port, hub.role)
@@ -290,6 +304,16 @@ def _install(args: argparse.Namespace) -> int:
               + (f" (backup: {result.backup})" if result.backup else ""))
         return 0
     token = args.token or (os.environ.get("SPELLBOOK_TOKEN") if args.http else None)
+    if args.http and not token and not args.no_token:
+        from spellbook.server.http import read_token, token_file
+
+        index = settings_from(args).index_path
+        token = read_token(index)
+        if not token:
+            raise SpellbookError(
+                f"No token for {args.http}: `spellbook serve --http` writes one to {token_file(index)} on its first "
+                "start (pass the same --vault here), or pass --token (or --no-token for a server started with it)."
+            )
     vault = None if args.http else (args.vault or Path(os.environ.get("SPELLBOOK_VAULT", "vault")))
     entry = clients.server_entry(
         command=clients.default_command(), vault=vault, http_url=args.http, token=token,
