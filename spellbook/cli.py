@@ -69,7 +69,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--host", default="127.0.0.1", help="HTTP address (default 127.0.0.1; others need SPELLBOOK_TOKEN)")
     p.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765)")
     p.add_argument("--no-token", action="store_true",
-                   help="HTTP on loopback without a bearer token (unsafe on a shared machine: any local user can call it)")
+                   help="HTTP on loopback without a bearer token (unsafe on a shared machine: any local user "
+                   "can call it)")
     p.set_defaults(run=_serve)
 
     p = sub.add_parser("index", help="bring the index up to date with the vault")

@@ -70,7 +70,7 @@ def test_claude_code_connects_over_stdio_http_and_sse(tmp_path: Path, node_bin: 
         install(env, project, "--name", "spellbook-http", "--http", f"{base}/mcp", "--vault", str(shared))
         install(env, project, "--name", "spellbook-sse", "--http", f"{base}/sse", "--vault", str(shared))
         install(env, project, "--name", "spellbook-wrong-token", "--http", f"{base}/mcp", "--token", TOKEN)
-        install(env, project, "--name", "spellbook-no-token", "--http", f"{base}/mcp", "--no-token")  # the check can fail
+        install(env, project, "--name", "spellbook-no-token", "--http", f"{base}/mcp", "--no-token")  # fails to connect
         assert json.loads((project / ".mcp.json").read_text())["mcpServers"]["spellbook"]["command"] == SPELLBOOK
         (home / ".claude" / "settings.json").write_text(json.dumps({"enableAllProjectMcpServers": True}))
 

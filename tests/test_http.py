@@ -149,7 +149,8 @@ def test_legacy_sse_tools_and_the_same_protections(tmp_path: Path) -> None:
 
         async def main() -> None:
             # an old client on SSE and a new one on streamable HTTP share one vault
-            async with (Client(sse_client(f"{base}/sse", headers=auth)) as old, httpx2.AsyncClient(headers=auth) as http,
+            async with (Client(sse_client(f"{base}/sse", headers=auth)) as old,
+                        httpx2.AsyncClient(headers=auth) as http,
                         Client(streamable_http_client(f"{base}/mcp", http_client=http)) as new):
                 assert {t.name for t in (await old.list_tools()).tools} >= {"scribe", "memorize", "get_memories"}
                 stored = await old.call_tool("scribe", {"text": "Legacy SSE clients still work.", "title": "SSE"})
@@ -168,9 +169,11 @@ def test_legacy_sse_tools_and_the_same_protections(tmp_path: Path) -> None:
         assert httpx2.get(f"{base}/sse", headers={**sse_headers, "Origin": "http://evil.example"}).status_code == 403
         assert httpx2.get(f"{base}/sse", headers={**sse_headers, "Host": "evil.example"}).status_code == 421
         with sse_session(base, **auth) as messages:
-            assert httpx2.post(messages, json=INIT, headers={"Origin": "http://evil.example", **auth}).status_code == 403
+            evil = {"Origin": "http://evil.example", **auth}
+            assert httpx2.post(messages, json=INIT, headers=evil).status_code == 403
             assert httpx2.post(messages, json=INIT, headers={"Host": "evil.example", **auth}).status_code == 421
-            assert httpx2.post(messages, content=b"x", headers={"Content-Type": "text/plain", **auth}).status_code == 400
+            text = {"Content-Type": "text/plain", **auth}
+            assert httpx2.post(messages, content=b"x", headers=text).status_code == 400
             # the same 4 MiB body limit as /mcp
             big = b'{"jsonrpc": "2.0", "method": "ping", "id": 1, "pad": "' + b"x" * (4 * 1024 * 1024) + b'"}'
             json_auth = {"Content-Type": "application/json", **auth}

@@ -350,9 +350,29 @@ def test_cli_export_out_is_the_persons_choice_but_never_a_link_device_or_clobber
     link.symlink_to(victim)
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
-    for target, why in ((link, "symbolic link"), (Path("/dev/null"), "not a regular file"), (fifo, "not a regular file")):
+    refused = ((link, "symbolic link"), (Path("/dev/null"), "not a regular file"), (fifo, "not a regular file"))
+    for target, why in refused:
         result = run("export", *common, "--out", str(target), "--force", check=False)
         assert result.returncode == 1 and why in result.stderr, result.stderr
     assert victim.read_text() == "keep me\n" and link.is_symlink() and stat.S_ISFIFO(os.lstat(fifo).st_mode)
     assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
     assert not [p for p in (vault / ".spellbook" / "exports").iterdir() if p.name.startswith("cli-")]
+
+
+def test_the_http_token_file_is_private_and_replaced_when_it_is_not(tmp_path: Path) -> None:
+    from spellbook.errors import SpellbookError
+    from spellbook.server.http import ensure_token, read_token
+
+    index = tmp_path / "index"
+    token = ensure_token(index)
+    assert len(token) >= 32 and ensure_token(index) == token == read_token(index)
+    assert mode(index) == 0o700 and mode(index / "http.token") == 0o600
+    (index / "http.token").chmod(0o644)  # others could have read it: no longer a secret
+    assert read_token(index) is None
+    fresh = ensure_token(index)
+    assert fresh != token and mode(index / "http.token") == 0o600
+    (index / "http.token").unlink()
+    (index / "http.token").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(SpellbookError, match="not a regular file"):
+        ensure_token(index)
+    assert not (tmp_path / "elsewhere").exists()

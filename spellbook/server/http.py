@@ -83,7 +83,9 @@ def ensure_token(index_dir: Path) -> str:
     if file.is_symlink() or (file.exists() and not file.is_file()):
         raise SpellbookError(f"{file} is not a regular file; remove it and start again.")
     token = secrets.token_urlsafe(32)
-    atomic_write(file, token + "\n", mode=0o600)
+    existed = file.exists()  # unsafe: replace it; missing: create it, unless another start just did
+    if not atomic_write(file, token + "\n", exclusive=not existed, mode=0o600):
+        return read_token(index_dir) or ensure_token(index_dir)
     return token
 
 

@@ -83,7 +83,7 @@ def resolve_export_target(path: str, places: ExportPlaces, overwrite: bool = Fal
     if not parts:
         raise InvalidInputError(f"{file} is a folder; pass a file name, e.g. {file / 'memories.json'}.")
     if any(part.startswith(".") for part in parts):
-        raise InvalidInputError(f"{file}: hidden names (starting with '.') are not export targets; choose another name.")
+        raise InvalidInputError(f"{file}: hidden names (starting with '.') are not export targets; choose another.")
     if base != places.exports and _inside(file, places.vault, places.index):
         raise InvalidInputError(
             f"{file} is inside the vault or the index folder; exports go to {places.exports} or outside the vault."
@@ -136,7 +136,7 @@ def check_import_source(file: Path) -> None:
     except OSError:
         return  # the caller says the file is missing
     if not stat.S_ISREG(st.st_mode):
-        raise InvalidInputError(f"{file} is not a regular file (a device, FIFO, socket or folder); pass an export file.")
+        raise InvalidInputError(f"{file} is not a regular file (a device, FIFO, socket or folder); pass an export.")
 
 
 def _exports_folder(places: ExportPlaces) -> Path:
@@ -154,7 +154,7 @@ def _inside(file: Path, *folders: Path) -> bool:
 
 def _refuse_link(file: Path) -> None:
     if file.is_symlink():
-        raise InvalidInputError(f"{file} is a symbolic link; exports are never written through one. Choose another path.")
+        raise InvalidInputError(f"{file} is a symbolic link; exports are never written through one. Choose another.")
 
 
 def _exported_by_us(file: Path, st: os.stat_result, places: ExportPlaces) -> bool:
