@@ -68,6 +68,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="serve streamable HTTP at /mcp (and legacy SSE at /sse) instead of stdio")
     p.add_argument("--host", default="127.0.0.1", help="HTTP address (default 127.0.0.1; others need SPELLBOOK_TOKEN)")
     p.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765)")
+    p.add_argument("--no-token", action="store_true",
+                   help="HTTP on loopback without a bearer token (unsafe on a shared machine: any local user "
+                   "can call it)")
     p.set_defaults(run=_serve)
 
     p = sub.add_parser("index", help="bring the index up to date with the vault")
@@ -93,7 +96,9 @@ def _parser() -> argparse.ArgumentParser:
         if verb == "install":
             p.add_argument("--vault", type=Path, help="vault the client's server uses (default: $SPELLBOOK_VAULT or ./vault)")
             p.add_argument("--http", metavar="URL", help="connect to a running `serve --http` instead of starting one")
-            p.add_argument("--token", help="bearer token for --http (default: $SPELLBOOK_TOKEN)")
+            p.add_argument("--token", help="bearer token for --http (default: $SPELLBOOK_TOKEN, else the token "
+                           "`serve --http` wrote in the vault's index folder)")
+            p.add_argument("--no-token", action="store_true", help="--http to a server started with --no-token")
             p.add_argument("--context", help="scope the client's server to this project (serve --context)")
             p.add_argument("--user", help="scope the client's server to this person (serve --user)")
         p.set_defaults(run=_install)
@@ -108,7 +113,8 @@ def _parser() -> argparse.ArgumentParser:
     vault_args(p)
     p.add_argument("--format", choices=["json", "markdown"], default="json")
     p.add_argument("--out", type=Path, help="write to this file (default: print to stdout)")
-    p.add_argument("--overwrite", action="store_true", help="replace --out if it exists")
+    p.add_argument("--force", "--overwrite", dest="force", action="store_true",
+                   help="replace --out if it exists (never a symlink, device or FIFO)")
     p.add_argument("--category", help="only this category")
     p.add_argument("--topic", help="only this topic")
     p.set_defaults(run=_export)
@@ -155,7 +161,7 @@ def _serve(args: argparse.Namespace) -> int:
     from spellbook.server.tools import build_server
     from spellbook.vault.template import init_vault
 
-    settings = settings_from(args, watch=False if args.no_watch else None)
+    settings = settings_from(args, watch=False if args.no_watch else None, no_token=args.no_token or None)
     if args.http:
         from spellbook.server.http import check_bind
 
@@ -163,6 +169,16 @@ def _serve(args: argparse.Namespace) -> int:
     if not settings.vault_dir.exists():
         init_vault(settings.vault_dir)
         log.info("created a new vault at %s from the template", settings.vault_dir)
+    token = settings.token
+    if args.http and not token:
+        from spellbook.server.http import ensure_token, token_file
+
+        if settings.no_token:
+            log.warning("HTTP without a token (--no-token): any user of this machine can call the tools")
+        else:
+            token = ensure_token(settings.index_path)
+            log.info("clients must send 'Authorization: Bearer <token>' (token in %s; `spellbook install "
+                     "<client> --http URL` writes it into the client's config)", token_file(settings.index_path))
     hub = Hub(settings, open_delay=OPEN_DELAY_SECONDS)
     server = build_server(hub)
     if args.http:
@@ -170,7 +186,7 @@ def _serve(args: argparse.Namespace) -> int:
 
         from spellbook.server.http import http_app
 
-        app = http_app(server, hub, args.host, args.port, settings.token, settings.allowed_origins)
+        app = http_app(server, hub, args.host, args.port, token, settings.allowed_origins)
         hub.start(background=True)
         log.info("serving %s at http://%s:%d/mcp (legacy SSE clients: /sse) (%s)", settings.vault_dir, args.host,
                  args.port, hub.role)
@@ -279,6 +295,16 @@ def _install(args: argparse.Namespace) -> int:
               + (f" (backup: {result.backup})" if result.backup else ""))
         return 0
     token = args.token or (os.environ.get("SPELLBOOK_TOKEN") if args.http else None)
+    if args.http and not token and not args.no_token:
+        from spellbook.server.http import read_token, token_file
+
+        index = settings_from(args).index_path
+        token = read_token(index)
+        if not token:
+            raise SpellbookError(
+                f"No token for {args.http}: `spellbook serve --http` writes one to {token_file(index)} on its first "
+                "start (pass the same --vault here), or pass --token (or --no-token for a server started with it)."
+            )
     vault = None if args.http else (args.vault or Path(os.environ.get("SPELLBOOK_VAULT", "vault")))
     entry = clients.server_entry(
         command=clients.default_command(), vault=vault, http_url=args.http, token=token,
@@ -376,28 +402,33 @@ def _stats(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
+    import uuid
+
+    from spellbook.vault.exports import check_chosen_file, write_chosen_file
+
     scope = {k: v for k, v in (("category", args.category), ("topic", args.topic)) if v}
-    params: dict[str, Any] = {"format": args.format, "filter": scope or None, "overwrite": args.overwrite}
-    if args.out is not None:
-        params["path"] = str(args.out.expanduser().resolve())  # the owner process may run elsewhere
+    # The index owner writes the export into its exports folder (the only place it writes exports
+    # to); this process, the person's own, then prints it or copies it to --out.
+    name = f"cli-{uuid.uuid4().hex}.{'json' if args.format == 'json' else 'md'}"
+    params: dict[str, Any] = {"format": args.format, "filter": scope or None, "path": name}
+    out = args.out.expanduser().absolute() if args.out is not None else None
+    if out is not None:
+        check_chosen_file(out, force=args.force)  # before the work
     hub = _open_hub(args)
     try:
-        # Printed exports are not capped: ask for a file in the index folder, then copy it out.
-        if args.out is None:
-            import uuid
-
-            params.update(path=f"cli-{uuid.uuid4().hex}.{'json' if args.format == 'json' else 'md'}")
         result = hub.call("export", params)
     finally:
         hub.close()
-    if args.out is None:
-        written = Path(result["path"])
-        try:
-            sys.stdout.write(written.read_text(encoding="utf-8"))
-        finally:
-            written.unlink(missing_ok=True)
+    written = Path(result["path"])
+    try:
+        text = written.read_text(encoding="utf-8")
+    finally:
+        written.unlink(missing_ok=True)
+    if out is None:
+        sys.stdout.write(text)
     else:
-        print(f"Exported {result['count']} memories to {result['path']}.", file=sys.stderr)
+        write_chosen_file(out, text, force=args.force)
+        print(f"Exported {result['count']} memories to {out}.", file=sys.stderr)
     if result.get("redacted"):
         print(f"Privacy filter: {result['redacted']}.", file=sys.stderr)
     return 0

@@ -304,7 +304,7 @@ def _write_config(file: Path, config: Mapping[str, Any], existed: bool) -> Path 
         target.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ClientConfigError(f"Cannot create {target.parent} ({exc}); create it yourself and try again.")
-    mode = target.stat().st_mode & 0o7777 if existed else None
+    mode = target.stat().st_mode & 0o7777 if existed else 0o600  # new: private (it may hold a token)
     atomic_write(target, render_config(config), mode=mode)
     return backup
 

@@ -76,7 +76,15 @@ class Settings(BaseSettings):
     redact: bool = Field(default=True, description="Redact secrets before they reach the vault or a tool answer.")
     redact_disabled: list[str] = Field(default_factory=list, description="Kinds of secret not to redact.")
     redact_patterns: list[str] = Field(default_factory=list, description="Extra regexes to redact (kind 'custom').")
+    export_dirs: list[Path] = Field(
+        default_factory=list, description="Folders (besides <index>/exports) an export may be written to, as a JSON "
+        'list: SPELLBOOK_EXPORT_DIRS=\'["~/backups"]\'.',
+    )
     token: str | None = Field(default=None, description="Bearer token for `serve --http` (required off loopback).")
+    no_token: bool = Field(
+        default=False, description="`serve --http` on loopback without a token: any local user can call the tools "
+        "(unsafe on a shared machine).",
+    )
     allowed_origins: list[str] = Field(default_factory=list, description="Extra browser Origins allowed over HTTP.")
     git_commit: Literal["auto", "true", "false"] = Field(
         default="auto", description="Commit each tool write when the vault is a git repository (auto/true/false)."

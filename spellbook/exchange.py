@@ -30,8 +30,8 @@ from spellbook.privacy import describe
 from spellbook.search.filters import Filter, parse_filter, to_sql
 from spellbook.vault.fields import derived_id, new_id
 from spellbook.vault.note import now_iso, parse_note, render_note
-from spellbook.vault.paths import is_ignored, with_suffix_number
-from spellbook.vault.store import atomic_write
+from spellbook.vault.paths import with_suffix_number
+from spellbook.vault.exports import ExportPlaces, check_import_source, resolve_export_target, write_export
 
 ExportFormat = Literal["json", "markdown"]
 ImportFormat = Literal["auto", "json", "mcp-memory"]
@@ -55,7 +55,9 @@ class Exchange:
         if format not in ("json", "markdown"):
             raise InvalidInputError("format must be json or markdown.")
         spec = parse_filter(filter)
-        target = self._exchange_file(path, writing=True, overwrite=overwrite) if path is not None else None
+        places = ExportPlaces(self.settings.index_path, self.vault.root,
+                              tuple(p.expanduser().resolve() for p in self.settings.export_dirs))
+        target = resolve_export_target(path, places, overwrite) if path is not None else None
         pending = self._await_first_index()
         where, params = to_sql(spec, include_hidden=True)  # archived and expired memories too: loss-free
         rows, _ = self.catalog.list_notes(where, params, 1 << 62, 0)
@@ -88,13 +90,11 @@ class Exchange:
         if kinds:
             out["redacted"] = describe(kinds)
         if target is not None:
-            if not atomic_write(target, text, exclusive=not overwrite):
-                raise InvalidInputError(f"{target} appeared while exporting; pass overwrite=true to replace it.")
-            return {**out, "path": str(target), "bytes": len(text.encode("utf-8"))}
+            return {**out, "path": str(target), "bytes": write_export(target, text, places, overwrite)}
         if len(text) > INLINE_EXPORT_CHARS:
             raise InvalidInputError(
                 f"The export is {len(text):,} characters, over the {INLINE_EXPORT_CHARS:,} returned inline. Pass "
-                f"path (e.g. 'memories.json', written to {self._exports_dir()}/, or an absolute path) to write it to "
+                f"path (e.g. 'memories.json', written to {self._exports_dir()}/) to write it to "
                 "a file, or narrow it with filter."
             )
         return {**out, "content": document}
@@ -110,7 +110,7 @@ class Exchange:
             raise InvalidInputError("format must be auto, json (a Spellbook export) or mcp-memory (memory.jsonl).")
         if on_conflict not in ("skip", "overwrite", "new_id"):
             raise InvalidInputError("on_conflict must be skip, overwrite or new_id.")
-        file = self._exchange_file(path, writing=False)
+        file = self._exchange_file(path)
         text = _read_import_file(file)
         if format == "auto":
             format = "mcp-memory" if looks_like_memory_graph(text) else "json"
@@ -234,9 +234,9 @@ class Exchange:
     def _exports_dir(self) -> Path:
         return self.settings.index_path / EXPORTS_DIR
 
-    def _exchange_file(self, path: str | None, writing: bool, overwrite: bool = False) -> Path:
-        """The file an export goes to or an import comes from: an absolute path, or a path
-        relative to ``<index dir>/exports/`` (never ``..`` out of it)."""
+    def _exchange_file(self, path: str | None) -> Path:
+        """The file an import comes from: an absolute path, or a path relative to
+        ``<index dir>/exports/`` (never ``..`` out of it). Exports: spellbook/vault/exports.py."""
         if not isinstance(path, str) or not path.strip() or "\x00" in path:
             raise InvalidInputError("path is empty: pass a file name like 'memories.json' or an absolute path.")
         given = Path(path.strip()).expanduser()
@@ -248,25 +248,10 @@ class Exchange:
                 raise InvalidInputError(
                     f"Relative paths are files in {base}; '..' is not allowed. Pass an absolute path instead."
                 )
-            if writing:
-                base.mkdir(parents=True, exist_ok=True)
             file = (base / given).resolve()
-        if not writing:
-            if not file.is_file():
-                raise InvalidInputError(f"No file at {file}. Pass the path of an export (absolute, or in {self._exports_dir()}).")
-            return file
-        if file.is_dir():
-            raise InvalidInputError(f"{file} is a folder; pass a file name, e.g. {file / 'memories.json'}.")
-        root = self.vault.root
-        if root in file.parents and not is_ignored(file.relative_to(root).as_posix()):
-            raise InvalidInputError(
-                f"{file} is inside the vault and would be indexed as a note. Export outside the vault, or to a "
-                "relative path (kept in the index folder)."
-            )
-        if file.exists() and not overwrite:
-            raise InvalidInputError(f"{file} exists; pass overwrite=true to replace it, or choose another path.")
-        if not file.parent.is_dir():
-            raise InvalidInputError(f"Folder {file.parent} does not exist; create it or choose another path.")
+        check_import_source(file)
+        if not file.is_file():
+            raise InvalidInputError(f"No file at {file}. Pass the path of an export (absolute, or in {self._exports_dir()}).")
         return file
 
 

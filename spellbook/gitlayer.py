@@ -19,6 +19,14 @@ What a commit may touch, and what it never touches:
 * If the file Spellbook wrote had changes not yet committed (a hand edit), the commit holds the
   combined result (the hand edit was in the file Spellbook read and kept) and its message says so.
 
+A vault's repository is not trusted to run commands (docs/security.md, "Writes and files"): every
+git call gets ``-c`` overrides that switch off hooks (``core.hooksPath``, so no pre/post-commit,
+reference-transaction or post-index-change hook), ``core.fsmonitor``, external diff and textconv
+drivers, clean/smudge/process filter drivers (found in the config and set to empty, which git
+treats as "no filter"), commit signing (``gpg.program``) and auto-gc; the system config is not read;
+``status`` does not descend into submodules. Not covered: git itself (a malicious ``git`` on PATH),
+and include files' non-command settings (they are read as any config is).
+
 Commits run on one background thread, in order, so a tool answers without waiting for git; the
 engine flushes the queue before it reads history and when it closes.
 """
@@ -47,6 +55,15 @@ LOCK_RETRIES = (0.1, 0.3, 1.0, 2.0)  # waits while another git process holds the
 _IN_PROGRESS = {"MERGE_HEAD": "a merge", "rebase-merge": "a rebase", "rebase-apply": "a rebase or am",
                 "CHERRY_PICK_HEAD": "a cherry-pick", "REVERT_HEAD": "a revert"}
 _REVISION = re.compile(r"^[0-9a-fA-F]{4,40}$")
+# Given to every git call: the vault's repository never makes Spellbook run a command.
+_SAFE_CONFIG = [
+    "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "core.sshCommand=false",
+    "-c", "diff.external=", "-c", "commit.gpgSign=false", "-c", "gpg.program=false", "-c", "gc.auto=0",
+    "-c", "maintenance.auto=false", "-c", "core.pager=cat", "-c", "core.editor=false",
+    "-c", "status.submoduleSummary=false", "-c", "diff.ignoreSubmodules=all", "-c", "core.untrackedCache=false",
+]
+# Subcommands that may read work-tree files through filters or diff drivers.
+_FILTERING = frozenset({"status", "hash-object", "log", "diff", "add", "update-index", "ls-files", "checkout"})
 
 
 class GitFailed(Exception):
@@ -92,6 +109,7 @@ class Git:
         # Paths are literal (a note may be called "a*b.md"), no prompt ever, messages in English.
         env.update(GIT_LITERAL_PATHSPECS="1", GIT_TERMINAL_PROMPT="0", LC_ALL="C")
         self._env = env
+        env.update(GIT_CONFIG_NOSYSTEM="1")
         self._read_env = {**env, "GIT_OPTIONAL_LOCKS": "0"}  # reads never hold the index lock
 
     def run(self, *args: str, input: bytes | None = None, check: bool = True, write: bool = False,
@@ -107,13 +125,30 @@ class Git:
             env = {**env, "GIT_INDEX_FILE": str(index)}
         if not literal:
             env = {k: v for k, v in env.items() if k != "GIT_LITERAL_PATHSPECS"}
+        safe = _SAFE_CONFIG + (self._driver_overrides(cwd) if args and args[0] in _FILTERING else [])
         done = subprocess.run(
-            [self.exe, *args], check=False, cwd=cwd or self.root, env=env, input=input,
+            [self.exe, *safe, *args], check=False, cwd=cwd or self.root, env=env, input=input,
             stdin=None if input is not None else subprocess.DEVNULL, capture_output=True, timeout=timeout,
         )
         if check and done.returncode != 0:
             raise GitFailed(list(args), done.returncode, done.stderr.decode("utf-8", "replace"))
         return done
+
+    def _driver_overrides(self, cwd: Path | None) -> list[str]:
+        """``-c filter.<name>.clean=`` (and smudge, process; textconv/command for diff drivers) for
+        every driver the repository's config names: an empty command is no command."""
+        out = subprocess.run(
+            [self.exe or "git", *_SAFE_CONFIG, "config", "--name-only", "--get-regexp", r"^(filter|diff)\..+\."],
+            check=False, cwd=cwd or self.root, env=self._read_env, stdin=subprocess.DEVNULL, capture_output=True,
+            timeout=TIMEOUT_SECONDS,
+        )
+        names = {line.rsplit(".", 1)[0] for line in out.stdout.decode("utf-8", "surrogateescape").splitlines()}
+        overrides: list[str] = []
+        for name in sorted(names):
+            keys = ("clean", "smudge", "process") if name.startswith("filter.") else ("textconv", "command")
+            for key in keys:
+                overrides += ["-c", f"{name}.{key}="]
+        return overrides
 
     def repo(self) -> Repo | None:
         """The work tree the vault is in, or None (no git, or not a repository)."""
@@ -179,7 +214,8 @@ class Git:
 
     def status(self, repo: Repo, paths: list[str]) -> dict[str, str]:
         """``XY`` status of each path that is not clean ('??' untracked, '!!' ignored)."""
-        out = self.run("status", "--porcelain=v1", "-z", "--ignored=matching", "--untracked-files=all", "--", *paths)
+        out = self.run("status", "--porcelain=v1", "-z", "--ignored=matching", "--untracked-files=all",
+                       "--ignore-submodules=all", "--", *paths)
         tokens = out.stdout.decode("utf-8", "surrogateescape").split("\0")
         found: dict[str, str] = {}
         i = 0
@@ -210,7 +246,8 @@ class Git:
     # --- reading history ----------------------------------------------------------------------
     def file_log(self, repo: Repo, path: str, start: str = "HEAD", limit: int | None = None) -> list[Version]:
         """Commits that touched ``path`` (following renames), newest first, from ``start``."""
-        args = ["log", "--follow", "-z", "--name-status", "--format=%x1e%H%x1f%aI%x1f%an <%ae>%x1f%s"]
+        args = ["log", "--no-ext-diff", "--no-textconv", "--follow", "-z", "--name-status",
+                "--format=%x1e%H%x1f%aI%x1f%an <%ae>%x1f%s"]
         if limit:
             args.append(f"-n{limit}")
         out = self.run(*args, start, "--", path, check=False)
@@ -237,7 +274,8 @@ class Git:
 
     def last_commit_with(self, repo: Repo, text: str) -> tuple[str, str, str] | None:
         """(commit, status, path) of the newest commit under the vault that added or removed ``text``."""
-        out = self.run("log", "-z", "--name-status", "--format=%x1e%H", "-S", text, "-n1", "HEAD", "--", ".",
+        out = self.run("log", "--no-ext-diff", "--no-textconv", "-z", "--name-status", "--format=%x1e%H", "-S", text,
+                       "-n1", "HEAD", "--", ".",
                        check=False)
         records = out.stdout.decode("utf-8", "surrogateescape").split("\x1e")[1:] if out.returncode == 0 else []
         if not records:

@@ -21,7 +21,7 @@ from .test_http import free_port, start, stop
 
 pytestmark = pytest.mark.slow
 
-TOKEN = "claude-test-token"
+TOKEN = "not-the-servers-token"
 
 
 def claude_env(home: Path) -> dict[str, str]:
@@ -60,14 +60,17 @@ def test_claude_code_connects_over_stdio_http_and_sse(tmp_path: Path, node_bin: 
     project.mkdir()
     env = claude_env(home)
     port = free_port()
-    proc = start(tmp_path / "shared-vault", port, SPELLBOOK_TOKEN=TOKEN)
+    shared = tmp_path / "shared-vault"
+    proc = start(shared, port)  # on loopback: the token it makes on first start is required
     base = f"http://127.0.0.1:{port}"
     try:
         install(env, project, "--scope", "project", "--vault", str(tmp_path / "project-vault"))  # ./.mcp.json
         install(env, project, "--name", "spellbook-user", "--vault", str(tmp_path / "user-vault"))  # ~/.claude.json
-        install(env, project, "--name", "spellbook-http", "--http", f"{base}/mcp", "--token", TOKEN)
-        install(env, project, "--name", "spellbook-sse", "--http", f"{base}/sse", "--token", TOKEN)
-        install(env, project, "--name", "spellbook-no-token", "--http", f"{base}/mcp")  # the check can fail
+        # install reads the token from the shared vault's index folder
+        install(env, project, "--name", "spellbook-http", "--http", f"{base}/mcp", "--vault", str(shared))
+        install(env, project, "--name", "spellbook-sse", "--http", f"{base}/sse", "--vault", str(shared))
+        install(env, project, "--name", "spellbook-wrong-token", "--http", f"{base}/mcp", "--token", TOKEN)
+        install(env, project, "--name", "spellbook-no-token", "--http", f"{base}/mcp", "--no-token")  # fails to connect
         assert json.loads((project / ".mcp.json").read_text())["mcpServers"]["spellbook"]["command"] == SPELLBOOK
         (home / ".claude" / "settings.json").write_text(json.dumps({"enableAllProjectMcpServers": True}))
 
@@ -77,3 +80,4 @@ def test_claude_code_connects_over_stdio_http_and_sse(tmp_path: Path, node_bin: 
     for name in ("spellbook", "spellbook-user", "spellbook-http", "spellbook-sse"):
         assert "Connected" in statuses.get(name, ""), f"{name} did not connect:\n{output}"
     assert "Failed" in statuses.get("spellbook-no-token", ""), output
+    assert "Failed" in statuses.get("spellbook-wrong-token", ""), output

@@ -61,7 +61,7 @@ def snapshot(vault: Path) -> dict[str, tuple[dict, bytes]]:
 
 def test_round_trip_into_an_empty_vault_is_loss_free(engine: Engine, vault: Path, tmp_path: Path) -> None:
     fill(engine, vault)
-    out = engine.export(path=str(tmp_path / "all.json"))
+    out = engine.export(path="all.json")
     assert out["count"] == 6 and Path(out["path"]).is_file()
     document = json.loads(Path(out["path"]).read_text(encoding="utf-8"))
     assert document["spellbook_export"] == 1 and document["count"] == 6
@@ -209,19 +209,20 @@ def test_a_repeated_id_in_the_file_follows_the_policy(engine: Engine, vault: Pat
 
 
 def test_export_paths_are_guarded(engine: Engine, vault: Path, tmp_path: Path, monkeypatch) -> None:
+    # The full rule (symlinks, devices, other folders, files Spellbook did not write): test_security_writes.
     fill(engine, vault)
-    target = tmp_path / "out.json"
-    engine.export(path=str(target))
+    target = vault / ".spellbook" / "exports" / "out.json"
+    assert engine.export(path="out.json")["path"] == str(target)
     with pytest.raises(InvalidInputError, match="exists; pass overwrite=true"):
         engine.export(path=str(target))
     assert engine.export(path=str(target), overwrite=True, filter={"category": "ops"})["count"] == 1
     assert json.loads(target.read_text())["filter"] == {"category": "ops"}
-    with pytest.raises(InvalidInputError, match="would be indexed as a note"):
+    with pytest.raises(InvalidInputError, match="only be written in"):
         engine.export(format="markdown", path=str(vault / "export.md"))
     with pytest.raises(InvalidInputError, match="'..' is not allowed"):
         engine.export(path="../../escape.json")
     with pytest.raises(InvalidInputError, match="does not exist"):
-        engine.export(path=str(tmp_path / "no" / "such" / "dir.json"))
+        engine.export(path="no/such/dir.json")
     monkeypatch.setattr(exchange, "INLINE_EXPORT_CHARS", 500)
     with pytest.raises(InvalidInputError, match="Pass path"):
         engine.export()
@@ -288,9 +289,11 @@ def test_export_and_import_over_stdio(tmp_path: Path) -> None:
             stored = await call(client, "scribe", text="Sourdough rises 12 hours.", title="Bread", category="kitchen")
             inline = await call(client, "export", filter={"category": "kitchen"})
             assert [m["id"] for m in inline["content"]["memories"]] == [stored["id"]]
-            written = await call(client, "export", path=str(out))
-            assert written["path"] == str(out) and written["count"] >= 3  # the template's system notes too
-            assert "exists" in await error(client, "export", path=str(out))
+            written = await call(client, "export", path="export.json")
+            assert written["path"] == str(first / ".spellbook" / "exports" / "export.json")
+            assert written["count"] >= 3  # the template's system notes too
+            assert "exists" in await error(client, "export", path="export.json")
+            out.write_bytes(Path(written["path"]).read_bytes())
         async with Client(server(second)) as client:
             report = await call(client, "import", path=str(out))
             assert report["counts"]["created"] == written["count"]

@@ -400,7 +400,7 @@ def test_links_and_imports_are_committed_too(engine: Engine, vault: Path, tmp_pa
     engine.git.flush()
     assert head(vault) == f'spellbook: unlink "New deploy" (id {new["id"]})'
 
-    exported = engine.export("json", path=str(tmp_path / "out.json"))
+    exported = engine.export("json", path="out.json")
     other = tmp_path / "other"
     other.mkdir()
     git(other, "init", "-q", "-b", "main")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import socket
+import stat
 import subprocess
 import time
 from collections.abc import Iterator
@@ -43,6 +45,11 @@ def start(vault: Path, port: int, *extra: str, **env: str) -> subprocess.Popen:
     raise AssertionError(proc.stderr.read())
 
 
+def bearer(vault: Path) -> dict[str, str]:
+    """The header a client needs: the token ``serve --http`` made on its first start."""
+    return {"Authorization": f"Bearer {(vault / '.spellbook' / 'http.token').read_text().strip()}"}
+
+
 def stop(proc: subprocess.Popen) -> str:
     """Stop the server; returns what it logged."""
     proc.terminate()
@@ -64,8 +71,10 @@ def sse_session(base: str, **headers: str) -> Iterator[str]:
 
 def test_http_tools_health_cors_and_origin_checks(tmp_path: Path) -> None:
     port = free_port()
-    proc = start(tmp_path / "vault", port)
+    vault = tmp_path / "vault"
+    proc = start(vault, port)
     url = f"http://127.0.0.1:{port}/mcp"
+    auth = bearer(vault)
     try:
         health = httpx2.get(f"http://127.0.0.1:{port}/healthz").json()
         assert health["status"] == "ok" and health["version"]
@@ -75,14 +84,16 @@ def test_http_tools_health_cors_and_origin_checks(tmp_path: Path) -> None:
         assert preflight.status_code == 204 and preflight.headers["access-control-allow-origin"]
         init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
-        accept = {"Accept": "application/json, text/event-stream"}
+        accept = {"Accept": "application/json, text/event-stream", **auth}
         evil_origin = httpx2.post(url, json=init, headers={**accept, "Origin": "http://evil.example"})
         assert evil_origin.status_code == 403
         evil_host = httpx2.post(url, json=init, headers={**accept, "Host": "evil.example"})
         assert evil_host.status_code == 421
 
         async def main() -> None:
-            async with Client(url) as a, Client(url) as b:  # two clients share one server
+            async with (httpx2.AsyncClient(headers=auth) as http,
+                        Client(streamable_http_client(url, http_client=http)) as a,
+                        Client(streamable_http_client(url, http_client=http)) as b):  # two clients, one server
                 stored = await a.call_tool("scribe", {"text": "HTTP clients share one vault.", "title": "Shared"})
                 assert not stored.is_error
                 hits = await b.call_tool("memorize", {"query": "clients share vault"})
@@ -129,14 +140,18 @@ INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
 
 def test_legacy_sse_tools_and_the_same_protections(tmp_path: Path) -> None:
     port = free_port()
-    proc = start(tmp_path / "vault", port)
+    vault = tmp_path / "vault"
+    proc = start(vault, port)
     base = f"http://127.0.0.1:{port}"
+    auth = bearer(vault)
     try:
         assert httpx2.get(f"{base}/healthz").json()["sse_endpoint"] == "/sse"
 
         async def main() -> None:
             # an old client on SSE and a new one on streamable HTTP share one vault
-            async with Client(sse_client(f"{base}/sse")) as old, Client(f"{base}/mcp") as new:
+            async with (Client(sse_client(f"{base}/sse", headers=auth)) as old,
+                        httpx2.AsyncClient(headers=auth) as http,
+                        Client(streamable_http_client(f"{base}/mcp", http_client=http)) as new):
                 assert {t.name for t in (await old.list_tools()).tools} >= {"scribe", "memorize", "get_memories"}
                 stored = await old.call_tool("scribe", {"text": "Legacy SSE clients still work.", "title": "SSE"})
                 assert not stored.is_error, stored.content[0].text
@@ -150,18 +165,21 @@ def test_legacy_sse_tools_and_the_same_protections(tmp_path: Path) -> None:
         anyio.run(main)
 
         # DNS rebinding: a foreign Origin or Host is refused on both SSE paths
-        sse_headers = {"Accept": "text/event-stream"}
+        sse_headers = {"Accept": "text/event-stream", **auth}
         assert httpx2.get(f"{base}/sse", headers={**sse_headers, "Origin": "http://evil.example"}).status_code == 403
         assert httpx2.get(f"{base}/sse", headers={**sse_headers, "Host": "evil.example"}).status_code == 421
-        with sse_session(base) as messages:
-            assert httpx2.post(messages, json=INIT, headers={"Origin": "http://evil.example"}).status_code == 403
-            assert httpx2.post(messages, json=INIT, headers={"Host": "evil.example"}).status_code == 421
-            assert httpx2.post(messages, content=b"x", headers={"Content-Type": "text/plain"}).status_code == 400
+        with sse_session(base, **auth) as messages:
+            evil = {"Origin": "http://evil.example", **auth}
+            assert httpx2.post(messages, json=INIT, headers=evil).status_code == 403
+            assert httpx2.post(messages, json=INIT, headers={"Host": "evil.example", **auth}).status_code == 421
+            text = {"Content-Type": "text/plain", **auth}
+            assert httpx2.post(messages, content=b"x", headers=text).status_code == 400
             # the same 4 MiB body limit as /mcp
             big = b'{"jsonrpc": "2.0", "method": "ping", "id": 1, "pad": "' + b"x" * (4 * 1024 * 1024) + b'"}'
-            assert httpx2.post(messages, content=big, headers={"Content-Type": "application/json"}).status_code == 413
-            assert httpx2.post(messages, json=INIT).status_code == 202  # the session itself is fine
-            ok_origin = httpx2.post(messages, json=INIT, headers={"Origin": f"http://localhost:{port}"})
+            json_auth = {"Content-Type": "application/json", **auth}
+            assert httpx2.post(messages, content=big, headers=json_auth).status_code == 413
+            assert httpx2.post(messages, json=INIT, headers=auth).status_code == 202  # the session itself is fine
+            ok_origin = httpx2.post(messages, json=INIT, headers={"Origin": f"http://localhost:{port}", **auth})
             assert ok_origin.status_code == 202 and ok_origin.headers["access-control-allow-origin"]
             log = stop(proc)  # with an SSE stream still open: it must end cleanly, not hang or log errors
     finally:
@@ -193,3 +211,64 @@ def test_legacy_sse_bearer_token(tmp_path: Path) -> None:
         anyio.run(main)
     finally:
         stop(proc)
+
+
+def test_loopback_needs_the_token_made_on_first_start(tmp_path: Path) -> None:
+    """Any local user can reach 127.0.0.1: without the token nothing but /healthz answers."""
+    port = free_port()
+    vault = tmp_path / "vault"
+    proc = start(vault, port)
+    base = f"http://127.0.0.1:{port}"
+    file = vault / ".spellbook" / "http.token"
+    try:
+        assert stat.S_IMODE(file.stat().st_mode) == 0o600 and stat.S_IMODE(file.parent.stat().st_mode) == 0o700
+        token = file.read_text().strip()
+        assert len(token) >= 32
+        accept = {"Accept": "application/json, text/event-stream"}
+        assert httpx2.post(f"{base}/mcp", json=INIT, headers=accept).status_code == 401
+        assert httpx2.get(f"{base}/sse", headers={"Accept": "text/event-stream"}).status_code == 401
+        assert httpx2.post(f"{base}/messages/?session_id=0", json=INIT).status_code == 401
+        assert httpx2.get(f"{base}/healthz").status_code == 200
+        with sse_session(base, **bearer(vault)) as messages:
+            assert httpx2.post(messages, json=INIT).status_code == 401
+
+        async def main() -> None:
+            async with httpx2.AsyncClient(headers=bearer(vault)) as http:
+                async with Client(streamable_http_client(f"{base}/mcp", http_client=http)) as client:
+                    assert not (await client.call_tool("list_memories", {})).is_error
+
+        anyio.run(main)
+    finally:
+        log = stop(proc)
+    assert "http.token" in log and token not in log  # where it is, never the token itself
+    proc = start(vault, port)  # a restart keeps the token, so installed clients keep working
+    try:
+        assert file.read_text().strip() == token
+        anyio.run(main)
+    finally:
+        stop(proc)
+    proc = start(vault, port, "--no-token")  # turned off by a person, explicitly
+    try:
+        assert httpx2.post(f"{base}/mcp", json=INIT, headers=accept).status_code == 200
+    finally:
+        log = stop(proc)
+    assert "without a token" in log
+
+
+def test_install_http_writes_the_token_into_the_clients_config(tmp_path: Path) -> None:
+    vault = tmp_path / "vault"
+    port = free_port()
+    stop(start(vault, port))
+    home = tmp_path / "home"
+    home.mkdir()
+    env = child_env(HOME=str(home), CLAUDE_CONFIG_DIR=str(home))
+    url = f"http://127.0.0.1:{port}/mcp"
+    done = subprocess.run([SPELLBOOK, "install", "claude-code", "--http", url, "--vault", str(vault)],
+                          env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    config = json.loads((home / ".claude.json").read_text())
+    assert config["mcpServers"]["spellbook"]["headers"] == bearer(vault)
+    assert stat.S_IMODE((home / ".claude.json").stat().st_mode) == 0o600
+    missing = subprocess.run([SPELLBOOK, "install", "cursor", "--http", url, "--vault", str(tmp_path / "none")],
+                             env=env, capture_output=True, text=True, timeout=60)
+    assert missing.returncode == 1 and "http.token" in missing.stderr

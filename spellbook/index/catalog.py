@@ -27,6 +27,7 @@ from typing import Any
 
 from spellbook.search.filters import HIDDEN_SQL, LIVE_SQL, NOW_SQL
 from spellbook.search.keyword import STOPWORDS, index_text, match_query, tokenize
+from spellbook.vault.store import private_file, private_folder
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -167,7 +168,10 @@ class IndexedChunk:
 
 class Catalog:
     def __init__(self, file: Path) -> None:
-        file.parent.mkdir(parents=True, exist_ok=True)
+        private_folder(file.parent)  # the index holds every note's text: owner only
+        for each in (file, file.with_name(file.name + "-wal"), file.with_name(file.name + "-shm")):
+            if each == file or each.exists():
+                private_file(each)
         self._db = sqlite3.connect(file, check_same_thread=False, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")

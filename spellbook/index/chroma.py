@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from spellbook.vault.store import private_folder
+
 log = logging.getLogger(__name__)
 
 COLLECTION = "spellbook"
@@ -135,7 +137,7 @@ class VectorIndex:
         import chromadb
         from chromadb.config import Settings as ChromaSettings
 
-        folder.mkdir(parents=True, exist_ok=True)
+        private_folder(folder)  # vectors and documents of every note: owner only
         client = chromadb.PersistentClient(
             path=str(folder), settings=ChromaSettings(anonymized_telemetry=False, allow_reset=True)
         )

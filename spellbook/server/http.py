@@ -4,8 +4,12 @@ with a health check, CORS preflight, bearer-token auth and Host/Origin checks. M
 one HTTP server (and one index).
 
 Safety rules, the same for both transports:
-* Binds 127.0.0.1 by default. Binding any other address needs ``SPELLBOOK_TOKEN``; then every
-  MCP request (``/mcp``, ``/sse``, ``/messages/``) must carry ``Authorization: Bearer <token>``.
+* Every MCP request (``/mcp``, ``/sse``, ``/messages/``) must carry ``Authorization: Bearer
+  <token>``, on loopback too (any local user can reach a loopback port). The token is
+  ``SPELLBOOK_TOKEN`` if set, else a random one made on first start and kept in
+  ``<index folder>/http.token`` (0600), where ``spellbook install --http`` reads it.
+  ``--no-token`` / ``SPELLBOOK_NO_TOKEN=1`` turns it off on loopback only (unsafe on a shared machine).
+* Binds 127.0.0.1 by default. Binding any other address needs a token; ``--no-token`` is refused.
 * On loopback, the SDK's DNS-rebinding protection accepts only loopback Host headers and
   loopback (or ``SPELLBOOK_ALLOWED_ORIGINS``) Origins, so a web page cannot drive the server.
 * Request bodies are limited to 4 MiB (the SDK's limit).
@@ -15,6 +19,10 @@ from __future__ import annotations
 
 import hmac
 import json
+import os
+import secrets
+import stat
+from pathlib import Path
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
@@ -24,10 +32,12 @@ from starlette.requests import Request
 from spellbook import __version__
 from spellbook.errors import SpellbookError
 from spellbook.server.hub import Hub
+from spellbook.vault.store import atomic_write, private_folder
 
 LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 SSE_PATH = "/sse"
 MESSAGES_PATH = "/messages/"
+TOKEN_FILE = "http.token"
 CORS_HEADERS = "authorization, content-type, mcp-session-id, mcp-protocol-version, last-event-id"
 
 
@@ -38,6 +48,45 @@ def check_bind(host: str, token: str | None) -> None:
             "your memories. Set SPELLBOOK_TOKEN to a long random string (clients send it as "
             "'Authorization: Bearer <token>'), or bind 127.0.0.1."
         )
+
+
+def token_file(index_dir: Path) -> Path:
+    return index_dir / TOKEN_FILE
+
+
+def read_token(index_dir: Path) -> str | None:
+    """The token ``serve --http`` made for this index, or None if there is none (or it is unsafe:
+    a symbolic link, not a regular file, or readable by others)."""
+    file = token_file(index_dir)
+    try:
+        fd = os.open(file, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_mode & 0o077 or st.st_uid != os.geteuid():
+            return None
+        token = os.read(fd, 1024).decode("ascii", "replace").strip()
+    finally:
+        os.close(fd)
+    return token if len(token) >= 32 else None
+
+
+def ensure_token(index_dir: Path) -> str:
+    """This index's HTTP token: the one in ``<index>/http.token``, or a new random one written there
+    0600. A file that others could read, or that is not a plain file of this user, is replaced."""
+    existing = read_token(index_dir)
+    if existing:
+        return existing
+    private_folder(index_dir)
+    file = token_file(index_dir)
+    if file.is_symlink() or (file.exists() and not file.is_file()):
+        raise SpellbookError(f"{file} is not a regular file; remove it and start again.")
+    token = secrets.token_urlsafe(32)
+    existed = file.exists()  # unsafe: replace it; missing: create it, unless another start just did
+    if not atomic_write(file, token + "\n", exclusive=not existed, mode=0o600):
+        return read_token(index_dir) or ensure_token(index_dir)
+    return token
 
 
 def http_app(server: MCPServer, hub: Hub, host: str, port: int, token: str | None, origins: list[str]) -> Any:
@@ -88,7 +137,8 @@ class _Gate:
             await _send(send, 200, json.dumps(self._health()).encode(), cors, "application/json")
             return
         if self.token and not _authorized(headers.get("authorization", ""), self.token):
-            body = json.dumps({"error": "missing or wrong bearer token (Authorization: Bearer <SPELLBOOK_TOKEN>)"})
+            body = json.dumps({"error": "missing or wrong bearer token (Authorization: Bearer <token>; the token is "
+                               "SPELLBOOK_TOKEN or the one in <index folder>/http.token)"})
             await _send(send, 401, body.encode(), cors + [(b"www-authenticate", b'Bearer realm="spellbook"')],
                         "application/json")
             return

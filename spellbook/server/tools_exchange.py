@@ -19,7 +19,8 @@ _IMPORT = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempoten
 
 FilePath = Annotated[
     str | None,
-    Field(description="Absolute path, or a file name kept in <vault>/.spellbook/exports/. Omit to get the export inline."),
+    Field(description="A file name, kept in the exports folder <vault>/.spellbook/exports/ (or an absolute path in a "
+          "folder the person listed in SPELLBOOK_EXPORT_DIRS). Omit to get the export inline."),
 ]
 
 
@@ -29,11 +30,14 @@ def add_exchange_tools(server: MCPServer, call: Call) -> None:
         format: ExportFormat = "json",
         path: FilePath = None,
         filter: Filter | None = None,
-        overwrite: Annotated[bool, Field(description="Replace the file at path if it exists.")] = False,
+        overwrite: Annotated[
+            bool, Field(description="Replace the file at path if Spellbook exported it earlier (nothing else).")
+        ] = False,
         context: ScopeContext = None,
         user: ScopeUser = None,
     ) -> Annotated[CallToolResult, m.ExportResult]:
-        """Export memories (all, or a filter) as versioned JSON for import, or one markdown document."""
+        """Export memories (all, or a filter) as versioned JSON for import, or one markdown document. Files go
+        only to the exports folder or SPELLBOOK_EXPORT_DIRS, never over a file Spellbook did not export."""
         data = await call("export", context=context, user=user, format=format, path=path, filter=filter, overwrite=overwrite)
         if "path" in data:
             text = f"Exported {data['count']} memories as {format} to {data['path']} ({data['bytes']:,} bytes)."

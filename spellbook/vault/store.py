@@ -3,12 +3,18 @@
 Every write is atomic (a unique dotfile temp in the same folder, fsync, then rename), so a crash
 leaves either the old file or the new one, never half of one. A write that names the version it
 read refuses to overwrite a file that changed since.
+
+Permissions (docs/security.md, "Writes and files"): a rewritten file keeps the mode it had; a new
+file gets its folder's mode without the execute bits, limited by the umask (a 0700 folder gives
+0600 notes, 0755 gives 0644, 0750 gives 0640); a new folder gets the vault folder's mode, limited
+by the umask.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import stat
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -16,9 +22,12 @@ from pathlib import Path
 
 from spellbook.errors import ConflictError, InvalidInputError, VaultPathError
 from spellbook.vault.note import content_version
-from spellbook.vault.paths import ARCHIVE_DIR, IGNORED_DIRS, is_ignored, resolve_path, with_suffix_number
+from spellbook.vault.paths import ARCHIVE_DIR, IGNORED_DIRS, cut_utf8, is_ignored, resolve_path, with_suffix_number
 
 TRASH_DIR = ".trash"
+_UMASK = os.umask(0o022)  # read once, at import (before any thread), and put back
+os.umask(_UMASK)
+TEMP_NAME_BYTES = 200  # of the target's name kept in its temp file's name (255 - dots - 8 random - .tmp)
 _TEMP_NAME = re.compile(r"^\..+\.md\.[A-Za-z0-9_]+\.tmp$")  # what atomic_write creates
 
 
@@ -83,7 +92,7 @@ class Vault:
 
         Taken names are skipped with a cheap existence check; the exclusive link still decides
         when two writers race for the same free name."""
-        self.file(path).parent.mkdir(parents=True, exist_ok=True)
+        self._make_folders(self.file(path).parent)
         n = 1
         while True:
             candidate = path if n == 1 else with_suffix_number(path, n)
@@ -125,7 +134,7 @@ class Vault:
             raise VaultPathError(f"{path} is not a file in the vault.")
         dest_path = f"{folder}/{path}"
         dest = self.root / dest_path
-        dest.parent.mkdir(parents=True, exist_ok=True)
+        self._make_folders(dest.parent)
         n = 2
         while dest.exists():  # never replace: 'Title 2.md', as Obsidian names a second file
             dest_path = with_suffix_number(f"{folder}/{path}", n)
@@ -133,6 +142,18 @@ class Vault:
             n += 1
         os.replace(source, dest)
         return dest_path
+
+    def _make_folders(self, folder: Path) -> None:
+        """Create ``folder`` and missing parents with the vault folder's mode (umask applies)."""
+        if folder.is_dir():
+            return
+        mode = self.root.stat().st_mode & 0o777
+        missing = [folder, *(p for p in folder.parents if p != self.root and self.root in p.parents)]
+        for each in reversed(missing):
+            try:
+                each.mkdir(mode=mode)
+            except FileExistsError:
+                pass
 
     def remove_empty_folders(self, folder: str) -> list[str]:
         """Remove ``folder`` and then its parents while they are empty (never the vault root)."""
@@ -150,15 +171,20 @@ class Vault:
 def atomic_write(target: Path, text: str, exclusive: bool = False, mode: int | None = None) -> bool:
     """Write ``text`` to ``target`` atomically (unique dotfile temp, fsync, rename). With
     ``exclusive``, never replace an existing file (returns False when the name is taken). ``mode``
-    sets the file's permissions (the temp file is created 0600)."""
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    sets the file's permissions; without it a file that exists keeps its mode and a new one gets
+    ``new_file_mode`` of its folder (the temp file is created 0600, then set)."""
+    if mode is None:
+        try:
+            mode = stat.S_IMODE(target.stat().st_mode)
+        except FileNotFoundError:
+            mode = new_file_mode(target.parent)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=_temp_prefix(target.name), suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
-        if mode is not None:
-            os.chmod(tmp, mode)
+        os.chmod(tmp, mode)
         if exclusive:
             try:
                 os.link(tmp, target)  # atomic, and fails if the name exists
@@ -174,6 +200,44 @@ def atomic_write(target: Path, text: str, exclusive: bool = False, mode: int | N
         return True
     finally:
         Path(tmp).unlink(missing_ok=True)
+
+
+def new_file_mode(folder: Path) -> int:
+    """The mode of a new file in ``folder``: the folder's read/write bits, limited by the umask."""
+    return folder.stat().st_mode & 0o666 & ~_UMASK
+
+
+def private_folder(folder: Path) -> Path:
+    """Create ``folder`` (and parents) for derived state that holds every note's text, readable by
+    its owner only: 0700 when new; an existing one loses any group/other bits."""
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    st = folder.stat()
+    if st.st_mode & 0o077 and st.st_uid == os.geteuid():
+        os.chmod(folder, stat.S_IMODE(st.st_mode) & 0o700)
+    return folder
+
+
+def private_file(file: Path) -> Path:
+    """Create ``file`` 0600 if missing (SQLite gives its -wal/-shm the same mode), or take
+    group/other bits off an existing one."""
+    fd = os.open(file, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    try:
+        if os.fstat(fd).st_mode & 0o077:
+            os.fchmod(fd, 0o600)
+    finally:
+        os.close(fd)
+    return file
+
+
+def _temp_prefix(name: str) -> str:
+    """``.<name>.``, with a long name cut (by bytes, whole characters) so that the temp file's name
+    fits in 255 bytes too; a note's temp keeps its ``.md.`` so stale ones are found."""
+    if len(name.encode("utf-8")) <= TEMP_NAME_BYTES:
+        return f".{name}."
+    stem, dot, suffix = name.rpartition(".")
+    if not dot or len(suffix) > 8:
+        stem, suffix = name, ""
+    return f".{cut_utf8(stem, TEMP_NAME_BYTES - len(suffix) - 1)}{'.' + suffix if suffix else ''}."
 
 
 def _fsync_dir(folder: Path) -> None:
