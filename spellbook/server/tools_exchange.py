@@ -36,8 +36,8 @@ def add_exchange_tools(server: MCPServer, call: Call) -> None:
         context: ScopeContext = None,
         user: ScopeUser = None,
     ) -> Annotated[CallToolResult, m.ExportResult]:
-        """Export memories (all, or a filter) as versioned JSON for import, or one markdown document. Files go
-        only to the exports folder or SPELLBOOK_EXPORT_DIRS, never over a file Spellbook did not export."""
+        """Export memories (all, or a filter) as JSON for import, or one markdown document. Files go only to
+        the exports folder or SPELLBOOK_EXPORT_DIRS, never over a file Spellbook did not export."""
         data = await call("export", context=context, user=user, format=format, path=path, filter=filter, overwrite=overwrite)
         if "path" in data:
             text = f"Exported {data['count']} memories as {format} to {data['path']} ({data['bytes']:,} bytes)."
