@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from spellbook.config import Settings
-from spellbook.embedders.base import load_embedder
+from spellbook.embedders.base import Embedder, load_embedder
 from spellbook.engine.access import Access, Readiness
 from spellbook.engine.exchange import Exchange
 from spellbook.engine.health import Health
@@ -36,7 +36,7 @@ from spellbook.vault.store import Vault
 
 
 class Engine:
-    def __init__(self, settings: Settings, embedder: Any | None = None, vectors: Any | None = None) -> None:
+    def __init__(self, settings: Settings, embedder: Embedder | None = None, vectors: Any | None = None) -> None:
         self.settings = settings
         self.vault = Vault(settings.vault_dir)
         if not self.vault.root.is_dir():
@@ -91,9 +91,8 @@ class Engine:
         self.git.close()  # pending commits first
         self.catalog.close()
         self.vectors.close()
-        close = getattr(self.embedder, "close", None)
-        if self._owns_embedder and close:
-            close()  # a network embedder's connections
+        if self._owns_embedder:
+            self.embedder.close()  # a network embedder's connections
 
 
 def _open_vectors(settings: Settings, vault_root: Path) -> Any:

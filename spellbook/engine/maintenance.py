@@ -17,6 +17,7 @@ from typing import Any
 
 from spellbook import __version__
 from spellbook.config import Settings
+from spellbook.embedders.base import Embedder
 from spellbook.engine.access import Readiness
 from spellbook.engine.lifecycle import Lifecycle
 from spellbook.engine.search import mostly_latin
@@ -38,7 +39,7 @@ class Maintenance:
         vault: Vault,
         catalog: Catalog,
         vectors: Any,
-        embedder: Any,
+        embedder: Embedder,
         indexer: Indexer,
         git: Committer,
         readiness: Readiness,
@@ -142,10 +143,9 @@ class Maintenance:
     def probe_embedder(self) -> dict[str, Any]:
         """Embed a short text for real and time it (for ``doctor``)."""
         embedder = self.embedder
-        probe = getattr(embedder, "probe", embedder.embed_query)  # network embedders: ignore the breaker
         started = time.perf_counter()
         try:
-            vector = probe("Spellbook doctor: is the embedder answering?")
+            vector = embedder.probe("Spellbook doctor: is the embedder answering?")
         except EmbedderError as exc:
             return {"ok": False, "embedder": embedder.model_id, "error": str(exc),
                     "seconds": round(time.perf_counter() - started, 3), "vectors_missing": len(self.indexer.missing)}
@@ -167,7 +167,7 @@ class Maintenance:
             "vault": str(self.vault.root),
             "index": str(self.settings.index_path),
             "embedder": self.embedder.model_id,
-            "embedder_status": _embedder_status(self.embedder),
+            "embedder_status": self.embedder.health(),
             "state": self.readiness.progress["state"],
             "progress": {"done": self.readiness.progress["done"], "total": self.readiness.progress["total"]},
             **counts,
@@ -183,7 +183,7 @@ class Maintenance:
     def _setup_warnings(self) -> list[str]:
         """Setup problems worth a person's attention (not errors: everything still works)."""
         out: list[str] = []
-        if getattr(self.embedder, "english_only", False):
+        if self.embedder.english_only:
             sample = self.catalog.sample_texts(400)
             other = sum(1 for text in sample if not mostly_latin(text))
             if sample and other * 10 >= len(sample):
@@ -193,11 +193,6 @@ class Maintenance:
                     "keywords alone. Set SPELLBOOK_EMBEDDER=use-m3 (multilingual) and restart."
                 )
         return out
-
-
-def _embedder_status(embedder: Any) -> dict[str, Any]:
-    health = getattr(embedder, "health", None)
-    return health() if health else {"endpoint": "in process", "reachable": True}
 
 
 def _report(report: SyncReport) -> dict[str, Any]:
