@@ -432,32 +432,25 @@ def _import(args: argparse.Namespace) -> int:
 
 
 class ProgressBar:
-    """A one-line progress bar on stderr (only when stderr is a terminal, else periodic lines)."""
+    """Indexing progress on stderr, drawn by tqdm: redrawn in place on a terminal (at most 5 times a
+    second), else a line every 10 seconds, so a log shows progress without a line per file."""
 
     def __init__(self, label: str) -> None:
         self.label = label
-        self.started = time.perf_counter()
-        self.tty = sys.stderr.isatty()
-        self._last = 0.0
-        self._shown = False
+        self._bar: Any = None
 
     def __call__(self, done: int, total: int) -> None:
-        now = time.perf_counter()
-        if total == 0 or (now - self._last < 0.2 and done < total):
+        if total == 0:
             return
-        self._last = now
-        rate = done / max(now - self.started, 1e-6)
-        eta = (total - done) / rate if rate else 0
-        width = 30
-        filled = int(width * done / total)
-        line = f"{self.label} [{'#' * filled}{'.' * (width - filled)}] {done}/{total} files, {rate:.0f}/s, eta {eta:.0f}s"
-        if self.tty:
-            sys.stderr.write("\r" + line)
-        else:
-            sys.stderr.write(line + "\n")
-        sys.stderr.flush()
-        self._shown = True
+        if self._bar is None:
+            from tqdm import tqdm
+
+            tty = sys.stderr.isatty()
+            self._bar = tqdm(total=total, desc=self.label, unit="file", file=sys.stderr, dynamic_ncols=tty,
+                             mininterval=0.2 if tty else 10.0, ascii=not tty)
+        self._bar.total = total
+        self._bar.update(done - self._bar.n)
 
     def finish(self) -> None:
-        if self._shown and self.tty:
-            sys.stderr.write("\n")
+        if self._bar is not None:
+            self._bar.close()

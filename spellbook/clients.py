@@ -85,6 +85,8 @@ def config_path(
 
 
 def _desktop_dir(platform: str, home: Path, env: Mapping[str, str]) -> Path:
+    # Not platformdirs: its macOS user_config_dir follows $XDG_CONFIG_HOME when set (4.x), while
+    # Claude Desktop (Electron) always reads ~/Library/Application Support/Claude on macOS.
     if platform == "darwin":
         return home / "Library" / "Application Support" / "Claude"
     if platform.startswith(("win", "cygwin", "msys")):

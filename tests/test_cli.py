@@ -34,7 +34,8 @@ def test_init_index_search_stats(tmp_path: Path) -> None:
     (vault / "journal" / "Day 7.md").write_text("# Day 7\n\n## Trip\n\nWe hiked up Mount Hallasan on Jeju.\n")
     common = ["--vault", str(vault), "--embedder", "hashing"]
     indexed = run("index", *common)
-    assert "indexing [" in indexed.stderr and "34 notes" in indexed.stderr  # progress shown, then a summary
+    assert "indexing: 100%" in indexed.stderr and "34/34" in indexed.stderr  # progress shown (tqdm)
+    assert "34 notes" in indexed.stderr  # then a summary
     again = run("index", *common)
     assert "34 notes" in again.stderr
     found = run("search", *common, "Hallasan hike", "--mode", "keyword")

@@ -53,6 +53,7 @@ def backups(folder: Path) -> list[Path]:
     ("platform", "env", "expected"),
     [
         ("darwin", {}, "home/Library/Application Support/Claude/claude_desktop_config.json"),
+        ("darwin", {"XDG_CONFIG_HOME": "{tmp}/xdg"}, "home/Library/Application Support/Claude/claude_desktop_config.json"),
         ("win32", {"APPDATA": "{tmp}/Roam"}, "Roam/Claude/claude_desktop_config.json"),
         ("win32", {}, "home/AppData/Roaming/Claude/claude_desktop_config.json"),
         ("linux", {}, "home/.config/Claude/claude_desktop_config.json"),

@@ -212,8 +212,8 @@ class Structure:
             version, before, created = content_version(text), None, True
         self.indexer.sync_path(path)
         self.recorder.after_write("describe", path, folder, path, text, before=before)  # a git commit, if on
-        out = {"path": path, "version": version, "created": created, "category": category.strip(),
-               "topic": topic.strip() if topic else None, **meta}
+        out = {**meta, "path": path, "version": version, "created": created, "category": category.strip(),
+               "topic": topic.strip() if topic else None}  # the frontmatter's own `created` must not hide ours
         if found:
             from spellbook.privacy import describe as describe_redactions
 

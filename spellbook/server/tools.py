@@ -7,21 +7,36 @@ Each tool returns structured content (the full data) plus a short text for the m
 
 from __future__ import annotations
 
-import json
-from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, Literal
 
 import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from mcp.types import CallToolResult
 from pydantic import Field
 
 from spellbook import __version__
 from spellbook.errors import SpellbookError
 from spellbook.search.filters import Filter
+from spellbook.server.models import core as m
 from spellbook.server.hub import Hub
 from spellbook.server.resources import add_resources_and_prompts
+from spellbook.server.tools_common import DELETE as _DELETE
+from spellbook.server.tools_common import READ as _READ
+from spellbook.server.tools_common import WRITE as _WRITE
+from spellbook.server.tools_common import (
+    Call,
+    Importance,
+    NoteType,
+    ScopeContext,
+    ScopeUser,
+    StrList,
+    tool_result,
+)
+from spellbook.server.tools_exchange import add_exchange_tools
+from spellbook.server.tools_history import add_history_tools
+from spellbook.server.tools_knowledge import add_knowledge_tools
+from spellbook.server.tools_structure import about_text, add_structure_tools, index_text
 
 INSTRUCTIONS = """Spellbook is your long-term memory: a markdown vault the user also reads and edits.
 - At the start of a task, call get_index (what exists), then memorize with what you are about to work on.
@@ -32,30 +47,10 @@ INSTRUCTIONS = """Spellbook is your long-term memory: a markdown vault the user 
 - When scribe reports a near-duplicate, revise that memory instead; when a memory replaces another, link(new, old, "supersedes").
 - Working for one project or person in a shared vault: pass context (project) and/or user on every call."""
 
-Importance = int | Literal["low", "medium", "high"]
-NoteType = Literal["insight", "success", "failure", "decision", "note", "temporary"]
-StrList = list[str] | None
-ScopeContext = Annotated[
-    str | None,
-    Field(description="Project scope: see only this project's memories and shared ones; what you write is "
-          "stamped with it. Default: the server's SPELLBOOK_CONTEXT."),
-]
-ScopeUser = Annotated[
-    str | None,
-    Field(description="Person scope: see only this person's memories and shared ones; what you write is "
-          "stamped with it. Default: the server's SPELLBOOK_USER."),
-]
 Expires = Annotated[
     str | None, Field(description="ISO date or date-time when it stops being relevant; then hidden and archived.")
 ]
 TtlDays = Annotated[float | None, Field(gt=0, description="Expire this many days from now (instead of expires).")]
-
-_READ = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
-_WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
-_DELETE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False)
-
-
-Call = Callable[..., Awaitable[Any]]
 
 
 def hub_caller(hub: Hub) -> Call:
@@ -75,12 +70,6 @@ def hub_caller(hub: Hub) -> Call:
 
 
 def build_server(hub: Hub) -> MCPServer:
-    # Feature modules import Call and tool_result from here, so they are imported late.
-    from spellbook.server.tools_exchange import add_exchange_tools
-    from spellbook.server.tools_history import add_history_tools
-    from spellbook.server.tools_knowledge import add_knowledge_tools
-    from spellbook.server.tools_structure import add_structure_tools
-
     server = MCPServer("spellbook", version=__version__, instructions=INSTRUCTIONS)
     call = hub_caller(hub)
     for add_tools in (add_core_tools, add_structure_tools, add_exchange_tools, add_history_tools, add_knowledge_tools):
@@ -106,7 +95,7 @@ def add_core_tools(server: MCPServer, call: Call) -> None:
         source: str | None = None,
         expires: Expires = None,
         ttl_days: TtlDays = None,
-    ) -> CallToolResult:
+    ) -> Annotated[CallToolResult, m.ScribeResult]:
         """Store a new memory as a markdown note in the vault."""
         data = await call(
             "scribe", text=text, title=title, category=category, topic=topic, tags=tags, keywords=keywords,
@@ -136,7 +125,7 @@ def add_core_tools(server: MCPServer, call: Call) -> None:
         ] = None,
         context: ScopeContext = None,
         user: ScopeUser = None,
-    ) -> CallToolResult:
+    ) -> Annotated[CallToolResult, m.MemorizeResult]:
         """Search memories by meaning and keywords. Returns compact hits; use get_memories for full text."""
         data = await call("memorize", context=context, user=user, query=query, limit=limit, filter=filter, mode=mode, min_score=min_score)
         lines = [f"{len(data['results'])} result(s) for {data['query']!r}:"]
@@ -150,7 +139,7 @@ def add_core_tools(server: MCPServer, call: Call) -> None:
         ids: Annotated[list[str], Field(min_length=1, max_length=20, description="Ids from memorize/list_memories.")],
         context: ScopeContext = None,
         user: ScopeUser = None,
-    ) -> CallToolResult:
+    ) -> Annotated[CallToolResult, m.GetMemoriesResult]:
         """Full text, metadata and version of memories by id."""
         data = await call("get_memories", context=context, user=user, ids=ids)
         parts = [
@@ -166,7 +155,7 @@ def add_core_tools(server: MCPServer, call: Call) -> None:
         limit: Annotated[int, Field(ge=1, le=50)] = 5,
         context: ScopeContext = None,
         user: ScopeUser = None,
-    ) -> CallToolResult:
+    ) -> Annotated[CallToolResult, m.RelatedResult]:
         """Memories semantically closest to this one (itself excluded)."""
         data = await call("related", context=context, user=user, id=id, limit=limit)
         lines = [f"Related to {data['path']}:"] + [
@@ -180,7 +169,7 @@ def add_core_tools(server: MCPServer, call: Call) -> None:
         window: Annotated[int, Field(ge=1, le=20)] = 3,
         context: ScopeContext = None,
         user: ScopeUser = None,
-    ) -> CallToolResult:
+    ) -> Annotated[CallToolResult, m.TimelineResult]:
         """Memories written just before and after this one, and its sections."""
         data = await call("timeline", context=context, user=user, id=id, window=window)
         lines = [f"Before {data['title']}:"] + [f"- {m['title']} (id {m['id']})" for m in data["before"]]
@@ -208,7 +197,7 @@ def add_core_tools(server: MCPServer, call: Call) -> None:
         expires: Expires = None,
         ttl_days: TtlDays = None,
         user: ScopeUser = None,
-    ) -> CallToolResult:
+    ) -> Annotated[CallToolResult, m.ReviseResult]:
         """Change a memory's text and/or metadata. Empty string or [] removes a field."""
         data = await call(
             "revise", id=id, text=text, version=version, title=title, category=category, topic=topic, tags=tags,
@@ -226,7 +215,7 @@ def add_core_tools(server: MCPServer, call: Call) -> None:
         version: Annotated[str | None, Field(description="Refuse if the file changed since this version.")] = None,
         context: ScopeContext = None,
         user: ScopeUser = None,
-    ) -> CallToolResult:
+    ) -> Annotated[CallToolResult, m.EraseResult]:
         """Remove a memory from search; its file moves to the vault's .trash/ folder."""
         data = await call("erase", context=context, user=user, id=id, version=version)
         return tool_result(f"Erased {data['id']}; the file moved to {data['trash_path']}.", data)
@@ -238,7 +227,7 @@ def add_core_tools(server: MCPServer, call: Call) -> None:
         offset: Annotated[int, Field(ge=0)] = 0,
         context: ScopeContext = None,
         user: ScopeUser = None,
-    ) -> CallToolResult:
+    ) -> Annotated[CallToolResult, m.ListMemoriesResult]:
         """List memories, newest first, with optional filters and paging."""
         data = await call("list_memories", context=context, user=user, filter=filter, limit=limit, offset=offset)
         lines = [f"{len(data['memories'])} of {data['total']} memories (offset {data['offset']}):"]
@@ -252,10 +241,8 @@ def add_core_tools(server: MCPServer, call: Call) -> None:
         scope: Annotated[str | None, Field(description="One category's name, to list only its topics.")] = None,
         context: ScopeContext = None,
         user: ScopeUser = None,
-    ) -> CallToolResult:
+    ) -> Annotated[CallToolResult, m.GetIndexResult]:
         """Table of contents: categories and topics with descriptions, keywords and counts. Read it first."""
-        from spellbook.server.tools_structure import index_text
-
         data = await call("get_index", context=context, user=user, scope=scope)
         return tool_result(index_text(data), data)
 
@@ -264,10 +251,8 @@ def add_core_tools(server: MCPServer, call: Call) -> None:
         topic: str, category: str | None = None, offset: Annotated[int, Field(ge=0)] = 0,
         context: ScopeContext = None,
         user: ScopeUser = None,
-    ) -> CallToolResult:
+    ) -> Annotated[CallToolResult, m.GetTopicResult]:
         """All memories of a topic, oldest first, with full text (paged)."""
-        from spellbook.server.tools_structure import about_text
-
         data = await call("get_topic", context=context, user=user, topic=topic, category=category, offset=offset)
         parts = [about_text(data["about"])] if data.get("about") else []
         parts += [f"# {m['title']} (id {m['id']})\n{m['text']}" for m in data["memories"]]
@@ -276,7 +261,7 @@ def add_core_tools(server: MCPServer, call: Call) -> None:
         return tool_result("\n\n".join(parts), data)
 
     @server.tool(annotations=_READ)
-    async def stats() -> CallToolResult:
+    async def stats() -> Annotated[CallToolResult, m.StatsResult]:
         """Index health: counts, embedder, progress, and files skipped with the reason."""
         data = await call("stats")
         text = (
@@ -288,14 +273,7 @@ def add_core_tools(server: MCPServer, call: Call) -> None:
         return tool_result(text, data)
 
     @server.tool(annotations=_WRITE)
-    async def rebuild_index() -> CallToolResult:
+    async def rebuild_index() -> Annotated[CallToolResult, m.RebuildResult]:
         """Throw the derived index away and rebuild it from the vault (the vault is untouched)."""
         data = await call("rebuild_index")
         return tool_result(f"Rebuilt: {data['indexed']} files indexed in {data['seconds']} s.", data)
-
-
-def tool_result(text: str, data: Any) -> CallToolResult:
-    return CallToolResult(
-        content=[TextContent(type="text", text=text)],
-        structured_content=json.loads(json.dumps(data, ensure_ascii=False, default=str)),
-    )

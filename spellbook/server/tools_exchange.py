@@ -11,7 +11,8 @@ from pydantic import Field
 
 from spellbook.engine.exchange import ExportFormat, ImportFormat, OnConflict, import_summary
 from spellbook.search.filters import Filter
-from spellbook.server.tools import Call, ScopeContext, ScopeUser, tool_result
+from spellbook.server.models import exchange as m
+from spellbook.server.tools_common import Call, ScopeContext, ScopeUser, tool_result
 
 _EXPORT = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
 _IMPORT = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False)
@@ -31,7 +32,7 @@ def add_exchange_tools(server: MCPServer, call: Call) -> None:
         overwrite: Annotated[bool, Field(description="Replace the file at path if it exists.")] = False,
         context: ScopeContext = None,
         user: ScopeUser = None,
-    ) -> CallToolResult:
+    ) -> Annotated[CallToolResult, m.ExportResult]:
         """Export memories (all, or a filter) as versioned JSON for import, or one markdown document."""
         data = await call("export", context=context, user=user, format=format, path=path, filter=filter, overwrite=overwrite)
         if "path" in data:
@@ -56,7 +57,7 @@ def add_exchange_tools(server: MCPServer, call: Call) -> None:
         dry_run: Annotated[bool, Field(description="Report what would happen; write nothing.")] = False,
         context: ScopeContext = None,
         user: ScopeUser = None,
-    ) -> CallToolResult:
+    ) -> Annotated[CallToolResult, m.ImportResult]:
         """Import memories from a Spellbook JSON export or an MCP memory server memory.jsonl."""
         data = await call(
             "import_memories", context=context, user=user, path=path, format=format, on_conflict=on_conflict, dry_run=dry_run

@@ -8,7 +8,8 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
-from spellbook.server.tools import Call, ScopeContext, ScopeUser, tool_result
+from spellbook.server.models import history as m
+from spellbook.server.tools_common import Call, ScopeContext, ScopeUser, tool_result
 
 _READ = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 _WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
@@ -21,7 +22,7 @@ def add_history_tools(server: MCPServer, call: Call) -> None:
         limit: Annotated[int, Field(ge=1, le=100)] = 20,
         context: ScopeContext = None,
         user: ScopeUser = None,
-    ) -> CallToolResult:
+    ) -> Annotated[CallToolResult, m.HistoryResult]:
         """A memory's versions from the vault's git history, newest first (pass one to restore)."""
         data = await call("history", context=context, user=user, id=id, limit=limit)
         state = "erased" if data["erased"] else data["path"]
@@ -46,7 +47,7 @@ def add_history_tools(server: MCPServer, call: Call) -> None:
         ] = None,
         context: ScopeContext = None,
         user: ScopeUser = None,
-    ) -> CallToolResult:
+    ) -> Annotated[CallToolResult, m.RestoreResult]:
         """Bring back an earlier version of a memory (also an erased one); keeps its id and path."""
         data = await call("restore", context=context, user=user, id=id, version=version, current_version=current_version)
         if data.get("unchanged"):

@@ -9,7 +9,8 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
-from spellbook.server.tools import Call, ScopeContext, ScopeUser, tool_result
+from spellbook.server.models import knowledge as m
+from spellbook.server.tools_common import Call, ScopeContext, ScopeUser, tool_result
 
 Relation = Literal["related", "supersedes", "contradicts", "extends", "depends_on"]
 
@@ -29,7 +30,7 @@ def add_knowledge_tools(server: MCPServer, call: Call) -> None:
         reason: Annotated[str | None, Field(max_length=500, description="Why they are linked.")] = None,
         context: ScopeContext = None,
         user: ScopeUser = None,
-    ) -> CallToolResult:
+    ) -> Annotated[CallToolResult, m.LinkResult]:
         """Link two memories with a relation, written as a [[wikilink]] in the source note's frontmatter."""
         data = await call("link", context=context, user=user, source=source, target=target, relation=relation, reason=reason)
         if data["changed"]:
@@ -46,7 +47,7 @@ def add_knowledge_tools(server: MCPServer, call: Call) -> None:
         relation: Annotated[Relation | None, Field(description="Only this relation; omit for all.")] = None,
         context: ScopeContext = None,
         user: ScopeUser = None,
-    ) -> CallToolResult:
+    ) -> Annotated[CallToolResult, m.UnlinkResult]:
         """Remove links from a memory's frontmatter to another memory."""
         data = await call("unlink", context=context, user=user, source=source, target=target, relation=relation)
         if data["changed"]:
@@ -57,7 +58,7 @@ def add_knowledge_tools(server: MCPServer, call: Call) -> None:
         return tool_result(text, data)
 
     @server.tool(annotations=_READ)
-    async def get_links(id: str, context: ScopeContext = None, user: ScopeUser = None) -> CallToolResult:
+    async def get_links(id: str, context: ScopeContext = None, user: ScopeUser = None) -> Annotated[CallToolResult, m.GetLinksResult]:
         """A memory's links (relation, reason, resolved target) and the memories linking to it."""
         data = await call("get_links", context=context, user=user, id=id)
         lines = [f"Links of {data['title']} ({data['path']}):"]
@@ -75,7 +76,7 @@ def add_knowledge_tools(server: MCPServer, call: Call) -> None:
         limit: Annotated[int, Field(ge=1, le=50)] = 10,
         context: ScopeContext = None,
         user: ScopeUser = None,
-    ) -> CallToolResult:
+    ) -> Annotated[CallToolResult, m.ExploreRelatedResult]:
         """Memories related to this one by links, shared tags, same context and meaning, each saying why."""
         data = await call("explore_related", context=context, user=user, id=id, limit=limit)
         lines = [f"Related to {data['title']} ({data['path']}):"]
@@ -87,7 +88,7 @@ def add_knowledge_tools(server: MCPServer, call: Call) -> None:
         stale_days: Annotated[int, Field(ge=1, le=36_500, description="Notes not updated this long are stale.")] = 180,
         context: ScopeContext = None,
         user: ScopeUser = None,
-    ) -> CallToolResult:
+    ) -> Annotated[CallToolResult, m.AnalyzeKnowledgeResult]:
         """Knowledge health: a 0-100 score and issues (untagged, unlinked, stale, duplicates, broken links)."""
         data = await call("analyze_knowledge", context=context, user=user, stale_days=stale_days)
         lines = [f"Health {data['score']}/100 over {data['notes']} notes; {len(data['issues'])} issue(s)."]

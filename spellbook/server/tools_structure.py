@@ -12,7 +12,10 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult
 from pydantic import Field
 
-from spellbook.server.tools import _DELETE, _WRITE, Call, ScopeContext, ScopeUser, tool_result
+from spellbook.server.models import structure as m
+from spellbook.server.tools_common import DELETE as _DELETE
+from spellbook.server.tools_common import WRITE as _WRITE
+from spellbook.server.tools_common import Call, ScopeContext, ScopeUser, tool_result
 
 
 def add_structure_tools(server: MCPServer, call: Call) -> None:
@@ -24,7 +27,7 @@ def add_structure_tools(server: MCPServer, call: Call) -> None:
         summary: Annotated[str | None, Field(description="One line, shown in get_index.")] = None,
         keywords: list[str] | None = None,
         title: str | None = None,
-    ) -> CallToolResult:
+    ) -> Annotated[CallToolResult, m.DescribeResult]:
         """Write a category's or topic's description (its _about.md), shown by get_index and get_topic."""
         data = await call(
             "describe", category=category, topic=topic, description=description, summary=summary,
@@ -40,7 +43,7 @@ def add_structure_tools(server: MCPServer, call: Call) -> None:
         confirm: Annotated[bool, Field(description="false: only list what would go. true: move it to .trash/.")] = False,
         context: ScopeContext = None,
         user: ScopeUser = None,
-    ) -> CallToolResult:
+    ) -> Annotated[CallToolResult, m.EraseTopicResult]:
         """Remove every memory of a topic (to .trash/). Without confirm=true it only lists what it would remove."""
         data = await call("erase_topic", context=context, user=user, topic=topic, category=category, confirm=confirm)
         if data["confirmed"]:
