@@ -241,19 +241,9 @@ def _index(args: argparse.Namespace) -> int:
 
 def _running_owner(settings: Any) -> int | None:
     """Is a server running on this index? Returns its pid, or None."""
-    owner = settings.index_path / "owner.json"
-    lock = settings.index_path / "owner.lock"
-    if not owner.exists() or not lock.exists():
-        return None
-    import os
+    from spellbook.server.hub import owner_pid
 
-    from spellbook.server.hub import _try_lock
-
-    fd = os.open(lock, os.O_RDWR)
-    try:
-        return None if _try_lock(fd, blocking=False) else json.loads(owner.read_text()).get("pid")
-    finally:
-        os.close(fd)
+    return owner_pid(settings.index_path)
 
 
 def _search(args: argparse.Namespace) -> int:

@@ -10,17 +10,63 @@ and what to do next. The MCP layer turns any ``SpellbookError`` into an
     ├── ConflictError                       the file changed on disk since the caller read it
     ├── VaultPathError (ValueError)         a path would leave the vault or is not a note
     ├── IndexUnavailableError               the index is still opening or another process failed
+    ├── RemoteError                         an error of the owning process whose class is unknown here
     ├── VersionControlError                 no git history here (not a repository, git missing, busy)
     └── EmbedderError                       the embedding model could not be loaded, or refused (wrong key, no such model)
         ├── EmbedderUnavailableError        a network embedder did not answer (down, timing out, 5xx): retried later
         └── EmbedderInputError              the endpoint refused these texts (400, 413, 422: too long...)
+
+Errors cross the owner/follower channel (spellbook/server/channel.py) as data, never pickled:
+``to_wire()`` gives the class name, the message and the instance's public fields (JSON values);
+``SpellbookError.from_wire()`` rebuilds the same class, by name, from the classes registered here
+(every subclass, wherever it is defined), with the same message and fields. A name this process
+does not know becomes a ``RemoteError`` with the message.
 """
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
+_CLASSES: dict[str, type[SpellbookError]] = {}
+
 
 class SpellbookError(Exception):
     """Base class: anything Spellbook raises deliberately."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        _CLASSES.setdefault(cls.__name__, cls)  # the first class of a name keeps it
+
+    def to_wire(self) -> dict[str, Any]:
+        """``{"type", "message", "fields"}``: this error as JSON data."""
+        fields = {}
+        for name, value in vars(self).items():
+            if name.startswith("_"):
+                continue
+            try:
+                json.dumps(value)
+            except (TypeError, ValueError):
+                continue
+            fields[name] = value
+        return {"type": type(self).__name__, "message": str(self), "fields": fields}
+
+    @staticmethod
+    def from_wire(data: Any) -> SpellbookError:
+        """The error ``to_wire()`` described, as its own class when this process knows it."""
+        if not isinstance(data, dict):
+            return RemoteError(str(data))
+        cls = _CLASSES.get(str(data.get("type")), RemoteError)
+        error = cls.__new__(cls)
+        Exception.__init__(error, str(data.get("message", "")))
+        fields = data.get("fields")
+        for name, value in (fields.items() if isinstance(fields, dict) else ()):
+            if isinstance(name, str) and name.isidentifier() and not name.startswith("_"):
+                setattr(error, name, value)
+        return error
+
+
+_CLASSES["SpellbookError"] = SpellbookError
 
 
 class InvalidInputError(SpellbookError, ValueError):
@@ -42,6 +88,7 @@ class ConflictError(SpellbookError):
     def __init__(self, path: str, expected: str, current: str, content: str, note_id: str = "") -> None:
         self.note_id = note_id
         self.path = path
+        self.expected_version = expected
         self.current_version = current
         self.content = content
         what = f"Memory {note_id!r} ({path})" if note_id else path
@@ -59,6 +106,11 @@ class VaultPathError(SpellbookError, ValueError):
 
 class IndexUnavailableError(SpellbookError):
     pass
+
+
+class RemoteError(SpellbookError):
+    """An error of the process that owns the index, of a class this process does not know: its
+    message, unchanged."""
 
 
 class EmbedderError(SpellbookError):

@@ -184,3 +184,26 @@ def test_resources_and_prompts(tmp_path: Path) -> None:
             assert "Use uv for Python envs." in summary.messages[0].content.text
 
     anyio.run(main)
+
+
+def test_a_follower_gives_the_owners_error_text(tmp_path: Path) -> None:
+    """A ConflictError crosses the owner/follower hop as itself: the agent reads the same text either way."""
+    vault = tmp_path / "vault"
+
+    async def main() -> None:
+        async with Client(server(vault)) as first, Client(server(vault)) as second:
+            owner = (await call(first, "stats"))["owner_pid"]
+            assert (await call(second, "stats"))["owner_pid"] == owner  # the second is a follower
+            stored = await call(second, "scribe", text="Bread proves for 2 hours.", title="Bread", category="k")
+            stale = (await call(first, "get_memories", ids=[stored["id"]]))["memories"][0]["version"]
+            file = vault / stored["path"]
+            file.write_text(file.read_text().replace("2 hours", "90 minutes"))  # a person edits it
+            current = (await call(first, "get_memories", ids=[stored["id"]]))["memories"][0]["version"]
+            assert current != stale
+            texts = [await error(c, "revise", id=stored["id"], text="3 hours", version=stale) for c in (first, second)]
+            assert texts[0] == texts[1]
+            assert "changed on disk" in texts[1] and repr(current) in texts[1] and "90 minutes" in texts[1]
+            assert "No memory with id" in await error(second, "erase", id="nope")
+            assert "90 minutes" in file.read_text()
+
+    anyio.run(main)

@@ -5,8 +5,9 @@ on the same vault, and two processes must never open one embedded Chroma folder 
 vectors; chroma-core/chroma#961). So:
 
 * The first process to take an exclusive lock on ``<index>/owner.lock`` is the **owner**: it
-  opens the engine (Chroma, catalog, model), runs the watcher, and answers the others on a
-  loopback TCP port written, with a random token, to ``<index>/owner.json`` (mode 0600).
+  opens the engine (Chroma, catalog, model), runs the watcher, and answers the others on the
+  channel of server/channel.py: a Unix socket ``<index>/owner.sock`` (mode 0600), or loopback TCP
+  with a random token where there is none; ``<index>/owner.json`` (mode 0600) says which.
 * Every other process is a **follower**: it forwards each call to the owner, and waits on the
   lock in a background thread. The OS releases the lock when the owner exits, however it
   exits (even kill -9), so the first follower to get it becomes the new owner, and the rest
@@ -20,22 +21,20 @@ the index under a running server either.
 from __future__ import annotations
 
 import contextlib
-import hmac
 import json
 import logging
 import os
-import secrets
-import socket
-import socketserver
 import sys
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from spellbook.config import Settings
-from spellbook.errors import IndexUnavailableError, SpellbookError
+from spellbook.errors import IndexUnavailableError, RemoteError
 from spellbook.scope import Scope, resolve, scoped
+from spellbook.server import channel
 
 log = logging.getLogger(__name__)
 
@@ -53,9 +52,7 @@ HANDOVER_SECONDS = 30.0
 MAINTAIN_SECONDS = 2.0  # the owner calls engine.maintain() this often (the sweep has its own interval)
 OPEN_TIMEOUT_SECONDS = 300.0
 
-
-class RemoteError(SpellbookError):
-    """An error raised by the owner process, carried over with its message intact."""
+__all__ = ["Hub", "METHODS", "RemoteError", "owner_pid"]
 
 
 class Hub:
@@ -67,6 +64,7 @@ class Hub:
         reconcile_on_open: bool = True,
         warm_up: bool = True,
         open_delay: float = 0.0,
+        transport: str = "auto",
     ):
         self.settings = settings
         self.watch = settings.watch if watch is None else watch
@@ -80,11 +78,11 @@ class Hub:
         self._ready = threading.Event()
         self._open_error: BaseException | None = None
         self._lock_fd: int | None = None
-        self._server: socketserver.ThreadingTCPServer | None = None
+        self.transport = transport  # "auto" (Unix socket, else TCP) or "tcp"
+        self._channel: channel.ChannelServer | None = None
         self._watcher: Any = None
         self._maintainer: threading.Thread | None = None
         self._closing = threading.Event()
-        self._token = secrets.token_hex(16)
 
     # --- lifecycle ----------------------------------------------------------------------------
     def start(self, background: bool = True, progress: Callable[[int, int], None] | None = None) -> None:
@@ -175,10 +173,9 @@ class Hub:
             self._maintainer.join(timeout=30)
         if self._watcher is not None:
             self._watcher.stop()
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            with contextlib.suppress(OSError):
+        if self._channel is not None:
+            self._channel.close()
+            with contextlib.suppress(OSError, ValueError):
                 info = json.loads((self.index_dir / "owner.json").read_text())
                 if info.get("pid") == os.getpid():
                     (self.index_dir / "owner.json").unlink()
@@ -204,8 +201,8 @@ class Hub:
             if self.role == "owner":
                 return self._call_local(method, params)
             try:
-                return self._call_remote(method, params, timeout)
-            except (OSError, ValueError) as exc:
+                return channel.request(self.index_dir, method, params, timeout)
+            except channel.Unreachable as exc:  # the owner's own errors are raised as they are
                 if time.monotonic() > deadline:
                     raise IndexUnavailableError(
                         f"The process that owns the index at {self.index_dir} is not answering ({exc}). "
@@ -222,48 +219,10 @@ class Hub:
         with scoped(Scope(**params.pop(SCOPE_KEY, {}))):
             return getattr(self.engine, method)(**params)
 
-    def _call_remote(self, method: str, params: dict[str, Any], timeout: float | None) -> Any:
-        info = json.loads((self.index_dir / "owner.json").read_text())
-        with socket.create_connection(("127.0.0.1", int(info["port"])), timeout=5) as sock:
-            sock.settimeout(timeout)
-            request = {"token": info["token"], "method": method, "params": params}
-            sock.sendall(json.dumps(request, ensure_ascii=False).encode() + b"\n")
-            data = _read_line(sock)
-        if not data:
-            raise ConnectionError("owner closed the connection")
-        reply = json.loads(data)
-        if reply.get("error") == "bad token":
-            raise ConnectionError("owner.json is stale (token rejected)")
-        if "error" in reply:
-            raise RemoteError(reply["error"])
-        return reply["result"]
-
     # --- serving followers --------------------------------------------------------------------
     def _serve_followers(self) -> None:
-        hub = self
-
-        class Handler(socketserver.StreamRequestHandler):
-            def handle(self) -> None:
-                try:
-                    request = json.loads(self.rfile.readline())
-                    if not hmac.compare_digest(str(request.get("token", "")), hub._token):
-                        reply: dict[str, Any] = {"error": "bad token"}
-                    else:
-                        reply = {"result": hub._call_local(request["method"], request.get("params") or {})}
-                except SpellbookError as exc:
-                    reply = {"error": str(exc)}
-                except Exception as exc:  # noqa: BLE001
-                    log.exception("forwarded call failed")
-                    reply = {"error": f"Internal error in the owning process: {type(exc).__name__}: {exc}"}
-                self.wfile.write(json.dumps(reply, ensure_ascii=False, default=str).encode() + b"\n")
-
-        class Server(socketserver.ThreadingTCPServer):
-            daemon_threads = True
-            allow_reuse_address = True
-
-        self._server = Server(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self._server.serve_forever, name="spellbook-rpc", daemon=True).start()
-        info = {"pid": os.getpid(), "port": self._server.server_address[1], "token": self._token}
+        self._channel = channel.ChannelServer(self.index_dir, self._call_local, METHODS, self.transport)
+        info = {"pid": os.getpid(), **self._channel.start()}
         target = self.index_dir / "owner.json"
         tmp = self.index_dir / f".owner.{os.getpid()}.tmp"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -272,16 +231,23 @@ class Hub:
         os.replace(tmp, target)
 
 
-def _read_line(sock: socket.socket) -> bytes:
-    chunks: list[bytes] = []
-    while True:
-        data = sock.recv(65536)
-        if not data:
-            break
-        chunks.append(data)
-        if data.endswith(b"\n"):
-            break
-    return b"".join(chunks)
+def owner_pid(index_dir: Path) -> int | None:
+    """The pid of the process that owns the index at ``index_dir`` now, None when none does, -1 when
+    one holds the lock but has not published its pid yet (it is starting)."""
+    try:
+        fd = os.open(index_dir / "owner.lock", os.O_RDWR)
+    except FileNotFoundError:
+        return None
+    try:
+        if _try_lock(fd, blocking=False):
+            return None  # free (closing the descriptor releases it again)
+        try:
+            pid = json.loads((index_dir / "owner.json").read_text()).get("pid")
+        except (OSError, ValueError):
+            return -1
+        return pid if isinstance(pid, int) else -1
+    finally:
+        os.close(fd)
 
 
 def _try_lock(fd: int, blocking: bool) -> bool:
