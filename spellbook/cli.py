@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from spellbook import __version__
+from spellbook.embedders.base import REGISTRY
 from spellbook.errors import SpellbookError
 
 log = logging.getLogger("spellbook")
@@ -51,7 +52,7 @@ def _parser() -> argparse.ArgumentParser:
     def vault_args(p: argparse.ArgumentParser) -> None:
         p.add_argument("--vault", type=Path, help="vault folder (default: $SPELLBOOK_VAULT or ./vault)")
         p.add_argument("--index-dir", type=Path, help="index folder (default: <vault>/.spellbook)")
-        p.add_argument("--embedder", choices=["use-m3", "minilm", "ollama", "openai", "hashing"], help="embedding model")
+        p.add_argument("--embedder", choices=list(REGISTRY), help="embedding model")
         p.add_argument("--chroma-url", help="use a Chroma server (http://127.0.0.1:8000) instead of the embedded index")
         p.add_argument("--context", help="scope: this project's memories and shared ones only ($SPELLBOOK_CONTEXT)")
         p.add_argument("--user", help="scope: this person's memories and shared ones only ($SPELLBOOK_USER)")
@@ -435,7 +436,7 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _import(args: argparse.Namespace) -> int:
-    from spellbook.exchange import import_summary
+    from spellbook.engine.exchange import import_summary
 
     params = {"path": str(args.file.expanduser().resolve()), "format": args.format,
               "on_conflict": args.on_conflict, "dry_run": args.dry_run}

@@ -8,8 +8,6 @@ from typing import Literal
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-EmbedderName = Literal["use-m3", "minilm", "ollama", "openai", "hashing"]
-
 INDEX_DIRNAME = ".spellbook"
 
 
@@ -25,7 +23,7 @@ class Settings(BaseSettings):
     chroma_url: str | None = Field(
         default=None, description="Use a Chroma server (http://host:port) instead of the embedded folder."
     )
-    embedder: EmbedderName = Field(default="use-m3", description="Embedding model to use.")
+    embedder: str = Field(default="use-m3", description="Embedding model to use (a name in embedders/base.py REGISTRY).")
     context: str | None = Field(
         default=None, description="Serve one project: every call sees this context's and shared memories only."
     )
@@ -90,6 +88,15 @@ class Settings(BaseSettings):
         default="auto", description="Commit each tool write when the vault is a git repository (auto/true/false)."
     )
     log_level: str = "INFO"
+
+    @field_validator("embedder")
+    @classmethod
+    def _known_embedder(cls, value: str) -> str:
+        from spellbook.embedders.base import REGISTRY  # the one list of names
+
+        if value not in REGISTRY:
+            raise ValueError(f"unknown embedder {value!r}; choose one of {', '.join(REGISTRY)}")
+        return value
 
     @field_validator("git_commit", mode="before")
     @classmethod

@@ -156,7 +156,7 @@ def test_default_model_finds_memories_across_english_korean_japanese(tmp_path: P
     ],
 )
 def test_ollama_models_get_their_task_prefixes(model: str, prefixes: tuple[str, str]) -> None:
-    from spellbook.embedders.ollama import _prefixes
+    from spellbook.embedders.remote import task_prefixes as _prefixes
 
     assert _prefixes(model) == prefixes
 
@@ -179,3 +179,35 @@ def test_min_score_drops_unrelated_hits_for_every_mode(tmp_path: Path, use_m3) -
             engine.memorize("x", min_score=3)
     finally:
         engine.close()
+
+
+def test_the_registry_is_the_one_list_of_embedder_names(tmp_path: Path) -> None:
+    """Settings and the CLI accept exactly the registry's names, and say which ones they are."""
+    import pydantic
+
+    from spellbook.cli import _parser
+    from spellbook.config import Settings
+    from spellbook.embedders.base import REGISTRY
+
+    for name in REGISTRY:
+        assert Settings(vault=tmp_path, embedder=name).embedder == name
+    with pytest.raises(pydantic.ValidationError, match="choose one of use-m3, minilm"):
+        Settings(vault=tmp_path, embedder="word2vec")
+    for name in REGISTRY:
+        assert _parser().parse_args(["serve", "--embedder", name]).embedder == name
+    with pytest.raises(SystemExit):
+        _parser().parse_args(["serve", "--embedder", "word2vec"])
+
+
+def test_an_embedder_gets_the_base_class_defaults() -> None:
+    from spellbook.embedders.base import Embedder
+    from spellbook.embedders.hashing import HashingEmbedder
+
+    embedder = HashingEmbedder()
+    assert isinstance(embedder, Embedder) and not embedder.english_only
+    assert embedder.probe("a text") == embedder.embed_query("a text")
+    assert embedder.health() == {"endpoint": "in process", "reachable": True}
+    embedder.warm_up()
+    embedder.close()
+    with pytest.raises(TypeError):
+        type("Half", (Embedder,), {"embed_query": lambda self, text: [1.0]})()  # embed_documents is required

@@ -10,7 +10,7 @@ import anyio
 import pytest
 from mcp import Client
 
-from spellbook import exchange
+from spellbook.engine import exchange
 from spellbook.config import Settings
 from spellbook.engine import Engine
 from spellbook.errors import InvalidInputError

@@ -129,7 +129,7 @@ def test_expired_memories_drop_out_at_once_then_are_archived(settings: Settings,
 
 @pytest.mark.parametrize("max_skipped", [1_000, 10])
 def test_many_hidden_notes_never_crowd_out_a_live_one(engine: Engine, vault: Path, monkeypatch, max_skipped) -> None:
-    from spellbook.search import searcher
+    from spellbook.engine import search as searcher
 
     monkeypatch.setattr(searcher, "MAX_SKIPPED", max_skipped)  # 10: the filtered vector query instead
     text = "The parking garage is closed for cleaning."

@@ -17,7 +17,7 @@ from spellbook.config import Settings
 from spellbook.engine import Engine
 from spellbook.errors import NoteNotFoundError, SpellbookError
 from spellbook.index.catalog import Catalog
-from spellbook.knowledge import _tag_key
+from spellbook.engine.health import _tag_key
 
 from .conftest import SPELLBOOK, child_env, open_engine
 from .test_mcp_stdio import call, error

@@ -1,13 +1,17 @@
-"""The embedder protocol and the registry that builds one from Settings.
+"""The embedder base class and the registry that builds one from Settings.
 
 An embedder's ``model_id`` is stored with the index: vectors from two models never mix, and a
 different ``model_id`` makes the index rebuild itself. Heavy imports live inside each provider.
+
+``REGISTRY`` is the one list of embedder names: settings validation (``config.py``) and the
+CLI's ``--embedder`` choices read it.
 """
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any
 
 from spellbook.errors import EmbedderError
 
@@ -15,13 +19,36 @@ if TYPE_CHECKING:
     from spellbook.config import Settings
 
 
-class Embedder(Protocol):
+class Embedder(ABC):
+    """What the index needs from an embedding model; the defaults suit one that runs in process.
+
+    A provider sets ``model_id`` and ``dimensions`` and implements the two ``embed_*`` methods;
+    a network embedder (``remote.py``) also overrides ``health``, ``probe`` and ``close``.
+    """
+
     model_id: str
     dimensions: int
+    english_only: bool = False  # memorize ranks non-Latin queries by keywords; stats warns (docs/search.md)
 
+    @abstractmethod
     def embed_documents(self, texts: Sequence[str]) -> list[list[float]]: ...
 
+    @abstractmethod
     def embed_query(self, text: str) -> list[float]: ...
+
+    def warm_up(self) -> None:
+        """Load the model now rather than on the first query (the hub calls it at start)."""
+
+    def probe(self, text: str) -> list[float]:
+        """A real embed for ``doctor`` (a network embedder ignores its breaker here)."""
+        return self.embed_query(text)
+
+    def health(self) -> dict[str, Any]:
+        """For ``stats``: where the model runs and whether it answers."""
+        return {"endpoint": "in process", "reachable": True}
+
+    def close(self) -> None:
+        """Release connections or sessions (the engine calls it for an embedder it built)."""
 
 
 def _use_m3(settings: Settings) -> Embedder:
@@ -62,6 +89,7 @@ def _hashing(settings: Settings) -> Embedder:
     return HashingEmbedder()
 
 
+# The embedder names, in the order the CLI lists them; the first is the default.
 REGISTRY: dict[str, Callable[[Settings], Embedder]] = {
     "use-m3": _use_m3,
     "minilm": _minilm,
@@ -71,11 +99,12 @@ REGISTRY: dict[str, Callable[[Settings], Embedder]] = {
 }
 
 
+def check_embedder_name(name: str) -> str:
+    """``name`` if the registry has it, else an error listing the names it has."""
+    if name not in REGISTRY:
+        raise EmbedderError(f"Unknown embedder {name!r}; choose one of {', '.join(REGISTRY)}.")
+    return name
+
+
 def load_embedder(settings: Settings) -> Embedder:
-    try:
-        factory = REGISTRY[settings.embedder]
-    except KeyError:
-        raise EmbedderError(
-            f"Unknown embedder {settings.embedder!r}; choose one of {', '.join(REGISTRY)}."
-        ) from None
-    return factory(settings)
+    return REGISTRY[check_embedder_name(settings.embedder)](settings)

@@ -10,10 +10,12 @@ import math
 import re
 from collections.abc import Sequence
 
+from spellbook.embedders.base import Embedder
+
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
-class HashingEmbedder:
+class HashingEmbedder(Embedder):
     model_id = "hashing-v1"
 
     def __init__(self, dimensions: int = 256) -> None:
@@ -31,9 +33,6 @@ class HashingEmbedder:
             vec[0] = 1.0
         norm = math.sqrt(sum(v * v for v in vec))
         return [v / norm for v in vec]
-
-    def warm_up(self) -> None:
-        pass
 
     def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
         return [self._embed(t) for t in texts]

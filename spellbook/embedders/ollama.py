@@ -7,23 +7,8 @@ are in ``remote.py``.
 
 from __future__ import annotations
 
-from spellbook.embedders.remote import RemoteEmbedder, Retryable, describe_transport_error
+from spellbook.embedders.remote import RemoteEmbedder, Retryable, describe_transport_error, task_prefixes
 from spellbook.errors import EmbedderError, EmbedderInputError
-
-_PREFIXES: dict[str, tuple[str, str]] = {
-    "nomic-embed-text": ("search_document: ", "search_query: "),
-    "e5": ("passage: ", "query: "),  # multilingual-e5-*, e5-*
-}
-
-
-def _prefixes(model: str) -> tuple[str, str]:
-    """Task prefixes by model family: ``nomic-embed-text``, ``jeffh/intfloat-multilingual-e5-large:f16``..."""
-    base = model.split(":")[0].split("/")[-1].lower()
-    for name, prefixes in _PREFIXES.items():
-        if name in base:
-            return prefixes
-    return ("", "")  # bge-m3, mxbai, all-minilm...: no prefixes
-
 
 class OllamaEmbedder(RemoteEmbedder):
     def __init__(
@@ -32,7 +17,7 @@ class OllamaEmbedder(RemoteEmbedder):
     ) -> None:
         import ollama
 
-        super().__init__(batch_size=batch_size, retries=retries, cooldown=cooldown, prefixes=_prefixes(model))
+        super().__init__(batch_size=batch_size, retries=retries, cooldown=cooldown, prefixes=task_prefixes(model))
         self.url = url
         self.model = model
         self.model_id = f"ollama/{model}"

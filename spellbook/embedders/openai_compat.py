@@ -9,8 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from spellbook.embedders.ollama import _prefixes
-from spellbook.embedders.remote import RemoteEmbedder, Retryable, describe_transport_error, retry_after
+from spellbook.embedders.remote import (
+    RemoteEmbedder,
+    Retryable,
+    describe_transport_error,
+    retry_after,
+    task_prefixes,
+)
 from spellbook.errors import EmbedderError, EmbedderInputError
 
 
@@ -29,7 +34,7 @@ class OpenAIEmbedder(RemoteEmbedder):
         import httpx
 
         # nomic / e5 models served over this API want their task prefixes too
-        super().__init__(batch_size=batch_size, retries=retries, cooldown=cooldown, prefixes=_prefixes(model))
+        super().__init__(batch_size=batch_size, retries=retries, cooldown=cooldown, prefixes=task_prefixes(model))
         self.url = url.rstrip("/")
         self.model = model
         self.requested_dimensions = dimensions

@@ -25,12 +25,27 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from spellbook.embedders.base import Embedder
 from spellbook.errors import EmbedderError, EmbedderUnavailableError
 
 log = logging.getLogger(__name__)
 
 BACKOFF_SECONDS = 0.25
 MAX_WAIT_SECONDS = 10.0
+_PREFIXES: dict[str, tuple[str, str]] = {
+    "nomic-embed-text": ("search_document: ", "search_query: "),
+    "e5": ("passage: ", "query: "),  # multilingual-e5-*, e5-*
+}
+
+
+def task_prefixes(model: str) -> tuple[str, str]:
+    """(document, query) prefixes the model family wants, whichever server hosts it:
+    ``nomic-embed-text``, ``jeffh/intfloat-multilingual-e5-large:f16``... get theirs."""
+    base = model.split(":")[0].split("/")[-1].lower()
+    for name, prefixes in _PREFIXES.items():
+        if name in base:
+            return prefixes
+    return ("", "")  # bge-m3, mxbai, all-minilm...: no prefixes
 
 
 class Retryable(Exception):
@@ -62,12 +77,13 @@ def retry_after(value: str | None) -> float | None:
         return None
 
 
-class RemoteEmbedder:
+class RemoteEmbedder(Embedder):
     """Base of the network embedders; subclasses set the fields and implement ``_request``."""
 
     model_id: str
     url: str
     model: str
+    _client: Any  # an httpx.Client, or ollama's Client over one
 
     def __init__(
         self, *, batch_size: int, retries: int, cooldown: float, prefixes: tuple[str, str] = ("", "")
@@ -117,9 +133,7 @@ class RemoteEmbedder:
         return self._call([self._query_prefix + text])[0]
 
     def close(self) -> None:
-        close = getattr(getattr(self, "_client", None), "close", None)  # an httpx.Client, or ollama's over one
-        if close:
-            close()
+        self._client.close()
 
     # --- health ---------------------------------------------------------------------------------
     def health(self) -> dict[str, Any]:

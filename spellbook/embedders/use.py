@@ -13,10 +13,11 @@ import threading
 from collections.abc import Sequence
 from importlib.metadata import version
 
+from spellbook.embedders.base import Embedder
 from spellbook.errors import EmbedderError
 
 
-class USEEmbedder:
+class USEEmbedder(Embedder):
     dimensions = 512
 
     def __init__(self, threads: int = 1) -> None:

@@ -134,9 +134,8 @@ class Hub:
                 self._watcher.start()
             self._serve_followers()
             self._ready.set()
-            warm = getattr(engine.embedder, "warm_up", None)
-            if self.warm_up and warm:
-                warm()  # load the model now rather than on the first query (a call waits for it)
+            if self.warm_up:
+                engine.embedder.warm_up()  # load the model now rather than on the first query (a call waits for it)
             if self.reconcile_on_open:
                 engine.reconcile(progress)
                 threading.Thread(target=self._fill_vectors, args=(engine,), name="spellbook-vectors", daemon=True).start()

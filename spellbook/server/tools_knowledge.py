@@ -1,5 +1,5 @@
 """MCP tools for links between memories and knowledge health: thin adapters over the engine's
-``Knowledge`` methods (spellbook/knowledge.py). ``build_server`` registers them."""
+``Links`` and ``Health`` services (spellbook/engine/links.py, health.py). ``build_server`` registers them."""
 
 from __future__ import annotations
 

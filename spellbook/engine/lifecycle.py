@@ -1,6 +1,7 @@
 """Lifecycle: memories that expire, the sweep that archives them, and erasing a whole topic.
 
-A mixin of the engine (it uses the engine's vault, catalog, indexer and settings).
+A service of the engine, given the vault, catalog, indexer, git committer and settings; it asks
+the structure service for folder descriptions and overview notes.
 
 * ``expires`` (frontmatter, ISO date or date-time) hides a memory from search, lists and the
   index the moment it passes: the filter runs at query time (``search.filters.LIVE_SQL``).
@@ -21,43 +22,44 @@ import threading
 import time
 from typing import Any
 
+from spellbook.config import Settings
+from spellbook.engine.history import Recorder
+from spellbook.engine.structure import Structure, folder_key
 from spellbook.errors import InvalidInputError, SpellbookError
-from spellbook.gitlayer import Change
-from spellbook.index.catalog import NoteRow
+from spellbook.gitlayer import Change, Committer
+from spellbook.index.catalog import Catalog, NoteRow
+from spellbook.indexing.indexer import Indexer
 from spellbook.scope import current as current_scope
-from spellbook.structure import folder_key
 from spellbook.vault.fields import expires_in, expires_key, parse_expires
 from spellbook.vault.note import parse_note
 from spellbook.vault.paths import ABOUT_NAME, OVERVIEW_NAME, is_archived, sanitize_segment
+from spellbook.vault.store import Vault
 
 log = logging.getLogger(__name__)
 _MAINTAIN_LOCK = threading.Lock()  # the owner's loop and a reconcile never maintain at once
 
 
 class Lifecycle:
-    """Expiry, archive and topic removal methods of the engine (``Engine`` inherits them)."""
+    """The sweep of expired memories into the archive, periodic upkeep, and erasing a topic."""
 
-    _last_sweep: float = -math.inf
-
-    # --- expiry on write ----------------------------------------------------------------------
-    def _default_expiry(self, meta: dict[str, Any], creating: bool) -> None:
-        """Give a memory without ``expires`` the configured TTL: ``temporary_ttl_days`` for type
-        'temporary', ``default_ttl_days`` (new memories only) for the rest. A new memory cannot
-        start out expired, archived, or named like a folder note."""
-        if creating:
-            _check_reserved(meta)
-        if "expires" not in meta:
-            if meta.get("type") == "temporary":
-                days = self.settings.temporary_ttl_days
-            else:
-                days = self.settings.default_ttl_days if creating else None
-            if days:
-                meta["expires"] = expires_in(days)
-        if creating and "expires" in meta and expires_key(meta["expires"]) <= _now_key():
-            raise InvalidInputError(
-                f"expires {meta['expires']!r} is in the past, so the memory would be archived at once. "
-                "Pass a future date or ttl_days (to retire an existing memory, revise its expires instead)."
-            )
+    def __init__(
+        self,
+        settings: Settings,
+        vault: Vault,
+        catalog: Catalog,
+        indexer: Indexer,
+        git: Committer,
+        recorder: Recorder,
+        structure: Structure,
+    ) -> None:
+        self.settings = settings
+        self.vault = vault
+        self.catalog = catalog
+        self.indexer = indexer
+        self.git = git
+        self.recorder = recorder
+        self.structure = structure
+        self._last_sweep = -math.inf
 
     # --- the sweep ----------------------------------------------------------------------------
     def sweep_expired(self) -> dict[str, Any]:
@@ -97,7 +99,7 @@ class Lifecycle:
             if force or time.monotonic() - self._last_sweep >= self.settings.sweep_interval_seconds:
                 self.sweep_expired()
             if self.settings.overview_notes:
-                self.write_overviews(force=force)
+                self.structure.write_overviews(force=force)
 
     # --- erasing a topic ----------------------------------------------------------------------
     def erase_topic(self, topic: str, category: str | None = None, confirm: bool = False) -> dict[str, Any]:
@@ -124,7 +126,7 @@ class Lifecycle:
                 f"Topic {topic!r} is in several categories ({', '.join(categories)}); nothing was removed. "
                 "Call erase_topic again with category=... to choose one."
             )
-        described = self._abouts()  # the topic folders' _about.md, matched as get_index matches them
+        described = self.structure.abouts()  # the topic folders' _about.md, matched as get_index matches them
         abouts = sorted({described[k].path for k in {folder_key(r.category, r.topic) for r in rows if r.category}
                          if k in described})
         if scope and abouts and self.catalog.list_notes(*everyone, 1, 0)[1] > total:
@@ -145,12 +147,32 @@ class Lifecycle:
         trashed = {about: self.vault.trash(about) for about in abouts}
         self.indexer.sync_paths([r["path"] for r in removed] + abouts)
         for r in removed:  # committed as erase commits (gitlayer), so history/restore find them by id
-            self._after_write("erase", r["path"], r["title"], r["id"], None, before=self.vault.root / r["trash_path"])
+            self.recorder.after_write("erase", r["path"], r["title"], r["id"], None, before=self.vault.root / r["trash_path"])
         for about, where in trashed.items():
-            self._after_write("erase", about, about.rsplit("/", 1)[0], about, None, before=self.vault.root / where)
+            self.recorder.after_write("erase", about, about.rsplit("/", 1)[0], about, None, before=self.vault.root / where)
         for folder in folders:
             self.vault.remove_empty_folders(folder)
         return {**out, "confirmed": True, "count": len(removed), "removed": removed, "description_files": abouts}
+
+
+def default_expiry(settings: Settings, meta: dict[str, Any], creating: bool) -> None:
+    """Give a memory without ``expires`` the configured TTL: ``temporary_ttl_days`` for type
+    'temporary', ``default_ttl_days`` (new memories only) for the rest. A new memory cannot
+    start out expired, archived, or named like a folder note."""
+    if creating:
+        _check_reserved(meta)
+    if "expires" not in meta:
+        if meta.get("type") == "temporary":
+            days = settings.temporary_ttl_days
+        else:
+            days = settings.default_ttl_days if creating else None
+        if days:
+            meta["expires"] = expires_in(days)
+    if creating and "expires" in meta and expires_key(meta["expires"]) <= _now_key():
+        raise InvalidInputError(
+            f"expires {meta['expires']!r} is in the past, so the memory would be archived at once. "
+            "Pass a future date or ttl_days (to retire an existing memory, revise its expires instead)."
+        )
 
 
 def _check_reserved(meta: dict[str, Any]) -> None:

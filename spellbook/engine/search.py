@@ -1,6 +1,6 @@
 """Search: what ``memorize``, ``related`` and the near-duplicate check on ``scribe`` do.
 
-A mixin of the engine (it uses the engine's catalog, vectors, embedder and settings). Hybrid
+A service of the engine, given the catalog, vectors, embedder and settings it ranks with. Hybrid
 ranking blends vector similarity with BM25 from the catalog's FTS5 table (docs/search.md):
 both sides run at once, then one read of the candidates' rows serves coverage, boosts and hits.
 """
@@ -10,16 +10,23 @@ from __future__ import annotations
 import datetime as dt
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
+from spellbook.config import Settings
+from spellbook.embedders.base import Embedder
+from spellbook.engine.access import Access, Readiness
 from spellbook.errors import EmbedderError, InvalidInputError
-from spellbook.index.catalog import NoteRow
-from spellbook.indexing.indexer import file_changed
+from spellbook.index.catalog import Catalog, NoteRow
+from spellbook.indexing.indexer import Indexer, file_changed
 from spellbook.scope import current as current_scope
 from spellbook.search.filters import Filter, parse_filter, to_sql
 from spellbook.search.hybrid import blend, coverage, query_terms
 from spellbook.search.keyword import tokenize
 from spellbook.vault.fields import expires_key
+from spellbook.vault.store import Vault
+
+if TYPE_CHECKING:
+    from spellbook.engine.maintenance import Maintenance
 
 _POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="spellbook-search")
 
@@ -32,8 +39,31 @@ MAX_SKIPPED = 1_000  # more hidden (archived, expired) chunks than this: filter 
 SEMANTIC_WEIGHT = 0.3  # hybrid = 0.3 * semantic + 0.7 * keyword x coverage; tuned on shared/eval (docs/search.md)
 
 
-class Searcher:
-    """Search methods of the engine (``Engine`` inherits them)."""
+class Search:
+    """Ranking memories for a query, and notes for a note (``memorize``, ``related``, ``similar``)."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        vault: Vault,
+        catalog: Catalog,
+        vectors: Any,
+        embedder: Embedder,
+        indexer: Indexer,
+        access: Access,
+        readiness: Readiness,
+        maintenance: Maintenance,
+    ) -> None:
+        self.settings = settings
+        self.vault = vault
+        self.catalog = catalog
+        self.vectors = vectors
+        self.embedder = embedder
+        self.indexer = indexer
+        self.access = access
+        self.readiness = readiness
+        self.maintenance = maintenance
+        self._baseline: tuple[float, float, int] | None = None
 
     def memorize(
         self,
@@ -55,9 +85,9 @@ class Searcher:
         if min_score is not None and not 0.0 <= min_score <= 1.0:
             raise InvalidInputError("min_score is a relevance between 0 and 1 (0.5 = clearly related); see docs/search.md.")
         spec = parse_filter(filter)
-        notes = [self._await_first_index()]
+        notes = [self.readiness.await_first_index()]
         ranking = mode
-        if mode == "hybrid" and getattr(self.embedder, "english_only", False) and not mostly_latin(query):
+        if mode == "hybrid" and self.embedder.english_only and not mostly_latin(query):
             # Measured on dev_ko with MiniLM: hybrid 0.955 hit@5, keyword alone 0.985 (docs/search.md).
             ranking = "keyword"
             notes.append(
@@ -92,7 +122,7 @@ class Searcher:
         missing = len(self.indexer.missing - self.indexer.refused) if self.indexer.missing else 0
         if not missing:
             return hits, None
-        self.fill_missing_vectors(wait=False)  # the embedder answers: catch up in the background
+        self.maintenance.fill_missing_vectors(wait=False)  # the embedder answers: catch up in the background
         note = (f"{missing} sections were indexed while the embedder was failing and have no vectors yet; "
                 "they are being embedded now; hybrid and keyword search find them meanwhile.")
         return hits, note
@@ -124,7 +154,7 @@ class Searcher:
         notes = self.catalog.notes_at(c.path for c in chunks.values())
         if spec is None:  # the vectors may not be filtered: leave archived and expired notes out here
             now = expires_key(dt.datetime.now(dt.UTC))
-            notes = {path: note for path, note in notes.items() if note.live(now) and self._visible(note)}
+            notes = {path: note for path, note in notes.items() if note.live(now) and self.access.visible(note)}
         query_set = query_terms(query)
 
         def covers(chunk: Any) -> float:
@@ -144,7 +174,7 @@ class Searcher:
         for cid, score, chunk, note in _best_per_note(ranked, chunks, notes, limit):
             hit = {
                 "id": note.note_id, "path": note.path, "title": note.title, "score": round(score, 4),
-                "snippet": self._scrub(_snippet(chunk.text, terms))[0], "category": note.category, "topic": note.topic,
+                "snippet": self.access.scrub(_snippet(chunk.text, terms))[0], "category": note.category, "topic": note.topic,
                 "tags": note.tags, "type": note.type, "updated": note.updated or note.created,
             }
             if chunk.heading:
@@ -183,14 +213,15 @@ class Searcher:
         """Notes semantically closest to a memory (by the mean of its chunk vectors), itself excluded."""
         if not 1 <= limit <= 50:
             raise InvalidInputError("limit must be between 1 and 50.")
-        note = self._note(id)
-        out = {"id": id, "path": note.path, "related": self._similar(note.path, limit)}
+        note = self.access.note(id)
+        out = {"id": id, "path": note.path, "related": self.similar(note.path, limit)}
         if not out["related"] and self.indexer.missing & set(self.catalog.chunk_ids(note.path)):
             out["note"] = ("This memory has no vectors yet (the embedder was failing when it was indexed); they are "
                            "added once the embedder answers. memorize with its title finds related ones by keyword.")
         return out
 
-    def _similar(self, path: str, limit: int) -> list[dict[str, Any]]:
+    def similar(self, path: str, limit: int) -> list[dict[str, Any]]:
+        """The live notes the call sees closest in meaning to the note at ``path`` (itself excluded)."""
         chunk_ids = self.catalog.chunk_ids(path)
         vectors = list(self.vectors.vectors(chunk_ids).values()) if chunk_ids else []
         if not vectors:
@@ -204,7 +235,7 @@ class Searcher:
         now = expires_key(dt.datetime.now(dt.UTC))
         notes = {
             p: n for p, n in self.catalog.notes_at(c.path for c in chunks.values()).items()
-            if n.live(now) and self._visible(n)
+            if n.live(now) and self.access.visible(n)
         }
         return [
             {**note.ref(), "similarity": round(similarity, 4)}

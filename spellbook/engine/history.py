@@ -1,35 +1,38 @@
 """A memory's versions from git: ``history`` and ``restore``, and the commit after each write.
 
-A mixin of the engine (it uses the engine's vault, indexer, catalog and ``git`` committer). A
-version is a commit that touched the note's file, following renames; ``restore`` writes the
-content of one back to the note's current path through the vault's version-checked write, so a
-hand edit made meanwhile is refused, never overwritten. A memory erased in a commit is found by
+``Recorder`` queues the commit of what a tool just wrote; every service that writes is given
+it. ``History`` is given the vault, catalog, indexer and the ``git`` committer. A version is a
+commit that touched the note's file, following renames; ``restore`` writes the content of one
+back to the note's current path through the vault's version-checked write, so a hand edit made
+meanwhile is refused, never overwritten. A memory erased in a commit is found by
 its id in the history (``git log -S"id: <id>"``) and can be restored too.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from spellbook.engine.access import Access
 from spellbook.errors import ConflictError, InvalidInputError, NoteNotFoundError, VersionControlError
-from spellbook.gitlayer import Change, Repo, Version
+from spellbook.gitlayer import Change, Committer, Repo, Version
+from spellbook.index.catalog import Catalog
+from spellbook.indexing.indexer import Indexer
 from spellbook.scope import current as current_scope
 from spellbook.vault.fields import derived_id
 from spellbook.vault.note import content_version, parse_note, render_note
-
-if TYPE_CHECKING:
-    from spellbook.gitlayer import Committer
+from spellbook.vault.store import Vault
 
 MAX_HISTORY = 100
 
 
-class History:
-    """History methods of the engine (``Engine`` inherits them)."""
+class Recorder:
+    """The commit after each write (gitlayer's ``Committer`` does it in the background)."""
 
-    git: Committer  # the engine's; it also provides vault, indexer, _note and _scrub
+    def __init__(self, git: Committer) -> None:
+        self.git = git
 
-    def _after_write(self, tool: str, path: str, title: str | None, note_id: str, after: str | None,
+    def after_write(self, tool: str, path: str, title: str | None, note_id: str, after: str | None,
                      before: str | Path | None = None, detail: str = "") -> None:
         """Queue the commit of what a tool just wrote (a no-op when commits are off or git is absent).
         ``after``: the text written to ``path`` (None: the file was removed); ``before``: the file's
@@ -46,6 +49,20 @@ class History:
             old = before.encode("utf-8")
         new = None if after is None else after.encode("utf-8")
         self.git.submit(Change(tool, {path: new}, title or Path(path).stem, note_id, old, detail))
+
+
+class History:
+    """A memory's versions (``history``) and putting one back (``restore``)."""
+
+    def __init__(
+        self, vault: Vault, catalog: Catalog, indexer: Indexer, git: Committer, access: Access, recorder: Recorder
+    ) -> None:
+        self.vault = vault
+        self.catalog = catalog
+        self.indexer = indexer
+        self.git = git
+        self.access = access
+        self.recorder = recorder
 
     def history(self, id: str, limit: int = 20) -> dict[str, Any]:
         if not 1 <= limit <= MAX_HISTORY:
@@ -95,14 +112,14 @@ class History:
         else:
             state = self.vault.read(path)
             if current_version is not None and current_version != state.version:
-                raise ConflictError(path, current_version, state.version, self._scrub(state.text)[0], note_id=id)
+                raise ConflictError(path, current_version, state.version, self.access.scrub(state.text)[0], note_id=id)
             if state.text == text:
                 return {"id": id, "path": path, "version": state.version, "restored": commit[:12],
                         "unchanged": True}
             self._keep_uncommitted(repo, state.path, state.text, title, id)
             new_version = self.vault.write(path, text, expected_version=state.version)
         self.indexer.sync_path(path)
-        self._after_write("restore", path, title, id, text, detail=f"to {commit[:12]}")
+        self.recorder.after_write("restore", path, title, id, text, detail=f"to {commit[:12]}")
         return {"id": id, "path": path, "version": new_version, "restored": commit[:12], "erased_before": erased,
                 "committing": self.git.enabled}
 
@@ -120,7 +137,7 @@ class History:
         """(path, title, versions newest first, erased) of a memory in the index or, failing
         that, of one whose file was deleted in a commit."""
         try:
-            note = self._note(id)
+            note = self.access.note(id)
         except NoteNotFoundError:
             if self.catalog.notes_by_id(id.strip()):
                 raise  # in the vault, but another scope's memory

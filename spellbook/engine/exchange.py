@@ -1,6 +1,7 @@
 """Export and import: what the ``export`` and ``import`` tools do (formats: docs/export.md).
 
-A mixin of the engine (it uses the engine's vault, catalog, indexer, settings and privacy filter).
+A service of the engine, given the vault, catalog, indexer, git committer, settings and the
+privacy filter (``Access``).
 Export reads every matching note from disk (the catalog only says which). Import validates the
 whole file before it writes anything, then writes through the vault store (new files with
 ``create``, which never replaces a file; replacements with a version-checked ``write``) and
@@ -14,6 +15,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 from spellbook import __version__
+from spellbook.config import Settings
+from spellbook.engine.access import Access, Readiness
 from spellbook.errors import ConflictError, InvalidInputError, SpellbookError, VaultPathError
 from spellbook.exchange_formats import (
     Entry,
@@ -25,13 +28,16 @@ from spellbook.exchange_formats import (
     parse_export,
     refuse_if,
 )
-from spellbook.gitlayer import Change
+from spellbook.gitlayer import Change, Committer
+from spellbook.index.catalog import Catalog
+from spellbook.indexing.indexer import Indexer
 from spellbook.privacy import describe
 from spellbook.search.filters import Filter, parse_filter, to_sql
 from spellbook.vault.fields import derived_id, new_id
 from spellbook.vault.note import now_iso, parse_note, render_note
-from spellbook.vault.paths import with_suffix_number
 from spellbook.vault.exports import ExportPlaces, check_import_source, resolve_export_target, write_export
+from spellbook.vault.paths import with_suffix_number
+from spellbook.vault.store import Vault
 
 ExportFormat = Literal["json", "markdown"]
 ImportFormat = Literal["auto", "json", "mcp-memory"]
@@ -43,7 +49,25 @@ REPORT_ITEMS = 100  # per list in an import report; counts are always complete
 
 
 class Exchange:
-    """Export and import methods of the engine (``Engine`` inherits them)."""
+    """Export to a file or inline, and import from a Spellbook export or an MCP memory graph."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        vault: Vault,
+        catalog: Catalog,
+        indexer: Indexer,
+        git: Committer,
+        access: Access,
+        readiness: Readiness,
+    ) -> None:
+        self.settings = settings
+        self.vault = vault
+        self.catalog = catalog
+        self.indexer = indexer
+        self.git = git
+        self.access = access
+        self.readiness = readiness
 
     def export(
         self,
@@ -58,7 +82,7 @@ class Exchange:
         places = ExportPlaces(self.settings.index_path, self.vault.root,
                               tuple(p.expanduser().resolve() for p in self.settings.export_dirs))
         target = resolve_export_target(path, places, overwrite) if path is not None else None
-        pending = self._await_first_index()
+        pending = self.readiness.await_first_index()
         where, params = to_sql(spec, include_hidden=True)  # archived and expired memories too: loss-free
         rows, _ = self.catalog.list_notes(where, params, 1 << 62, 0)
         entries: list[Entry] = []
@@ -70,8 +94,8 @@ class Exchange:
             except (OSError, SpellbookError):
                 unreadable.append(row.path)
                 continue
-            body, found = self._scrub(parsed.body)
-            meta, more = self._scrub_data(parsed.meta)
+            body, found = self.access.scrub(parsed.body)
+            meta, more = self.access.scrub_data(parsed.meta)
             kinds += [r.kind for r in found] + more
             note_id = own_id(meta) or row.note_id
             entries.append(Entry(row.path, note_id, row.path, row.title, meta, body))
@@ -134,7 +158,7 @@ class Exchange:
                 problems.append(f"{entry.where} (id {entry.id!r}): {exc}")
         refuse_if(problems, len(entries))
 
-        self._await_first_index()
+        self.readiness.await_first_index()
         run = _ImportRun(on_conflict, dry_run)
         for entry in entries:
             try:
@@ -175,8 +199,8 @@ class Exchange:
             self.git.submit(Change("import", files, f"{len(files)} memories from {file.name}", ""))
 
     def _import_entry(self, entry: Entry, run: _ImportRun) -> None:
-        body, found = self._scrub(entry.body)
-        meta, more = self._scrub_data(entry.meta)
+        body, found = self.access.scrub(entry.body)
+        meta, more = self.access.scrub_data(entry.meta)
         kinds = [r.kind for r in found] + more
         existing = run.seen.get(entry.id) or self._path_of_id(entry.id)
         if existing is not None and run.on_conflict == "skip":

@@ -1,6 +1,6 @@
 """Structure: the hierarchical index, folder descriptions, and generated overview notes.
 
-A mixin of the engine (it uses the engine's vault, catalog, indexer and settings).
+A service of the engine, given the vault, catalog and indexer it reads and writes.
 
 * ``get_index(scope?)`` is the table of contents an agent loads at the start of a session:
   categories (description, counts, last update) -> topics (title, one-line summary, keywords,
@@ -23,13 +23,17 @@ import re
 from collections import Counter
 from typing import Any
 
+from spellbook.engine.access import Access, Readiness
+from spellbook.engine.history import Recorder
 from spellbook.errors import InvalidInputError, SpellbookError
-from spellbook.index.catalog import FolderRow, NoteRow
+from spellbook.index.catalog import Catalog, FolderRow, NoteRow
+from spellbook.indexing.indexer import Indexer
 from spellbook.scope import current as current_scope
 from spellbook.search.filters import LIVE_SQL, to_sql
 from spellbook.vault.fields import string_list
 from spellbook.vault.note import content_version, dump_field, parse_note, render_note
 from spellbook.vault.paths import ABOUT_NAME, ARCHIVE_DIR, OVERVIEW_NAME, sanitize_segment
+from spellbook.vault.store import Vault
 
 log = logging.getLogger(__name__)
 
@@ -46,15 +50,24 @@ OVERVIEW_NOTICE = (
 
 
 class Structure:
-    """Index, description and overview methods of the engine (``Engine`` inherits them)."""
+    """The table of contents (``get_index``), folder descriptions and generated overview notes."""
 
-    _overview_mark: int | None = None
+    def __init__(
+        self, vault: Vault, catalog: Catalog, indexer: Indexer, access: Access, readiness: Readiness, recorder: Recorder
+    ) -> None:
+        self.vault = vault
+        self.catalog = catalog
+        self.indexer = indexer
+        self.access = access
+        self.readiness = readiness
+        self.recorder = recorder
+        self._overview_mark: int | None = None
 
     # --- the table of contents ----------------------------------------------------------------
     def get_index(self, scope: str | None = None) -> dict[str, Any]:
         """Categories -> topics, with descriptions, summaries, keywords and counts. ``scope``: one category."""
-        note = self._await_first_index()
-        abouts = self._abouts()
+        note = self.readiness.await_first_index()
+        abouts = self.abouts()
         tags: dict[tuple[str, str], list[str]] = {}
         where, params = to_sql(None)  # live notes the running call's scope sees
         for category, topic, tag, _ in self.catalog.topic_tags(where, params):
@@ -129,23 +142,23 @@ class Structure:
         entry.update(notes=0, chunks=0, topic_count=0, updated=None, topics={})
         return entry
 
-    def _abouts(self) -> dict[str, FolderRow]:
+    def abouts(self) -> dict[str, FolderRow]:
         """Folder (lower case, vault-relative, '' for the root) -> its ``_about.md``."""
         return {row.folder.lower(): row for row in self.catalog.folder_notes() if row.path.endswith(ABOUT_NAME)}
 
-    def _topic_about(self, topic: str, category: str | None, rows: list[NoteRow]) -> dict[str, Any] | None:
+    def topic_about(self, topic: str, category: str | None, rows: list[NoteRow]) -> dict[str, Any] | None:
         """The description header of a topic, for get_topic: its ``_about.md``, in full."""
         if category is None:
             counts = Counter(r.category for r in rows if r.category)
             category = counts.most_common(1)[0][0] if counts else None
         if category is None:
             return None
-        about = self._abouts().get(folder_key(category, topic))
+        about = self.abouts().get(folder_key(category, topic))
         if about is None:
             return None
         fields = _about_fields(about)
-        body = self._scrub(about.body)[0].strip()
-        return {"path": about.path, **self._scrub_data(fields)[0], **({"text": body} if body else {})}
+        body = self.access.scrub(about.body)[0].strip()
+        return {"path": about.path, **self.access.scrub_data(fields)[0], **({"text": body} if body else {})}
 
     # --- writing descriptions -----------------------------------------------------------------
     def describe(
@@ -176,7 +189,7 @@ class Structure:
             if len(value) > limit:
                 raise InvalidInputError(f"{key} is {len(value)} characters; keep it under {limit}.")
             updates[key] = value
-        updates, found = self._scrub_data(updates)
+        updates, found = self.access.scrub_data(updates)
         folder = self._existing_folder(_folder_path(category, topic))
         path = f"{folder}/{ABOUT_NAME}"
         removed = tuple(k for k, v in updates.items() if v in ("", []))
@@ -198,7 +211,7 @@ class Structure:
             path = self.vault.create(path, text)
             version, before, created = content_version(text), None, True
         self.indexer.sync_path(path)
-        self._after_write("describe", path, folder, path, text, before=before)  # a git commit, if on
+        self.recorder.after_write("describe", path, folder, path, text, before=before)  # a git commit, if on
         out = {**meta, "path": path, "version": version, "created": created, "category": category.strip(),
                "topic": topic.strip() if topic else None}  # the frontmatter's own `created` must not hide ours
         if found:
@@ -226,7 +239,7 @@ class Structure:
         if not force and mark == self._overview_mark:
             return {"written": [], "kept": []}
         rows, _ = self.catalog.list_notes(LIVE_SQL, [], 10**9, 0)
-        abouts = self._abouts()
+        abouts = self.abouts()
         by_category: dict[str, list[NoteRow]] = {}
         for row in rows:
             if row.category:
@@ -247,7 +260,7 @@ class Structure:
             if stale and _is_untouched(row.meta, row.body):
                 trashed = self.vault.trash(row.path)
                 self.indexer.sync_path(row.path)
-                self._after_write("erase", row.path, row.folder, row.path, None, before=self.vault.root / trashed)
+                self.recorder.after_write("erase", row.path, row.folder, row.path, None, before=self.vault.root / trashed)
         self._overview_mark = self.catalog.changes()
         return {"written": written, "kept": kept}
 
@@ -258,7 +271,7 @@ class Structure:
         except FileNotFoundError:
             self.vault.create(path, text)
             self.indexer.sync_path(path)
-            self._after_write("overview", path, path.rsplit("/", 1)[0], path, text)
+            self.recorder.after_write("overview", path, path.rsplit("/", 1)[0], path, text)
             return "written"
         except (OSError, SpellbookError):
             return "kept"
@@ -273,7 +286,7 @@ class Structure:
         except SpellbookError:  # edited in the meantime: next time
             return "kept"
         self.indexer.sync_path(path)
-        self._after_write("overview", path, path.rsplit("/", 1)[0], path, text, before=state.text)
+        self.recorder.after_write("overview", path, path.rsplit("/", 1)[0], path, text, before=state.text)
         return "written"
 
 

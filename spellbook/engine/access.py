@@ -1,0 +1,99 @@
+"""What every service asks before it answers: may this call see that note, what must be scrubbed
+from a text, which note an id names, and has the first index finished.
+
+Two small collaborators, built once by ``Engine`` and passed to the services that need them (so
+the scope rule, the privacy filter and the id lookup exist once):
+
+* ``Access``: scope visibility (spellbook/scope.py), the privacy filter (spellbook/privacy.py),
+  and the note an id names, as the running call's scope sees it.
+* ``Readiness``: the progress of the index build, and the short wait early reads make for it.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from spellbook.config import Settings
+from spellbook.errors import InvalidInputError, NoteNotFoundError, SpellbookError
+from spellbook.index.catalog import Catalog, NoteRow
+from spellbook.indexing.indexer import SyncReport
+from spellbook.privacy import KINDS, Redaction, redact, redact_data
+from spellbook.scope import current as current_scope
+
+
+class Access:
+    """Scope, privacy and id lookup for the running call."""
+
+    def __init__(self, settings: Settings, catalog: Catalog) -> None:
+        self.catalog = catalog
+        self.enabled = settings.redact
+        self.privacy = {"extra_patterns": tuple(settings.redact_patterns), "disabled": tuple(settings.redact_disabled)}
+        try:
+            redact("", **self.privacy)  # a typo in a disabled kind or a bad regex fails now
+        except ValueError as exc:
+            raise InvalidInputError(f"Privacy settings: {exc}. Known kinds: {', '.join(KINDS)}.") from None
+
+    def scrub(self, text: str) -> tuple[str, list[Redaction]]:
+        """Secrets out of text going into the vault or out in an answer (unless disabled)."""
+        return redact(text, **self.privacy) if self.enabled else (text, [])
+
+    def scrub_data(self, value: Any) -> tuple[Any, list[str]]:
+        return redact_data(value, **self.privacy) if self.enabled else (value, [])
+
+    @staticmethod
+    def visible(note: NoteRow) -> bool:
+        """Does the running call's scope see this note (spellbook/scope.py)?"""
+        return current_scope().sees(note.context, note.user)
+
+    def note(self, note_id: str) -> NoteRow:
+        """The catalog row of the memory with this id, if the call's scope sees it."""
+        if not isinstance(note_id, str) or not note_id.strip():
+            raise InvalidInputError("id is empty; pass the id of a memory (from memorize or list_memories).")
+        rows = [r for r in self.catalog.notes_by_id(note_id.strip()) if self.visible(r)]
+        if not rows:  # another scope's memory is not found either: its existence is not leaked
+            raise NoteNotFoundError(note_id)
+        if len(rows) > 1:
+            raise SpellbookError(
+                f"Id {note_id!r} is used by {len(rows)} files ({', '.join(r.path for r in rows)}); "
+                "give one of them a new id by hand, then retry."
+            )
+        return rows[0]
+
+    def note_as(self, note_id: str, role: str) -> NoteRow:
+        """``note``, with the role the id plays in the call named in the error (source, link target)."""
+        try:
+            return self.note(note_id)
+        except NoteNotFoundError:
+            raise NoteNotFoundError(note_id, role) from None
+
+    def link(self, target: str) -> dict[str, Any]:
+        """A link's target as the call sees it: the note it resolves to, or unresolved."""
+        found = self.catalog.resolve_link(target)
+        visible = found is not None and self.visible(found)
+        return {"target": target, **(found.ref() if visible else {"resolved": False})}
+
+
+class Readiness:
+    """How far the index build is (``stats`` shows it), and whether the first one finished."""
+
+    def __init__(self) -> None:
+        self.progress: dict[str, Any] = {"state": "opening", "done": 0, "total": 0}
+        self.last_report: SyncReport | None = None
+        self._reconciled = threading.Event()
+
+    def indexing(self, done: int, total: int) -> None:
+        self.progress.update(state="indexing", done=done, total=total)
+
+    def ready(self, report: SyncReport) -> None:
+        self.progress.update(state="ready")
+        self.last_report = report
+        self._reconciled.set()
+
+    def await_first_index(self, timeout: float = 10.0) -> str | None:
+        """Give the first reconcile after start a moment to finish, so early reads see the vault.
+        Returns a note for the caller when it is still running."""
+        if self._reconciled.wait(timeout):
+            return None
+        done, total = self.progress["done"], self.progress["total"]
+        return f"The index is still being built ({done}/{total} files); results may be incomplete. Retry shortly."

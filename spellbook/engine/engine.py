@@ -1,0 +1,122 @@
+"""The engine: builds the services over one vault and index, and exposes what the tools call.
+
+Each concern is a service in its own module, given what it needs in its constructor
+(``engine/memories.py``, ``search.py``, ``structure.py``, ``lifecycle.py``, ``links.py``,
+``health.py``, ``history.py``, ``exchange.py``, ``maintenance.py``); the scope rule, the privacy
+filter and the id lookup live once, in ``access.py``. ``Engine`` owns the shared components
+(vault store, catalog, vectors, embedder, indexer, git committer), wires the services in the one
+order their needs allow, and re-exposes their public methods under the names the MCP tools, the
+CLI and the hub call (``server/hub.py`` ``METHODS``). It holds no logic of its own.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from pathlib import Path
+from typing import Any
+
+from spellbook.config import Settings
+from spellbook.embedders.base import Embedder, load_embedder
+from spellbook.engine.access import Access, Readiness
+from spellbook.engine.exchange import Exchange
+from spellbook.engine.health import Health
+from spellbook.engine.history import History, Recorder
+from spellbook.engine.lifecycle import Lifecycle
+from spellbook.engine.links import Links
+from spellbook.engine.maintenance import Maintenance
+from spellbook.engine.memories import Memories
+from spellbook.engine.search import Search
+from spellbook.engine.structure import Structure
+from spellbook.errors import IndexUnavailableError, VaultPathError
+from spellbook.gitlayer import Committer
+from spellbook.index.catalog import Catalog
+from spellbook.indexing.indexer import Indexer
+from spellbook.vault.store import Vault
+
+
+class Engine:
+    def __init__(self, settings: Settings, embedder: Embedder | None = None, vectors: Any | None = None) -> None:
+        self.settings = settings
+        self.vault = Vault(settings.vault_dir)
+        if not self.vault.root.is_dir():
+            raise VaultPathError(f"Vault {self.vault.root} does not exist; run `spellbook init {self.vault.root}`.")
+        settings.index_path.mkdir(parents=True, exist_ok=True)
+        self._owns_embedder = embedder is None
+        self.embedder = embedder or load_embedder(settings)
+        self.vectors = vectors if vectors is not None else _open_vectors(settings, self.vault.root)
+        self.catalog = Catalog(settings.index_path / "catalog.sqlite3")
+        self.access = Access(settings, self.catalog)  # privacy settings are checked here
+        self.indexer = Indexer(self.vault, self.catalog, self.vectors, self.embedder, settings.max_chunk_chars)
+        self.git = Committer(self.vault.root, settings.git_commit)
+        self.readiness = Readiness()
+        self.progress = self.readiness.progress
+
+        base = (self.vault, self.catalog, self.indexer)
+        recorder = Recorder(self.git)
+        self.structure = Structure(*base, self.access, self.readiness, recorder)
+        self.lifecycle = Lifecycle(settings, *base, self.git, recorder, self.structure)
+        self.maintenance = Maintenance(settings, self.vault, self.catalog, self.vectors, self.embedder, self.indexer,
+                                       self.git, self.readiness, self.lifecycle)
+        self.search = Search(settings, self.vault, self.catalog, self.vectors, self.embedder, self.indexer,
+                             self.access, self.readiness, self.maintenance)
+        self.memories = Memories(settings, *base, self.access, self.readiness, recorder, self.search, self.structure)
+        self.links = Links(*base, self.access, self.readiness, recorder, self.search)
+        self.health = Health(settings, self.catalog, self.vectors, self.access, self.readiness)
+        self.history_service = History(*base, self.git, self.access, recorder)
+        self.exchange = Exchange(settings, *base, self.git, self.access, self.readiness)
+
+        # What the tools, the CLI and the hub call (server/hub.py METHODS), by service.
+        memories = self.memories
+        self.scribe, self.revise, self.erase = memories.scribe, memories.revise, memories.erase
+        self.get_memories, self.list_memories = memories.get_memories, memories.list_memories
+        self.get_topic, self.timeline = memories.get_topic, memories.timeline
+        self.memorize, self.related = self.search.memorize, self.search.related
+        self.get_index, self.describe = self.structure.get_index, self.structure.describe
+        self.write_overviews = self.structure.write_overviews
+        self.sweep_expired, self.erase_topic = self.lifecycle.sweep_expired, self.lifecycle.erase_topic
+        self.maintain = self.lifecycle.maintain
+        self.link, self.unlink, self.get_links = self.links.link, self.links.unlink, self.links.get_links
+        self.explore_related = self.links.explore_related
+        self.analyze_knowledge = self.health.analyze_knowledge
+        self.history, self.restore = self.history_service.history, self.history_service.restore
+        self.export, self.import_memories = self.exchange.export, self.exchange.import_memories
+        upkeep = self.maintenance
+        self.prepare, self.start, self.reconcile = upkeep.prepare, upkeep.start, upkeep.reconcile
+        self.check, self.repair, self.rebuild_index = upkeep.check, upkeep.repair, upkeep.rebuild_index
+        self.fill_missing_vectors, self.probe_embedder = upkeep.fill_missing_vectors, upkeep.probe_embedder
+        self.stats = upkeep.stats
+
+    def close(self) -> None:
+        self.git.close()  # pending commits first
+        self.catalog.close()
+        self.vectors.close()
+        if self._owns_embedder:
+            self.embedder.close()  # a network embedder's connections
+
+
+def _open_vectors(settings: Settings, vault_root: Path) -> Any:
+    from spellbook.index.chroma import VectorIndex
+
+    if not settings.chroma_url:
+        return VectorIndex.embedded(settings.index_path / "chroma")
+    # One collection per vault on a shared server, named from the vault's absolute path.
+    name = "spellbook-" + hashlib.sha1(str(vault_root).encode("utf-8")).hexdigest()[:16]
+    try:
+        return VectorIndex.server(settings.chroma_url, name)
+    except Exception as exc:  # connection refused, bad URL, incompatible server
+        raise IndexUnavailableError(
+            f"Cannot reach the Chroma server at {settings.chroma_url} ({exc}). Start it with "
+            "`chroma run --path DIR --host 127.0.0.1 --port PORT`, or unset SPELLBOOK_CHROMA_URL to use the "
+            "embedded index."
+        ) from exc
+
+
+def wipe_index(settings: Settings) -> None:
+    """Delete the derived index folder's data (never the vault). Used by `index --rebuild`."""
+    for name in ("chroma", "catalog.sqlite3", "catalog.sqlite3-wal", "catalog.sqlite3-shm"):
+        target = settings.index_path / name
+        if target.is_dir():
+            shutil.rmtree(target)
+        elif target.exists():
+            target.unlink()

@@ -1,0 +1,203 @@
+"""Maintenance: keeping the derived index equal to the vault, and saying how it is.
+
+``start``/``reconcile`` bring the index up to date (then the lifecycle sweep and overview notes
+run), ``check`` compares index and vault without changing anything, ``repair`` and
+``rebuild_index`` fix them, ``fill_missing_vectors`` embeds what was indexed while the embedder
+was failing, ``probe_embedder`` and ``stats`` report (for ``doctor`` and the ``stats`` tool).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from dataclasses import asdict
+from typing import Any
+
+from spellbook import __version__
+from spellbook.config import Settings
+from spellbook.embedders.base import Embedder
+from spellbook.engine.access import Readiness
+from spellbook.engine.lifecycle import Lifecycle
+from spellbook.engine.search import mostly_latin
+from spellbook.errors import EmbedderError, SpellbookError
+from spellbook.gitlayer import Committer
+from spellbook.index.catalog import Catalog
+from spellbook.indexing.indexer import Indexer, Progress, SyncReport
+from spellbook.vault.store import Vault
+
+log = logging.getLogger(__name__)
+
+
+class Maintenance:
+    """Index upkeep and status."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        vault: Vault,
+        catalog: Catalog,
+        vectors: Any,
+        embedder: Embedder,
+        indexer: Indexer,
+        git: Committer,
+        readiness: Readiness,
+        lifecycle: Lifecycle,
+    ) -> None:
+        self.settings = settings
+        self.vault = vault
+        self.catalog = catalog
+        self.vectors = vectors
+        self.embedder = embedder
+        self.indexer = indexer
+        self.git = git
+        self.readiness = readiness
+        self.lifecycle = lifecycle
+
+    def prepare(self) -> None:
+        """Check the index identity; wipe it if it is from another model, chunker or format.
+        Remove temp files a killed writer left behind (only the index owner writes)."""
+        self.vault.remove_stale_temp_files()
+        reason = self.indexer.needs_rebuild()
+        if reason:
+            log.info("building the index from the vault: %s", reason)
+            self.indexer.reset()
+
+    def start(self, progress: Progress | None = None) -> SyncReport:
+        """prepare(), then reconcile the index with the vault."""
+        self.prepare()
+        return self.reconcile(progress)
+
+    def reconcile(self, progress: Progress | None = None) -> SyncReport:
+        def track(done: int, total: int) -> None:
+            self.readiness.indexing(done, total)
+            if progress:
+                progress(done, total)
+
+        self.readiness.indexing(0, 0)
+        report = self.indexer.reconcile(track)
+        self.lifecycle.maintain(force=True)  # archive what expired, refresh overview notes
+        self.readiness.ready(report)
+        return report
+
+    def check(self) -> dict[str, Any]:
+        """Does the index equal the vault? Compares the ledger with every file (size and mtime,
+        then content hash when they differ) and the catalog with the vector index. Changes nothing."""
+        known = self.catalog.files()
+        on_disk = set(self.vault.iter_paths())
+        new = sorted(on_disk - set(known))
+        gone = sorted(set(known) - on_disk)
+        changed: list[str] = []
+        for path in sorted(on_disk & set(known)):
+            row = known[path]
+            try:
+                st = self.vault.scan_stat(path)
+            except OSError:
+                changed.append(path)
+                continue
+            if (row.mtime_ns, row.size) != (st.st_mtime_ns, st.st_size):
+                try:
+                    if self.vault.read(path).version != row.version:
+                        changed.append(path)
+                except (OSError, SpellbookError):
+                    if row.problem is None:
+                        changed.append(path)
+        catalog_ids = self.catalog.all_chunk_ids()
+        vector_ids = self.vectors.ids()
+        missing = len(catalog_ids - vector_ids)
+        orphans = len(vector_ids - catalog_ids)
+        identity = self.indexer.needs_rebuild()
+        return {
+            "consistent": not (new or gone or changed or missing or orphans or identity),
+            "files_in_vault": len(on_disk), "files_indexed": len(known),
+            "not_indexed": new[:50], "deleted_but_indexed": gone[:50], "changed_since_indexed": changed[:50],
+            "counts": {"not_indexed": len(new), "deleted_but_indexed": len(gone), "changed": len(changed),
+                       "vectors_missing": missing, "orphan_vectors": orphans},
+            "identity_problem": identity,
+            "problems": self.catalog.problems()[:50],
+        }
+
+    def repair(self, progress: Progress | None = None) -> dict[str, Any]:
+        """Make the index equal to the vault again (a reconcile, plus re-embedding lost vectors)."""
+        if self.indexer.needs_rebuild():
+            return self.rebuild_index(progress)
+        missing = sorted(self.catalog.all_chunk_ids() - self.vectors.ids())
+        if missing:  # vectors lost under a catalog that thinks they exist: re-index those files
+            paths = sorted({c.path for c in self.catalog.chunks(missing).values()})
+            self.catalog.remove(paths)
+        self.reconcile(progress)
+        return self.check()
+
+    def fill_missing_vectors(self, wait: bool = True) -> dict[str, Any]:
+        """Embed the sections indexed while the embedder was failing; ``wait=False`` starts it in
+        the background (only one runs at a time)."""
+        if not wait:
+            if self.indexer.missing:
+                threading.Thread(target=self.indexer.fill_missing, name="spellbook-fill", daemon=True).start()
+            return {"vectors_missing": len(self.indexer.missing)}
+        report = self.indexer.fill_missing()
+        return {"embedded": report.embedded_chunks, "vectors_missing": report.vectors_missing,
+                "embedder_error": report.embedder_error}
+
+    def probe_embedder(self) -> dict[str, Any]:
+        """Embed a short text for real and time it (for ``doctor``)."""
+        embedder = self.embedder
+        started = time.perf_counter()
+        try:
+            vector = embedder.probe("Spellbook doctor: is the embedder answering?")
+        except EmbedderError as exc:
+            return {"ok": False, "embedder": embedder.model_id, "error": str(exc),
+                    "seconds": round(time.perf_counter() - started, 3), "vectors_missing": len(self.indexer.missing)}
+        return {"ok": True, "embedder": embedder.model_id, "dimensions": len(vector),
+                "seconds": round(time.perf_counter() - started, 3), "vectors_missing": len(self.indexer.missing)}
+
+    def rebuild_index(self, progress: Progress | None = None) -> dict[str, Any]:
+        started = time.perf_counter()
+        self.indexer.reset()
+        report = self.reconcile(progress)
+        return {**_report(report), "seconds": round(time.perf_counter() - started, 2)}
+
+    def stats(self) -> dict[str, Any]:
+        counts = self.catalog.counts()
+        problems = self.catalog.problems()
+        return {
+            "version": __version__,
+            "owner_pid": os.getpid(),
+            "vault": str(self.vault.root),
+            "index": str(self.settings.index_path),
+            "embedder": self.embedder.model_id,
+            "embedder_status": self.embedder.health(),
+            "state": self.readiness.progress["state"],
+            "progress": {"done": self.readiness.progress["done"], "total": self.readiness.progress["total"]},
+            **counts,
+            "vectors": self.vectors.count(),
+            "vectors_missing": len(self.indexer.missing),
+            "problems": problems[:50],
+            "problems_total": len(problems),
+            "last_sync": _report(self.readiness.last_report) if self.readiness.last_report else None,
+            "setup_warnings": self._setup_warnings(),
+            "git": self.git.stats(),
+        }
+
+    def _setup_warnings(self) -> list[str]:
+        """Setup problems worth a person's attention (not errors: everything still works)."""
+        out: list[str] = []
+        if self.embedder.english_only:
+            sample = self.catalog.sample_texts(400)
+            other = sum(1 for text in sample if not mostly_latin(text))
+            if sample and other * 10 >= len(sample):
+                out.append(
+                    f"About {other * 100 // len(sample)}% of the vault is not in a Latin script, but the embedder "
+                    f"({self.embedder.model_id}) only understands English: Korean and Japanese queries are ranked by "
+                    "keywords alone. Set SPELLBOOK_EMBEDDER=use-m3 (multilingual) and restart."
+                )
+        return out
+
+
+def _report(report: SyncReport) -> dict[str, Any]:
+    data = asdict(report)
+    data["problems"] = data["problems"][:20]
+    return data
+
+
