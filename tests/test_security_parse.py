@@ -1,0 +1,146 @@
+"""Hostile notes and imports (docs/security.md): parsing budgets, never a crash, never slow.
+
+Every attack runs in a child process with a time limit, so a hang fails the test instead of
+hanging the suite.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from spellbook.vault.note import MAX_ALIASES, MAX_DEPTH, MAX_FRONTMATTER_BYTES, parse_note
+
+from .conftest import ROOT, child_env
+
+
+def laughs(levels: int = 7) -> str:
+    """The "billion laughs" alias bomb: 9 ** levels strings from a few hundred bytes."""
+    lines = ['a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    for i in range(1, levels):
+        name, prev = chr(ord("a") + i), chr(ord("a") + i - 1)
+        lines.append(f"{name}: &{name} [" + ",".join([f"*{prev}"] * 9) + "]")
+    return "---\n" + "\n".join(lines) + "\n---\nthe laughs body\n"
+
+
+ATTACKS = {
+    "nested-600": ("---\ntitle: x\nx: " + "[" * 600 + "]" * 600 + "\n---\nthe deep body\n", "nested deeper"),
+    "nested-mapping": ("---\n" + "".join(" " * i + f"k{i}:\n" for i in range(200)) + "---\nbody\n", "nested deeper"),
+    "laughs": (laughs(7), "once aliases are expanded"),
+    "merge-laughs": (
+        laughs(5).replace("\n---\n", "\nz:\n  <<: [*a, *b, *c, *d, *e]\n---\n", 1),
+        "aliases are expanded",
+    ),
+    "cycle": ("---\nx: &a [1, *a]\n---\nbody\n", "refers to the value that contains it"),
+    "many-aliases": ("---\na: &a 1\nb: [" + ", ".join(["*a"] * (MAX_ALIASES + 1)) + "]\n---\nbody\n", "aliases"),
+    "huge-3.8MB": (
+        "---\n" + "".join(f"k{i}: [" + ",".join(["v"] * 20) + "]\n" for i in range(90_000)) + "---\nbody\n",
+        "over 64 KB",
+    ),
+}
+
+
+def _parse_in_child(text: str, tmp_path: Path, timeout: float = 20) -> dict:
+    note = tmp_path / "hostile.md"
+    note.write_text(text, encoding="utf-8")
+    code = textwrap.dedent(
+        """
+        import json, sys, time
+        from spellbook.vault.note import parse_note
+        text = open(sys.argv[1], encoding="utf-8").read()
+        started = time.monotonic()
+        p = parse_note(text)
+        print(json.dumps({"seconds": time.monotonic() - started, "problem": p.problem,
+                          "meta": p.meta, "body_is_text": p.body == text}))
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(note)],
+        capture_output=True, text=True, timeout=timeout, cwd=ROOT, env=child_env(PYTHONPATH=str(ROOT)),
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout)
+
+
+@pytest.mark.parametrize("name", sorted(ATTACKS))
+def test_a_hostile_note_is_plain_text_with_a_problem_and_fast(name: str, tmp_path: Path) -> None:
+    text, reason = ATTACKS[name]
+    out = _parse_in_child(text, tmp_path)
+    assert out["problem"] is not None and reason in out["problem"], out["problem"]
+    assert "parsing budget" in out["problem"]
+    assert out["meta"] == {} and out["body_is_text"]
+    assert out["seconds"] < 2, out
+
+
+def test_frontmatter_within_the_budgets_still_parses() -> None:
+    deep = "x: " + "[" * (MAX_DEPTH - 1) + "1" + "]" * (MAX_DEPTH - 1) + "\n"
+    aliases = "a: &a [1, 2]\nb: [" + ", ".join(["*a"] * MAX_ALIASES) + "]\n"
+    big = "title: big\nnotes: " + "w" * (MAX_FRONTMATTER_BYTES - 100) + "\n"
+    for raw in (deep, aliases, big):
+        parsed = parse_note(f"---\n{raw}---\nbody\n")
+        assert parsed.problem is None and parsed.meta and parsed.body == "body\n"
+    assert parse_note(f"---\n{aliases}---\n").meta["b"][MAX_ALIASES - 1] == [1, 2]
+
+
+def test_odd_yaml_types_become_plain_values() -> None:
+    parsed = parse_note("---\nb: !!binary aGVsbG8=\ns: !!set {x, y}\np: !!omap [{a: 1}]\n---\n")
+    assert parsed.meta == {"b": "hello", "s": ["x", "y"], "p": [["a", 1]]}
+    json.dumps(parsed.meta)  # what the catalog and the tools do with it
+
+
+ENGINE_SCRIPT = """
+import json, sys, time
+from pathlib import Path
+from spellbook.config import Settings
+from spellbook.embedders.hashing import HashingEmbedder
+from spellbook.engine import Engine
+
+vault = Path(sys.argv[1])
+times, out = {}, {}
+def timed(name, call):
+    started = time.monotonic()
+    result = call()
+    times[name] = round(time.monotonic() - started, 3)
+    return result
+
+engine = Engine(Settings(vault=vault, embedder="hashing", watch=False), embedder=HashingEmbedder())
+timed("start", engine.start)
+try:
+    timed("rebuild_index", engine.rebuild_index)
+    stats = timed("stats", engine.stats)
+    out["problems"] = {p["path"]: p["problem"] for p in stats["problems"]}
+    hits = timed("search", lambda: engine.memorize("laughs body", mode="keyword", limit=10))
+    out["hit_paths"] = sorted(h["path"] for h in hits["results"])
+    ids = [h["id"] for h in hits["results"] if h["path"] in ("good.md", "laughs.md", "nested-600.md")]
+    got = timed("get_memories", lambda: engine.get_memories(ids))
+    out["got"] = len(got["memories"])
+    timed("scribe", lambda: engine.scribe("a new note written next to hostile ones", title="Fresh"))
+finally:
+    engine.close()
+print(json.dumps({"times": times, **out}))
+"""
+
+
+def test_hostile_notes_never_stop_the_index(tmp_path: Path) -> None:
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    for name in ("nested-600", "laughs", "cycle", "huge-3.8MB"):
+        (vault / f"{name}.md").write_text(ATTACKS[name][0], encoding="utf-8")
+    (vault / "good.md").write_text("---\ntitle: Good\ntags: [ok]\n---\nthe laughs body of a good note\n")
+    done = subprocess.run(
+        [sys.executable, "-c", ENGINE_SCRIPT, str(vault)],
+        capture_output=True, text=True, timeout=120, cwd=ROOT, env=child_env(PYTHONPATH=str(ROOT)),
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert set(out["problems"]) == {"nested-600.md", "laughs.md", "cycle.md", "huge-3.8MB.md"}
+    assert all("parsing budget" in p for p in out["problems"].values())
+    assert {"good.md", "laughs.md"} <= set(out["hit_paths"])  # the hostile note is indexed as plain text
+    assert out["got"] == len(set(out["hit_paths"]) - {"huge-3.8MB.md", "cycle.md"})
+    slow = {k: v for k, v in out["times"].items() if k not in ("start", "rebuild_index") and v > 5}
+    assert not slow, out["times"]
