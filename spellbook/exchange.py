@@ -24,6 +24,7 @@ from spellbook.exchange_formats import (
     own_id,
     parse_export,
     refuse_if,
+    scrub_entries,
 )
 from spellbook.gitlayer import Change
 from spellbook.privacy import describe
@@ -126,6 +127,7 @@ class Exchange:
                     "server memory.jsonl."
                 ) from None
             entries = parse_export(data)
+        entries, named_kinds = scrub_entries(entries, self._scrub)  # no secret in a file name or an id
         problems = []
         for entry in entries:
             try:
@@ -136,6 +138,7 @@ class Exchange:
 
         self._await_first_index()
         run = _ImportRun(on_conflict, dry_run)
+        run.kinds += named_kinds
         for entry in entries:
             try:
                 self._import_entry(entry, run)

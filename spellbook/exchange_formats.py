@@ -26,7 +26,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -188,6 +190,25 @@ def refuse_if(problems: list[str], total: int) -> None:
         f"The import file has {len(problems)} invalid entr{'y' if len(problems) == 1 else 'ies'} of {total}; "
         "nothing was imported. Fix them and import again:\n- " + "\n- ".join(shown) + more
     )
+
+
+_MARKER = re.compile(r"\[REDACTED:([a-z0-9-]+)\]")
+
+
+def scrub_entries(entries: list[Entry], scrub: Callable[[str], tuple[str, list]]) -> tuple[list[Entry], list[str]]:
+    """Secrets out of each entry's id, path and title (its metadata and body are scrubbed when
+    written). In a path the marker becomes ``REDACTED-<kind>``: a file name with no brackets or colon."""
+    out: list[Entry] = []
+    kinds: list[str] = []
+    for entry in entries:
+        changes: dict[str, str] = {}
+        for name in ("id", "path", "title"):
+            value, found = scrub(getattr(entry, name))
+            if found:
+                kinds += [r.kind for r in found]
+                changes[name] = _MARKER.sub(r"REDACTED-\1", value) if name == "path" else value
+        out.append(replace(entry, **changes) if changes else entry)
+    return out, kinds
 
 
 # --- import: the MCP memory server's knowledge graph --------------------------------------------
