@@ -144,3 +144,84 @@ def test_hostile_notes_never_stop_the_index(tmp_path: Path) -> None:
     assert out["got"] == len(set(out["hit_paths"]) - {"huge-3.8MB.md", "cycle.md"})
     slow = {k: v for k, v in out["times"].items() if k not in ("start", "rebuild_index") and v > 5}
     assert not slow, out["times"]
+
+
+# --- imports -------------------------------------------------------------------------------------
+
+IMPORT_SCRIPT = """
+import json, resource, sys, tempfile
+from pathlib import Path
+from spellbook.config import Settings
+from spellbook.embedders.hashing import HashingEmbedder
+from spellbook.engine import Engine
+from spellbook.errors import InvalidInputError
+
+vault = Path(tempfile.mkdtemp()) / "vault"
+vault.mkdir()
+engine = Engine(Settings(vault=vault, embedder="hashing", watch=False), embedder=HashingEmbedder())
+engine.start()
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+try:
+    engine.import_memories(sys.argv[1])
+    error = None
+except InvalidInputError as exc:
+    error = str(exc)
+finally:
+    engine.close()
+grown = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) // 1024
+print(json.dumps({"error": error, "grown_mb": grown}))
+"""
+
+
+def _import_in_child(file: Path) -> dict:
+    done = subprocess.run(
+        [sys.executable, "-c", IMPORT_SCRIPT, str(file)],
+        capture_output=True, text=True, timeout=120, cwd=ROOT, env=child_env(PYTHONPATH=str(ROOT)),
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_an_import_of_millions_of_empty_entries_is_refused_in_bounded_memory(tmp_path: Path) -> None:
+    """7.5 MB of 2.5 M ``{}`` entries: the old reader built them all (peak +470 MB, 19 s)."""
+    from spellbook.exchange_formats import MAX_IMPORT_ENTRIES
+
+    file = tmp_path / "empty.json"
+    file.write_text('{"spellbook_export": 1, "memories": [' + ",".join(["{}"] * 2_500_000) + "]}")
+    out = _import_in_child(file)
+    assert f"more than {MAX_IMPORT_ENTRIES:,} memories" in out["error"]
+    assert out["grown_mb"] < 120, out
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ('{"spellbook_export": 1, "memories": [' + "[" * 200_000 + "]" * 200_000 + "]}", "nested deeper than 32"),
+        ("[" * 200_000 + "]" * 200_000, "nested deeper than 32"),
+        ('{"type": "entity", "name": "a", "entityType": "x", "observations": ' + "[" * 100_000 + "]" * 100_000 + "}",
+         "line 1: nested deeper"),
+        ('{"spellbook_export": 1, "memories": [{"id": "a", "path": "a.md", "body": "", "metadata": {"x": '
+         + "[" * 40 + "]" * 40 + "}}]}", "metadata is nested deeper than 32"),
+        ('{"type": "relation", "from": "a", "to": "b", "relationType": "r"}\n' * 100_001, "more than 100,000 lines"),
+    ],
+    ids=["deep-export", "deep-top", "deep-jsonl", "deep-metadata", "many-lines"],
+)
+def test_hostile_imports_are_refused_with_a_clear_error(tmp_path: Path, content: str, message: str) -> None:
+    file = tmp_path / "hostile.json"
+    file.write_text(content)
+    out = _import_in_child(file)
+    assert out["error"] and message in out["error"], out
+
+
+def test_an_import_keeps_secrets_out_of_ids_paths_and_titles(engine, vault: Path, tmp_path: Path) -> None:
+    ghp = "ghp_" + "Ab1Cd2" * 6
+    entry = {"id": f"id-{ghp}", "path": f"ops/token {ghp}.md", "title": f"token {ghp}", "metadata": {}, "body": "b\n"}
+    file = tmp_path / "secret.json"
+    file.write_text(json.dumps({"spellbook_export": 1, "memories": [entry]}))
+    out = engine.import_memories(str(file))
+    assert ghp not in json.dumps(out)
+    files = [p.relative_to(vault).as_posix() for p in vault.rglob("*.md")]
+    assert files == ["ops/token REDACTED-github-token.md"]
+    text = (vault / files[0]).read_text()
+    assert ghp not in text and "id: id-[REDACTED:github-token]" in text
+    assert "github-token" in out["redacted"]
