@@ -40,7 +40,7 @@ ATTACKS = {
     "many-aliases": ("---\na: &a 1\nb: [" + ", ".join(["*a"] * (MAX_ALIASES + 1)) + "]\n---\nbody\n", "aliases"),
     "huge-3.8MB": (
         "---\n" + "".join(f"k{i}: [" + ",".join(["v"] * 20) + "]\n" for i in range(90_000)) + "---\nbody\n",
-        "over 64 KB",
+        "over 32 KB",
     ),
 }
 
@@ -85,6 +85,12 @@ def test_frontmatter_within_the_budgets_still_parses() -> None:
         parsed = parse_note(f"---\n{raw}---\nbody\n")
         assert parsed.problem is None and parsed.meta and parsed.body == "body\n"
     assert parse_note(f"---\n{aliases}---\n").meta["b"][MAX_ALIASES - 1] == [1, 2]
+
+
+def test_yaml_that_trips_pyyaml_itself_is_a_problem_not_a_crash() -> None:
+    """``!!timestamp x`` raised AttributeError inside PyYAML (found by the fuzz test below)."""
+    parsed = parse_note("---\nwhen: !!timestamp not-a-date\n---\nbody\n")
+    assert parsed.meta == {} and parsed.problem.startswith("malformed YAML frontmatter")
 
 
 def test_odd_yaml_types_become_plain_values() -> None:
@@ -225,3 +231,96 @@ def test_an_import_keeps_secrets_out_of_ids_paths_and_titles(engine, vault: Path
     text = (vault / files[0]).read_text()
     assert ghp not in text and "id: id-[REDACTED:github-token]" in text
     assert "github-token" in out["redacted"]
+
+
+# --- fuzzing: arbitrary input never raises and never takes long ----------------------------------
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from spellbook.privacy import redact, redact_data  # noqa: E402
+
+# Inputs reach about 200 KB (a huge scalar) and 60 KB (YAML). Each call is timed by the test itself (generously, for a shared 2-core machine); Hypothesis'
+# own deadline is off because its first-call timing includes imports and warm-up.
+FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+CALL_SECONDS = 1.0
+
+YAML_BITS = [
+    "[", "]", "{", "}", ", ", ": ", "- ", "\n", "  ", "\t", "&a ", "&b ", "*a", "*b", "<<: ", "? ", "|\n", ">-\n",
+    "'", '"', "#", "!!binary ", "!!set ", "!!omap ", "!!python/object ", "!!timestamp ", "!!int ", "!!float ",
+    "2026-02-30", "2026-01-02T03:04:05+09:00", "1e999", "0x1F", "0o17", "~", "null", "yes", "1_000", ".inf", ".nan",
+    "9" * 5000, "key", "title", "tags", "id", "한국어", "日本語", "\\u0000", "\r\n", "---", "...", "%YAML 1.1\n",
+]
+yamlish = st.lists(st.sampled_from(YAML_BITS) | st.text(max_size=20), max_size=300).map("".join)
+
+
+def _bomb(levels: int, width: int) -> str:
+    lines = ["a0: &a0 [" + ", ".join(["x"] * width) + "]"]
+    for i in range(1, levels):
+        lines.append(f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * width) + "]")
+    return "\n".join(lines) + "\n"
+
+
+frontmatters = st.one_of(
+    yamlish,
+    st.integers(0, 3000).map(lambda n: "x: " + "[" * n + "]" * n + "\n"),
+    st.integers(0, 3000).map(lambda n: "x: " + "{a: " * n + "1" + "}" * n + "\n"),
+    st.integers(0, 300).map(lambda n: "".join(" " * i + f"k{i}:\n" for i in range(n)) + " " * n + "v\n"),
+    st.tuples(st.integers(1, 12), st.integers(1, 12)).map(lambda lw: _bomb(*lw)),
+    st.integers(0, 200_000).map(lambda n: "x: " + "a" * n + "\n"),
+    st.integers(0, 20_000).map(lambda n: "x: [" + ", ".join(["v"] * n) + "]\n"),
+)
+
+
+def _timed(call, *args):
+    import time
+
+    for attempt in range(2):  # once more if over: a busy machine can stall one call, a slow input stalls both
+        started = time.perf_counter()
+        result = call(*args)
+        elapsed = time.perf_counter() - started
+        if elapsed < CALL_SECONDS:
+            return result
+    raise AssertionError(f"{elapsed:.2f} s, twice over {CALL_SECONDS} s")
+
+
+def _check_parsed(text: str) -> None:
+    parsed = _timed(parse_note, text)
+    json.dumps(parsed.meta)  # plain values only: what the catalog stores and the tools return
+    redact_data(parsed.meta)  # never deeper than the privacy filter walks
+    if parsed.problem is not None:
+        assert parsed.meta == {} and parsed.body == text.removeprefix("\ufeff")
+
+
+@FUZZ
+@given(text=st.text(max_size=4000))
+def test_fuzz_parse_note_on_arbitrary_text(text: str) -> None:
+    _check_parsed(text)
+    _check_parsed("---\n" + text + "\n---\nbody")
+
+
+@FUZZ
+@given(front=frontmatters, newline=st.sampled_from(["\n", "\r\n"]))
+def test_fuzz_parse_note_on_yamlish_frontmatter(front: str, newline: str) -> None:
+    _check_parsed(f"---{newline}{front}{newline}---{newline}the body{newline}")
+
+
+PRIVACY_BITS = [
+    "<private>", "</private>", "< private >", "</ private>", "<PRIVATE", "<private a='1'>", "<", ">", "/", "private",
+    "\n\n", "\n", " ", "password=", "password: ", "--token ", "<password>", "</password>", "비밀번호: ", "비밀번호는 ",
+    "パスワードは「", "」", "暗証番号: ", "API 키: ", "ghp_", "sk-", "AKIA", "eyJ", "-----BEGIN RSA PRIVATE KEY-----",
+    "-----END RSA PRIVATE KEY-----", "Bearer ", "Authorization: ", "://", "a:b@", "[REDACTED:jwt]", "${", "}", "'", '"',
+    "Xk9mPq2wZ7", "a" * 300, "1" * 300, "-" * 300, "\\n",
+]
+
+
+@FUZZ
+@given(
+    parts=st.lists(st.sampled_from(PRIVACY_BITS) | st.text(max_size=30), max_size=200),
+    repeat=st.integers(1, 200),
+)
+def test_fuzz_redact_on_arbitrary_text_with_partial_tags(parts: list[str], repeat: int) -> None:
+    text = ("".join(parts) * repeat)[:50_000]
+    out, found = _timed(redact, text)
+    assert all(a.end <= b.start for a, b in zip(found, found[1:]))
+    assert redact(out)[0] == out  # idempotent: nothing left to find, markers are never matched again
