@@ -324,3 +324,26 @@ def test_fuzz_redact_on_arbitrary_text_with_partial_tags(parts: list[str], repea
     out, found = _timed(redact, text)
     assert all(a.end <= b.start for a, b in zip(found, found[1:]))
     assert redact(out)[0] == out  # idempotent: nothing left to find, markers are never matched again
+
+
+def test_budgets_hold_without_libyaml(tmp_path: Path) -> None:
+    """PyYAML built without libyaml: the pure-Python parser under the same counting composer."""
+    code = textwrap.dedent(
+        """
+        import json, sys
+        sys.modules["yaml._yaml"] = None  # as if PyYAML had no C extension
+        import yaml
+        assert not yaml.__with_libyaml__
+        from spellbook.vault.note import parse_note
+        cases = json.loads(sys.stdin.read())
+        print(json.dumps([parse_note(text).problem for text in cases]))
+        """
+    )
+    cases = [ATTACKS[name][0] for name in ("nested-600", "laughs", "cycle")] + ["---\ntitle: ok\ntags: [a]\n---\nbody\n"]
+    done = subprocess.run(
+        [sys.executable, "-c", code], input=json.dumps(cases), capture_output=True, text=True, timeout=60,
+        cwd=ROOT, env=child_env(PYTHONPATH=str(ROOT)),
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    problems = json.loads(done.stdout)
+    assert all("parsing budget" in p for p in problems[:3]) and problems[3] is None

@@ -234,8 +234,12 @@ class _BudgetLoader(yaml.composer.Composer, yaml.constructor.SafeConstructor, ya
     """``yaml.SafeLoader`` that counts depth, aliases and nodes while it composes the document."""
 
     def __init__(self, stream: str) -> None:
-        for base in (*_READER, _Parser):
-            base.__init__(self, stream)
+        if _READER:  # pure Python: Reader takes the stream, Scanner and Parser read from it
+            _READER[0].__init__(self, stream)
+            _READER[1].__init__(self)
+            _Parser.__init__(self)
+        else:
+            _Parser.__init__(self, stream)
         yaml.constructor.SafeConstructor.__init__(self)
         yaml.resolver.Resolver.__init__(self)
         yaml.composer.Composer.__init__(self)
