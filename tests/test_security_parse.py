@@ -347,3 +347,17 @@ def test_budgets_hold_without_libyaml(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr[-2000:]
     problems = json.loads(done.stdout)
     assert all("parsing budget" in p for p in problems[:3]) and problems[3] is None
+
+
+def test_frontmatter_that_could_not_be_read_back_is_never_written() -> None:
+    """Imported metadata (32 levels, the metadata object being 1) and every other write go through here."""
+    from spellbook.errors import InvalidInputError
+    from spellbook.vault.note import render_note
+
+    deep: list = ["x"]
+    for _ in range(MAX_DEPTH - 2):
+        deep = [deep]
+    text = render_note({"title": "ok", "extra": deep}, "body\n")
+    assert parse_note(text).meta["extra"] == deep  # the deepest a note can hold, read back
+    with pytest.raises(InvalidInputError, match="nested deeper than 31 levels"):
+        render_note({"title": "too deep", "extra": [deep]}, "body\n")

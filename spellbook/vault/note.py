@@ -27,6 +27,7 @@ import yaml.composer
 import yaml.constructor
 import yaml.resolver
 
+from spellbook.errors import InvalidInputError
 from spellbook.vault.fields import LINK_REASONS, RELATIONS
 
 # Field order for new notes; also the set of keys Spellbook may rewrite.
@@ -161,10 +162,22 @@ def render_note(
 
 
 def dump_field(key: str, value: Any, newline: str = "\n") -> str:
+    if _nesting(value, MAX_DEPTH) >= MAX_DEPTH:  # the note could not be read back within its budget
+        raise InvalidInputError(
+            f"Field {key!r} is nested deeper than {MAX_DEPTH - 1} levels of lists/objects; flatten it."
+        )
     text = yaml.dump(
         {key: value}, Dumper=_Dumper, allow_unicode=True, sort_keys=False, default_flow_style=False, width=10_000
     )
     return text.replace("\n", newline) if newline != "\n" else text
+
+
+def _nesting(value: Any, limit: int) -> int:
+    """Levels of lists/mappings in ``value``, counted up to ``limit + 1``."""
+    if not isinstance(value, dict | list | tuple | set) or limit < 0:
+        return 0
+    items = value.values() if isinstance(value, dict) else value
+    return 1 + max((_nesting(v, limit - 1) for v in items), default=0)
 
 
 def now_iso() -> str:
