@@ -26,7 +26,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -43,6 +45,8 @@ REQUIRED_ENTRY_KEYS = ("id", "path", "metadata", "body")
 GRAPH_CATEGORY = "knowledge-graph"
 MAX_PROBLEMS_SHOWN = 20
 MAX_ID_CHARS = 200
+MAX_IMPORT_ENTRIES = 100_000  # memories (or JSONL lines) in one import file; split bigger ones
+MAX_IMPORT_DEPTH = 32  # lists/objects inside an entry's metadata (frontmatter is held to 32 too)
 
 
 @dataclass(frozen=True)
@@ -128,6 +132,89 @@ def parse_export(data: Any) -> list[Entry]:
     return entries
 
 
+_WS = re.compile(r"[ \t\n\r]*")
+_DECODER = json.JSONDecoder()
+
+
+def read_export(text: str, name: str) -> list[Entry]:
+    """Read a Spellbook export one memory at a time (validating each as it comes), so that memory
+    stays bounded by the entries kept, not by the objects a huge file would build; refuse more
+    than ``MAX_IMPORT_ENTRIES`` memories and nesting deeper than ``MAX_IMPORT_DEPTH``."""
+    not_json = f"{name} is not JSON ({{}}). Import a Spellbook export (export format json) or an MCP memory server memory.jsonl."
+    top: dict[str, Any] = {}
+    entries: list[Entry] = []
+    problems: list[str] = []
+    count = 0
+
+    def value(pos: int) -> tuple[Any, int]:
+        try:
+            return _DECODER.raw_decode(text, pos)
+        except RecursionError:
+            raise InvalidInputError(f"{name} is nested deeper than {MAX_IMPORT_DEPTH} levels; nothing was imported.") from None
+        except ValueError as exc:
+            raise InvalidInputError(not_json.format(exc)) from None
+
+    def expect(pos: int, char: str) -> int:
+        pos = _WS.match(text, pos).end()
+        if not text.startswith(char, pos):
+            raise InvalidInputError(not_json.format(f"expected {char!r} at character {pos}"))
+        return _WS.match(text, pos + 1).end()
+
+    pos = _WS.match(text).end()
+    if not text.startswith("{", pos):
+        parse_export(value(pos)[0])  # not an object: parse_export names the problem
+    pos = expect(pos, "{")
+    while not text.startswith("}", pos):
+        key, pos = value(pos)
+        pos = expect(pos, ":")
+        if key == "memories" and text.startswith("[", pos):
+            pos = _WS.match(text, pos + 1).end()
+            while not text.startswith("]", pos):
+                item, pos = value(pos)
+                count += 1
+                if count > MAX_IMPORT_ENTRIES:
+                    raise InvalidInputError(
+                        f"{name} has more than {MAX_IMPORT_ENTRIES:,} memories, the most one import takes; "
+                        "split it (export with a filter) and import the parts."
+                    )
+                try:
+                    entries.append(_entry(f"memories[{count - 1}]", item))
+                except InvalidInputError as exc:
+                    if len(problems) < MAX_PROBLEMS_SHOWN:
+                        problems.append(str(exc))
+                    else:
+                        problems.append("")
+                pos = _WS.match(text, pos).end()
+                if text.startswith(",", pos):
+                    pos = _WS.match(text, pos + 1).end()
+                elif not text.startswith("]", pos):
+                    raise InvalidInputError(not_json.format(f"expected ',' or ']' at character {pos}"))
+            top[key] = []
+            pos += 1
+        else:
+            top[key], pos = value(pos)
+        pos = _WS.match(text, pos).end()
+        if text.startswith(",", pos):
+            pos = _WS.match(text, pos + 1).end()
+        elif not text.startswith("}", pos):
+            raise InvalidInputError(not_json.format(f"expected ',' or '}}' at character {pos}"))
+    if text[pos + 1 :].strip():
+        raise InvalidInputError(not_json.format(f"extra data at character {pos + 1}"))
+    parse_export(top)  # the top level: version, unknown keys, memories a list
+    if problems:
+        shown = [p for p in problems if p]
+        refuse_if(shown + [""] * (len(problems) - len(shown)), count)
+    return entries
+
+
+def _depth(value: Any, limit: int) -> int:
+    """How deeply ``value`` nests lists and objects, counted up to ``limit + 1``."""
+    if not isinstance(value, dict | list) or limit < 0:
+        return 0
+    items = value.values() if isinstance(value, dict) else value
+    return 1 + max((_depth(v, limit - 1) for v in items), default=0)
+
+
 def _entry(where: str, item: Any) -> Entry:
     if not isinstance(item, dict):
         raise InvalidInputError(f"{where}: must be an object, got {type(item).__name__}.")
@@ -144,6 +231,8 @@ def _entry(where: str, item: Any) -> Entry:
         raise InvalidInputError(f"{label}: id must be a non-empty string of printable characters (at most {MAX_ID_CHARS}).")
     if not isinstance(meta, dict):
         raise InvalidInputError(f"{label}: metadata must be an object (the note's frontmatter), got {type(meta).__name__}.")
+    if _depth(meta, MAX_IMPORT_DEPTH) > MAX_IMPORT_DEPTH:
+        raise InvalidInputError(f"{label}: metadata is nested deeper than {MAX_IMPORT_DEPTH} levels.")
     if own_id(meta) not in (None, note_id):
         raise InvalidInputError(f"{label}: metadata.id {meta['id']!r} differs from id {note_id!r}.")
     if any(not key.strip() for key in meta):
@@ -182,7 +271,7 @@ def check_note_path(label: str, path: Any) -> None:
 def refuse_if(problems: list[str], total: int) -> None:
     if not problems:
         return
-    shown = problems[:MAX_PROBLEMS_SHOWN]
+    shown = [p for p in problems[:MAX_PROBLEMS_SHOWN] if p]
     more = f"\n... and {len(problems) - len(shown)} more" if len(problems) > len(shown) else ""
     raise InvalidInputError(
         f"The import file has {len(problems)} invalid entr{'y' if len(problems) == 1 else 'ies'} of {total}; "
@@ -190,12 +279,38 @@ def refuse_if(problems: list[str], total: int) -> None:
     )
 
 
+_MARKER = re.compile(r"\[REDACTED:([a-z0-9-]+)\]")
+
+
+def scrub_entries(entries: list[Entry], scrub: Callable[[str], tuple[str, list]]) -> tuple[list[Entry], list[str]]:
+    """Secrets out of each entry's id, path and title (its metadata and body are scrubbed when
+    written). In a path the marker becomes ``REDACTED-<kind>``: a file name with no brackets or colon."""
+    out: list[Entry] = []
+    kinds: list[str] = []
+    for entry in entries:
+        changes: dict[str, str] = {}
+        for name in ("id", "path", "title"):
+            value, found = scrub(getattr(entry, name))
+            if found:
+                kinds += [r.kind for r in found]
+                changes[name] = _MARKER.sub(r"REDACTED-\1", value) if name == "path" else value
+        out.append(replace(entry, **changes) if changes else entry)
+    return out, kinds
+
+
 # --- import: the MCP memory server's knowledge graph --------------------------------------------
+_GRAPH_START = re.compile(r'\s*\{\s*"type"\s*:\s*"(?:entity|relation)"')
+
+
 def looks_like_memory_graph(text: str) -> bool:
-    first = next((line for line in text.splitlines() if line.strip()), "")
+    first = next((line for line in _lines(text) if line.strip()), "")
+    if _GRAPH_START.match(first):
+        return True  # how the MCP memory server writes its lines
+    if len(first) > 2**20:
+        return False  # not decoded whole: a one-line export would be built twice
     try:
         item = json.loads(first)
-    except ValueError:
+    except (ValueError, RecursionError):
         return False
     return isinstance(item, dict) and item.get("type") in ("entity", "relation")
 
@@ -209,15 +324,23 @@ def memory_graph_entries(text: str, source: str, now: str) -> tuple[list[Entry],
     entities: dict[str, dict[str, Any]] = {}
     relations: list[tuple[str, str, str, str]] = []
     problems: list[str] = []
-    lines = text.splitlines()
-    for n, line in enumerate(lines, 1):
+    total = 0
+    for n, line in enumerate(_lines(text), 1):
         if not line.strip():
             continue
+        total += 1
+        if total > MAX_IMPORT_ENTRIES:
+            raise InvalidInputError(
+                f"The file has more than {MAX_IMPORT_ENTRIES:,} lines, the most one import takes; split it."
+            )
         where = f"line {n}"
         try:
             item = json.loads(line)
         except ValueError as exc:
             problems.append(f"{where}: not JSON ({exc}).")
+            continue
+        except RecursionError:
+            problems.append(f"{where}: nested deeper than {MAX_IMPORT_DEPTH} levels.")
             continue
         kind = item.get("type") if isinstance(item, dict) else None
         if kind == "entity":
@@ -239,7 +362,7 @@ def memory_graph_entries(text: str, source: str, now: str) -> tuple[list[Entry],
                 relations.append((where, *(v.strip() for v in ends)))
         else:
             problems.append(f"{where}: expected an object with \"type\": \"entity\" or \"relation\".")
-    refuse_if(problems, sum(1 for line in lines if line.strip()))
+    refuse_if(problems, total)
     links: dict[str, list[str]] = {}
     typed: dict[str, list[str]] = {}
     warnings: list[str] = []
@@ -265,6 +388,16 @@ def memory_graph_entries(text: str, source: str, now: str) -> tuple[list[Entry],
         path = note_path(GRAPH_CATEGORY, etype or None, name)
         entries.append(Entry(entity["where"], meta["id"], path, name, meta, body, stamped=True))
     return entries, warnings
+
+
+def _lines(text: str) -> Iterator[str]:
+    """The lines of ``text`` one at a time (``str.splitlines`` would copy them all at once)."""
+    start = 0
+    while start < len(text):
+        end = text.find("\n", start)
+        end = len(text) if end < 0 else end
+        yield text[start:end].rstrip("\r")
+        start = end + 1
 
 
 def graph_id(name: str) -> str:

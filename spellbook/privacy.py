@@ -9,7 +9,8 @@ body *and* its metadata) and on every tool answer.
 
 What is found (``KINDS``), strongest evidence first:
 
-* ``private``        a whole ``<private>...</private>`` span (multi-line, tags case-insensitive).
+* ``private``        a whole ``<private>...</private>`` span (multi-line, tags case-insensitive,
+                     spaces allowed inside the tag: ``< private >``, ``</ private>``).
                      An opening tag that is never closed hides the rest of its paragraph (up to
                      the next blank line): failing closed, because the writer asked for privacy.
 * ``private-key``    PEM private keys, ``-----BEGIN [RSA|EC|DSA|OPENSSH|ENCRYPTED|PGP ...]PRIVATE
@@ -30,7 +31,11 @@ What is found (``KINDS``), strongest evidence first:
                      secret (``password = "..."``, ``DB_PASSWORD=...``, ``"apiKey": "..."``,
                      ``secret: ...``, ``X-API-Key: ...``, ``--token ...``, ``<password>..</password>``)
                      and the value in prose such as "the wifi password is Xk9mPq2w". The key is
-                     kept so the note stays readable.
+                     kept so the note stays readable. Korean, Japanese and Chinese phrases too:
+                     ``비밀번호: ...``, ``비밀번호는 ...입니다``, ``パスワード：...``, ``暗証番号: 4821``
+                     (4+ digits count for a PIN), ``API 키``, ``토큰``, ``トークン``, ``APIキー``,
+                     ``秘密鍵``, ``密码``: the value must be ASCII and end the phrase, so
+                     "비밀번호를 잊어버렸어요" or "パスワードは8文字以上" stay as they are.
 * ``custom``         matches of ``extra_patterns`` (a named group ``secret`` narrows the redaction
                      to that group).
 
@@ -59,6 +64,10 @@ later match that overlaps an earlier one is dropped, so ``password = "ghp_..."``
 ``github-token``. Disabling a specific kind can therefore let a generic one catch the same text
 (disable ``jwt`` and ``token: eyJ...`` is still redacted as ``token``).
 
+Linear time: every pattern is free of nested or overlapping quantifiers that could backtrack
+catastrophically, and ``<private>`` tags are matched with one pass over the text (an unclosed tag
+no longer rescans the rest of the text).
+
 Idempotent: ``[REDACTED:...]`` markers are never matched again, so ``redact(redact(t)[0])[0] ==
 redact(t)[0]``.
 """
@@ -73,6 +82,8 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
+
+from spellbook.errors import InvalidInputError
 
 __all__ = ["KINDS", "MARKER_RE", "Redaction", "describe", "marker", "redact", "redact_data", "shannon_entropy"]
 
@@ -105,6 +116,7 @@ KINDS: tuple[str, ...] = (
 
 MARKER_RE = re.compile(r"\[REDACTED:[a-z0-9-]+\]")
 MIN_VALUE_CHARS = 6  # shortest assignment value taken for a secret
+MAX_DATA_DEPTH = 64  # redact_data refuses deeper nesting (frontmatter is held to 32 levels)
 
 
 def marker(kind: str) -> str:
@@ -229,22 +241,28 @@ def _regex(kind: str, pattern: str, flags: int = 0, group: int | str = 0, accept
     return _Detector(frozenset({kind}), find)
 
 
-_PRIVATE_OPEN_RE = re.compile(r"<private(?:\s[^<>]*)?>", re.IGNORECASE)
-_PRIVATE_CLOSE_RE = re.compile(r"</private\s*>", re.IGNORECASE)
+_PRIVATE_OPEN_RE = re.compile(r"<\s*private(?:\s[^<>]*)?>", re.IGNORECASE)  # <private>, < PRIVATE >, <private a=1>
+_PRIVATE_CLOSE_RE = re.compile(r"<\s*/\s*private\s*>", re.IGNORECASE)  # </private>, </ private >
 _PARAGRAPH_END_RE = re.compile(r"\r?\n[ \t]*\r?\n")
 
 
 def _find_private(text: str) -> Iterator[Match]:
+    """Linear: every tag and paragraph end is found once, then each opening tag looks its end up."""
+    if "private" not in text.lower():
+        return
+    closes = [m.span() for m in _PRIVATE_CLOSE_RE.finditer(text)]
+    close_starts = [start for start, _ in closes]
+    paragraphs = [m.start() for m in _PARAGRAPH_END_RE.finditer(text)]
     pos = 0
     while (m := _PRIVATE_OPEN_RE.search(text, pos)) is not None:
-        close = _PRIVATE_CLOSE_RE.search(text, m.end())
-        if close is not None:
-            end = close.end()
+        i = bisect.bisect_left(close_starts, m.end())
+        if i < len(closes):
+            end = closes[i][1]
         else:  # unclosed: hide the rest of the paragraph
-            para = _PARAGRAPH_END_RE.search(text, m.end())
-            end = para.start() if para else len(text)
+            j = bisect.bisect_left(paragraphs, m.end())
+            end = paragraphs[j] if j < len(paragraphs) else len(text)
         yield "private", m.start(), end
-        pos = end
+        pos = max(end, m.end())
 
 
 _PEM_BEGIN_RE = re.compile(r"-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----")
@@ -361,6 +379,41 @@ def _find_prose(text: str) -> Iterator[Match]:
         yield _key_kind(m.group("key")), start, start + len(value)
 
 
+# Korean, Japanese and Chinese credential phrases: "비밀번호: Xk9mPq2w", "パスワードは「Xk9mPq2w」です".
+_CJK_KEYS = {
+    "password": "비밀번호|패스워드|비번|암호|パスワード|暗証番号|密码|密碼|口令",
+    "token": "토큰|トークン|令牌",
+    "api-key": "API[ \t]?키|에이피아이[ \t]?키|액세스[ \t]?키|API[ \t]?キー|アクセス[ \t]?キー|API[ \t]?密钥",
+    "secret": "시크릿(?:[ \t]?키)?|비밀[ \t]?키|秘密鍵|シークレット(?:[ \t]?キー)?|私钥|密钥",
+}
+_CJK_RE = re.compile(
+    r"(?P<key>" + "|".join(f"(?P<k_{k.replace('-', '_')}>{v})" for k, v in _CJK_KEYS.items()) + r")"
+    r"[ \t]*(?:(?P<sep>[:：=])|(?P<particle>은|는|이|가|は|が|是|为|為)[ \t]*[:：]?)[ \t]*"
+    r"(?:(?P<q>[\"'`「『])(?P<qv>[^\"'`「『」』\n]{4,200})[\"'`」』]"
+    r"|(?P<uv>[!#-&(-_a-~]{4,}?)(?=$|[\s、。，,！？）」』]|입니다|이에요|예요|이다|です|だ|。))",
+    re.IGNORECASE,
+)
+
+
+def _find_cjk(text: str) -> Iterator[Match]:
+    for m in _CJK_RE.finditer(text):
+        kind = next(k.replace("_", "-")[2:] for k, v in m.groupdict().items() if k.startswith("k_") and v)
+        if m.group("qv") is not None:
+            value, start = m.group("qv"), m.start("qv")
+            if _is_placeholder(value):
+                continue
+        else:
+            value, start = m.group("uv").rstrip(".:;?!"), m.start("uv")
+            pin = kind == "password" and value.isdigit() and len(value) >= 4
+            if _ALGO_RE.match(value) or not (pin or _plausible_value(value, quoted=False)):
+                continue
+            if m.group("particle") and not pin and not (
+                any(c.isdigit() for c in value) and any(c.isalpha() for c in value)
+            ):
+                continue  # "토큰은 JWT입니다": prose, not a value
+        yield kind, start, start + len(value)
+
+
 _URL_CRED_RE = re.compile(
     r"""\b[A-Za-z][A-Za-z0-9+.-]{1,30}://(?P<user>[^\s:/?#@\[\]"'<>]*):(?P<pw>[^\s@/?#"'<>]+)@""",
 )
@@ -432,6 +485,7 @@ _BUILTIN: tuple[_Detector, ...] = (
     _Detector(frozenset({"bearer-token", "basic-auth"}), _find_auth),
     _Detector(frozenset({"password", "secret", "api-key", "token"}), _find_assignments),
     _Detector(frozenset({"password", "secret", "api-key", "token"}), _find_prose),
+    _Detector(frozenset({"password", "secret", "api-key", "token"}), _find_cjk),
 )
 _CUSTOM_AT = 2  # user patterns run right after <private> spans and PEM keys
 assert {k for d in _BUILTIN for k in d.kinds} | {"custom"} == set(KINDS)
@@ -537,24 +591,29 @@ def redact_data(
     """Redact every string inside ``value`` (dicts, lists, tuples; dict keys are kept as they are).
 
     For note metadata. Returns the redacted copy and the kinds redacted (spans would be
-    meaningless across several strings).
+    meaningless across several strings). Raises ``InvalidInputError`` (a ``ValueError``) for
+    data nested deeper than ``MAX_DATA_DEPTH``.
     """
     kinds: list[str] = []
 
-    def walk(v: Any) -> Any:
+    def walk(v: Any, depth: int) -> Any:
         if isinstance(v, str):
             new, found = redact(v, extra_patterns=extra_patterns, disabled=disabled)
             kinds.extend(r.kind for r in found)
             return new
+        if isinstance(v, dict | list | tuple) and depth >= MAX_DATA_DEPTH:
+            raise InvalidInputError(
+                f"Metadata is nested deeper than {MAX_DATA_DEPTH} levels; flatten it (lists of plain values)."
+            )
         if isinstance(v, dict):
-            return {k: walk(x) for k, x in v.items()}
+            return {k: walk(x, depth + 1) for k, x in v.items()}
         if isinstance(v, list):
-            return [walk(x) for x in v]
+            return [walk(x, depth + 1) for x in v]
         if isinstance(v, tuple):
-            return tuple(walk(x) for x in v)
+            return tuple(walk(x, depth + 1) for x in v)
         return v
 
-    return walk(value), kinds
+    return walk(value, 0), kinds
 
 
 def describe(redactions: Iterable[Redaction | str]) -> str:

@@ -246,6 +246,41 @@ INNOCENT = [
     "token = token",
     "- [ ] rotate the password and the API token",
     "| key | value |\n| password | see vault |",
+    # Korean and Japanese lines that mention a credential without giving one
+    "비밀번호를 잊어버렸어요",
+    "비밀번호는 8자 이상이어야 합니다.",
+    "비밀번호: 변경 완료",
+    "암호화 방식: AES256GCM",
+    "암호: AES-256",
+    "토큰은 JWT입니다",
+    "API 키를 발급받으세요.",
+    "비번 바꿨어?",
+    "パスワードを忘れました",
+    "パスワードは8文字以上にしてください。",
+    "パスワード: 管理者に聞いてください",
+    "トークンの有効期限は2024年までです",
+    "APIキーは環境変数に入れてください",
+    "暗証番号を入力してください",
+    "秘密鍵は ~/.ssh に置く",
+    "密码忘了怎么办？",
+]
+
+CJK_SECRETS = [
+    ("비밀번호: Xk9mPq2wZ7", "password"),
+    ("비밀번호는 Xk9mPq2wZ7입니다", "password"),
+    ("비밀번호 = 'Tr0ub4dor&3'", "password"),
+    ("패스워드: hunter2hunter2", "password"),
+    ("암호: s3cr3tPassw0rd", "password"),
+    ("비번: qwe123asd456", "password"),
+    ("API 키: sk123abcDEF456ghi", "api-key"),
+    ("토큰: 9f8e7d6c5b4a3210", "token"),
+    ("パスワード：Xk9mPq2wZ7", "password"),
+    ("パスワードは「hunter2hunter」です", "password"),
+    ("暗証番号: 4821", "password"),
+    ("トークン: abcd1234efgh5678", "token"),
+    ("APIキー=ab12cd34ef56gh78", "api-key"),
+    ("秘密鍵: AbC123xyz789QrS", "secret"),
+    ("密码: Zx81Qw72Er63", "password"),
 ]
 
 
@@ -295,6 +330,54 @@ def test_private_spans_multiline_and_case_insensitive() -> None:
     out, found = redact(text)
     assert out == "a [REDACTED:private] b [REDACTED:private] c\n[REDACTED:private] d"
     assert [r.kind for r in found] == ["private"] * 3
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["< private >x</ private > ok", "<PRIVATE>x</PRIVATE> ok", "<private>x</ PRIVATE > ok", "<\tprivate\n>x<\n/private> ok"],
+)
+def test_private_tag_spellings(text: str) -> None:
+    assert redact(text)[0] == "[REDACTED:private] ok"
+
+
+@pytest.mark.parametrize("line, kind", CJK_SECRETS)
+def test_korean_japanese_chinese_credentials_are_redacted(line: str, kind: str) -> None:
+    out, found = redact(line)
+    assert [r.kind for r in found] == [kind], out
+    secret = line[found[0].start : found[0].end]
+    assert len(secret) >= 4 and secret not in out and out.startswith(line[:2])
+
+
+def test_unclosed_private_tags_are_linear() -> None:
+    """Each unclosed tag used to rescan the rest of the text: 400 KB took 8 s (quadratic)."""
+    import time
+
+    def seconds(n: int) -> float:
+        text = "<private>x\n\n" * n
+        best = float("inf")
+        for _ in range(3):
+            t0 = time.perf_counter()
+            out, found = redact(text)
+            best = min(best, time.perf_counter() - t0)
+        assert len(found) == n and "x" not in out
+        return best
+
+    small, large = seconds(4_000), seconds(16_000)
+    assert large / small < 8, (small, large)  # linear: about 4; the old quadratic loop: 12-16
+
+
+def test_redact_data_refuses_runaway_nesting() -> None:
+    from spellbook.errors import InvalidInputError
+    from spellbook.privacy import MAX_DATA_DEPTH
+
+    deep: list = ["ghp_" + "Ab1" * 12]
+    for _ in range(MAX_DATA_DEPTH - 1):
+        deep = [deep]
+    assert "github-token" in redact_data({"x": deep[0]})[1]  # within the limit
+    for _ in range(5000):
+        deep = [deep]
+    with pytest.raises(InvalidInputError, match="nested deeper"):
+        redact_data({"x": deep})
 
 
 def test_private_span_swallows_secrets_and_markers_inside_it() -> None:

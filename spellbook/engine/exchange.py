@@ -25,8 +25,9 @@ from spellbook.exchange_formats import (
     markdown_document,
     memory_graph_entries,
     own_id,
-    parse_export,
+    read_export,
     refuse_if,
+    scrub_entries,
 )
 from spellbook.gitlayer import Change, Committer
 from spellbook.index.catalog import Catalog
@@ -142,14 +143,8 @@ class Exchange:
         if format == "mcp-memory":
             entries, warnings = memory_graph_entries(text, f"{file.name} (MCP memory server)", now_iso())
         else:
-            try:
-                data = json.loads(text)
-            except ValueError as exc:
-                raise InvalidInputError(
-                    f"{file} is not JSON ({exc}). Import a Spellbook export (export format json) or an MCP memory "
-                    "server memory.jsonl."
-                ) from None
-            entries = parse_export(data)
+            entries = read_export(text, str(file))  # one memory at a time; bounded count and depth
+        entries, named_kinds = scrub_entries(entries, self._scrub)  # no secret in a file name or an id
         problems = []
         for entry in entries:
             try:
@@ -160,6 +155,7 @@ class Exchange:
 
         self.readiness.await_first_index()
         run = _ImportRun(on_conflict, dry_run)
+        run.kinds += named_kinds
         for entry in entries:
             try:
                 self._import_entry(entry, run)

@@ -307,6 +307,7 @@ class Indexer:
         parsed = parse_note(text)
         meta = parsed.meta
         problem = parsed.problem
+        body = parsed.body if parsed.plain_body is None else parsed.plain_body  # over a parsing budget
         folder = path.rsplit("/", 1)[0] if "/" in path else ""
         if is_folder_note(path):  # a folder's description or generated overview: recorded, not searchable
             return _Prepared(FileRow(path, version, mtime_ns, size, problem), FolderRow(path, folder, meta, parsed.body), [], [])
@@ -320,16 +321,16 @@ class Indexer:
                 problem = f"duplicate id {note_id!r}: {other.path} has it too; give one of them a new id"
                 note_id = derived_id(path)
                 break
-        title = title_of(meta, parsed.body, path)
+        title = title_of(meta, body, path)
         tags = normalize_tags(meta.get("tags"))
-        tags = list(dict.fromkeys(tags + normalize_tags(meta.get("tag")) + inline_tags(parsed.body)))
+        tags = list(dict.fromkeys(tags + normalize_tags(meta.get("tag")) + inline_tags(body)))
         note = NoteRow(
             path=path, note_id=note_id, title=title,
             category=_text(meta.get("category")) or (path.split("/", 1)[0] if "/" in path else None),
             topic=_text(meta.get("topic")), type=_text(meta.get("type")), context=_text(meta.get("context")),
             importance=normalize_importance(meta.get("importance")), tags=tags,
             created=_text(meta.get("created")), updated=_text(meta.get("updated")),
-            folder=folder, managed="id" in meta, meta=meta, links=tuple(wikilinks(parsed.body, meta.get("links"))),
+            folder=folder, managed="id" in meta, meta=meta, links=tuple(wikilinks(body, meta.get("links"))),
             relations=tuple(relation_links(meta)),
             expires=expires, archived=is_archived(path), user=_text(meta.get("user")),
         )
@@ -337,7 +338,7 @@ class Indexer:
         fts_meta = index_text(" ".join(_flatten(meta.get(k)) for k in ("keywords", "questions", "entities", "aliases")) + " " + " ".join(tags))
         chunks: list[IndexedChunk] = []
         embed_texts: list[str] = []
-        for chunk in chunk_body(parsed.body, self.max_chunk_chars):
+        for chunk in chunk_body(body, self.max_chunk_chars):
             heading = chunk.heading
             text = embed_text(title, heading, chunk.text)
             digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:24]

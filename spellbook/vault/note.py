@@ -7,6 +7,10 @@ Contract (see docs/note-format.md):
   the top-level blocks of the keys it changes; every other line of the frontmatter (keys a
   person added, comments, their formatting) stays exactly where and how it was.
 * Rendering is deterministic: the same fields and body always give the same bytes.
+* Parsing has budgets (docs/security.md, "Hostile notes and imports"): frontmatter size, nesting
+  depth, aliases, and nodes after aliases are expanded. A note over a budget is read like one
+  with malformed YAML: no metadata, the whole text as its body, and a ``problem``; never an
+  exception, never slow.
 """
 
 from __future__ import annotations
@@ -14,11 +18,16 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import re
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
+import yaml.composer
+import yaml.constructor
+import yaml.resolver
 
+from spellbook.errors import InvalidInputError
 from spellbook.vault.fields import LINK_REASONS, RELATIONS
 
 # Field order for new notes; also the set of keys Spellbook may rewrite.
@@ -44,6 +53,13 @@ OWNED_KEYS: tuple[str, ...] = (
 )
 NOTE_TYPES: tuple[str, ...] = ("insight", "success", "failure", "decision", "note", "temporary")
 
+# Parsing budgets (docs/security.md). Real frontmatter is a few hundred bytes, a few levels deep.
+MAX_FRONTMATTER_BYTES = 32 * 1024  # the YAML between the fences
+MAX_DEPTH = 32  # lists/mappings inside one another (the top-level mapping is 1)
+MAX_ALIASES = 100  # *alias references
+MAX_NODES = 10_000  # values after every alias is expanded (a "billion laughs" bomb stops here)
+MAX_PARSE_SECONDS = 2.0  # a safety net: the budgets above keep the worst case near 0.2 s
+
 _OPEN_FENCE = re.compile(r"---[ \t]*\r?\n")
 _CLOSE_FENCE = re.compile(r"^(?:---|\.\.\.)[ \t]*\r?$", re.MULTILINE)
 # A top-level key line: not indented, not a comment, not a list item.
@@ -61,6 +77,9 @@ class ParsedNote:
     bom: bool = False
     problem: str | None = None  # why the frontmatter was not used, if it was not
     blocks: list[tuple[str | None, str]] = field(default_factory=list)
+    # Over a parsing budget: the text after the frontmatter, which is what the index reads (body
+    # stays the whole text, so that nothing that writes or exports the note can lose a byte).
+    plain_body: str | None = None
 
 
 def content_version(data: bytes | str) -> str:
@@ -91,9 +110,13 @@ def parse_note(text: str) -> ParsedNote:
         end += 1
     body = text[end:]
     try:
-        data = yaml.safe_load(raw) if raw.strip() else {}
-    except (yaml.YAMLError, ValueError) as exc:  # ValueError: a date YAML cannot build (2026-02-30)
-        reason = str(exc).replace("\n", " ")
+        data = load_yaml(raw) if raw.strip() else {}
+    except (OverBudgetError, RecursionError) as exc:  # RecursionError: a last line of defence
+        problem = f"frontmatter over Spellbook's parsing budget ({exc}); the note is indexed as plain text"
+        return ParsedNote(meta={}, body=text, newline=newline, bom=bom, problem=problem, plain_body=body)
+    except Exception as exc:  # noqa: BLE001 - YAMLError, ValueError (2026-02-30), and PyYAML's own slips:
+        # AttributeError for `!!timestamp x`, found by the fuzz test; a note must never stop the index
+        reason = " ".join(str(exc).split())[:300]
         return ParsedNote(meta={}, body=text, newline=newline, bom=bom, problem=f"malformed YAML frontmatter: {reason}")
     if data is None:
         data = {}
@@ -139,10 +162,22 @@ def render_note(
 
 
 def dump_field(key: str, value: Any, newline: str = "\n") -> str:
+    if _nesting(value, MAX_DEPTH) >= MAX_DEPTH:  # the note could not be read back within its budget
+        raise InvalidInputError(
+            f"Field {key!r} is nested deeper than {MAX_DEPTH - 1} levels of lists/objects; flatten it."
+        )
     text = yaml.dump(
         {key: value}, Dumper=_Dumper, allow_unicode=True, sort_keys=False, default_flow_style=False, width=10_000
     )
     return text.replace("\n", newline) if newline != "\n" else text
+
+
+def _nesting(value: Any, limit: int) -> int:
+    """Levels of lists/mappings in ``value``, counted up to ``limit + 1``."""
+    if not isinstance(value, dict | list | tuple | set) or limit < 0:
+        return 0
+    items = value.values() if isinstance(value, dict) else value
+    return 1 + max((_nesting(v, limit - 1) for v in items), default=0)
 
 
 def now_iso() -> str:
@@ -166,16 +201,121 @@ def _split_blocks(raw: str) -> list[tuple[str | None, str]]:
 
 
 def _plain(value: Any) -> Any:
-    """YAML values as JSON-friendly Python: dates become ISO strings."""
-    if isinstance(value, dt.datetime):
+    """YAML values as JSON-friendly Python: dates become ISO strings, sets and pairs lists,
+    binary text. (Depth and size are bounded by the loader's budgets.)"""
+    if isinstance(value, dt.datetime | dt.date):
         return value.isoformat()
-    if isinstance(value, dt.date):
-        return value.isoformat()
-    if isinstance(value, list):
+    if isinstance(value, list | tuple):
         return [_plain(v) for v in value]
     if isinstance(value, dict):
         return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, set | frozenset):
+        return [_plain(v) for v in sorted(value, key=str)]
+    if isinstance(value, bytes):  # !!binary
+        return value.decode("utf-8", "replace")
     return value
+
+
+class OverBudgetError(ValueError):
+    """Frontmatter over a parsing budget; the message says which one."""
+
+
+def load_yaml(raw: str) -> Any:
+    """``yaml.safe_load`` within the parsing budgets; raises ``OverBudgetError`` past one."""
+    if len(raw) > MAX_FRONTMATTER_BYTES or len(raw.encode("utf-8", "surrogatepass")) > MAX_FRONTMATTER_BYTES:
+        raise OverBudgetError(f"over {MAX_FRONTMATTER_BYTES // 1024} KB")
+    loader = _BudgetLoader(raw)
+    try:
+        return loader.get_single_data()
+    finally:
+        loader.dispose()
+
+
+try:  # libyaml parses about 8x faster; the composer stays Python so that it can count
+    from yaml._yaml import CParser as _Parser
+
+    _READER: tuple[type, ...] = ()
+except ImportError:  # pragma: no cover - PyYAML built without libyaml
+    from yaml.parser import Parser as _Parser
+    from yaml.reader import Reader
+    from yaml.scanner import Scanner
+
+    _READER = (Reader, Scanner)
+
+
+class _BudgetLoader(yaml.composer.Composer, yaml.constructor.SafeConstructor, yaml.resolver.Resolver, *_READER, _Parser):
+    """``yaml.SafeLoader`` that counts depth, aliases and nodes while it composes the document."""
+
+    def __init__(self, stream: str) -> None:
+        if _READER:  # pure Python: Reader takes the stream, Scanner and Parser read from it
+            _READER[0].__init__(self, stream)
+            _READER[1].__init__(self)
+            _Parser.__init__(self)
+        else:
+            _Parser.__init__(self, stream)
+        yaml.constructor.SafeConstructor.__init__(self)
+        yaml.resolver.Resolver.__init__(self)
+        yaml.composer.Composer.__init__(self)
+        self._deadline = time.monotonic() + MAX_PARSE_SECONDS
+        self._depth = 0
+        self._aliases = 0
+        self._nodes = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            self._aliases += 1
+            if self._aliases > MAX_ALIASES:
+                raise OverBudgetError(f"more than {MAX_ALIASES} aliases")
+            return super().compose_node(parent, index)
+        self._nodes += 1
+        if self._nodes > MAX_NODES:
+            raise OverBudgetError(f"more than {MAX_NODES:,} values")
+        if self._nodes % 256 == 0 and time.monotonic() > self._deadline:
+            raise OverBudgetError(f"took over {MAX_PARSE_SECONDS:g} s to read")
+        nests = self.check_event(yaml.SequenceStartEvent, yaml.MappingStartEvent)
+        self._depth += nests
+        try:
+            if self._depth > MAX_DEPTH:
+                raise OverBudgetError(f"nested deeper than {MAX_DEPTH} levels")
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= nests
+
+    def compose_document(self) -> Any:
+        node = super().compose_document()
+        if self._aliases:
+            _check_expansion(node)
+        return node
+
+
+def _check_expansion(root: yaml.Node) -> None:
+    """Count the values ``root`` stands for once every alias is expanded; refuse cycles."""
+    sizes: dict[int, int] = {}
+    open_nodes: set[int] = set()
+
+    def size(node: yaml.Node) -> int:
+        key = id(node)
+        if key in sizes:
+            return sizes[key]
+        if key in open_nodes:
+            raise OverBudgetError("an alias refers to the value that contains it")
+        open_nodes.add(key)
+        total = 1
+        if isinstance(node, yaml.SequenceNode):
+            children = node.value
+        elif isinstance(node, yaml.MappingNode):
+            children = [n for pair in node.value for n in pair]
+        else:
+            children = []
+        for child in children:
+            total += size(child)
+            if total > MAX_NODES:
+                raise OverBudgetError(f"more than {MAX_NODES:,} values once aliases are expanded")
+        open_nodes.discard(key)
+        sizes[key] = total
+        return total
+
+    size(root)
 
 
 class _Dumper(yaml.SafeDumper):
