@@ -80,6 +80,7 @@ class Engine(Structure, Lifecycle, Searcher, Exchange, History, Knowledge):
         self.git = Committer(self.vault.root, settings.git_commit)
 
     def close(self) -> None:
+        self.indexer.close()  # lets the write under way finish, refuses new ones
         self.git.close()  # pending commits first
         self.catalog.close()
         self.vectors.close()
@@ -198,7 +199,7 @@ class Engine(Structure, Lifecycle, Searcher, Exchange, History, Knowledge):
         then content hash when they differ) and the catalog with the vector index. Changes nothing."""
         known = self.catalog.files()
         on_disk = set(self.vault.iter_paths())
-        new = sorted(on_disk - set(known))
+        new = sorted((on_disk - set(known)) | (on_disk & set(self.catalog.incomplete_files())))
         gone = sorted(set(known) - on_disk)
         changed: list[str] = []
         for path in sorted(on_disk & set(known)):
