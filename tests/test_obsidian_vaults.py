@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import itertools
 import json
+import re
 from pathlib import Path
 
 import anyio
@@ -87,7 +88,8 @@ def unexpected(result) -> str | None:
     if not result.is_error:
         return None
     text = result.content[0].text if result.content else ""
-    return text if ("Internal error" in text or "Error executing tool" in text) else None
+    bare = re.fullmatch(r"Error executing tool \S+", text.strip())  # the SDK's text for a crash
+    return text if ("Internal error" in text or bare) else None
 
 
 async def every_read_tool(server, ids: list[str], topics: list[str]) -> list[str]:
@@ -151,3 +153,25 @@ def test_aliases_of_every_shape_resolve_links(tmp_path: Path) -> None:
     assert graph == {}  # no links written, but the query ran over every shape
     assert json.loads(json.dumps(catalog.note_at("nan.md").meta)) == {"aliases": "nan"}
     catalog.close()
+
+
+def test_an_internal_error_is_a_clear_tool_error(hub: Hub, monkeypatch: pytest.MonkeyPatch,
+                                                 caplog: pytest.LogCaptureFixture) -> None:
+    """A bug in a tool reaches the agent as an is_error text naming the tool, what it was called
+    on and the exception, not the SDK's bare "Error executing tool"; the traceback is logged."""
+
+    def broken(id: str):
+        raise ValueError("malformed JSON")
+
+    monkeypatch.setattr(hub.engine, "get_links", broken)
+
+    async def main() -> str:
+        async with Client(build_server(hub)) as client:
+            result = await client.call_tool("get_links", {"id": "abc123"})
+            assert result.is_error
+            return result.content[0].text
+
+    text = anyio.run(main)
+    assert "Internal error in get_links on id 'abc123': ValueError: malformed JSON" in text, text
+    assert text.strip() != "Error executing tool get_links"  # the SDK's prefix stays; the cause follows it
+    assert any(r.exc_info and "get_links" in r.getMessage() for r in caplog.records)
