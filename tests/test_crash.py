@@ -197,3 +197,43 @@ def _quiet(run) -> None:
         run()
     except Exception:  # the engine closed under the reconcile: expected here
         pass
+
+
+def test_a_hand_edit_is_synced_while_agents_keep_writing(settings: Settings, vault: Path) -> None:
+    """The watcher's debounce waits for quiet, but not forever: with events arriving every 0.1 s
+    (agents writing through the owner), a person's edit is still indexed within seconds, and
+    what is pending when the watcher stops is synced before the index closes."""
+    import threading
+
+    from spellbook.indexing.watcher import VaultWatcher
+
+    engine = open_engine(settings)
+    watcher = VaultWatcher(engine.indexer, debounce=0.25)
+    watcher.start()
+    stop = threading.Event()
+
+    def busy() -> None:
+        n = 0
+        while not stop.wait(0.1):
+            n += 1
+            (vault / "busy.md").write_text(f"# Busy\n\nwrite {n}\n", encoding="utf-8")
+
+    writer = threading.Thread(target=busy)
+    writer.start()
+    try:
+        time.sleep(0.5)
+        (vault / "Hand.md").write_text("# Hand\n\nEdited by a person while agents write.\n", encoding="utf-8")
+        deadline = time.monotonic() + 6
+        while engine.catalog.note_at("Hand.md") is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert engine.catalog.note_at("Hand.md") is not None, "the edit waited for a quiet that never came"
+        (vault / "Last.md").write_text("# Last\n\nWritten just before the server stops.\n", encoding="utf-8")
+        time.sleep(0.3)  # the event is delivered; the debounce has not fired yet
+    finally:
+        stop.set()
+        writer.join()
+        watcher.stop()
+    try:
+        assert engine.check()["consistent"], engine.check()
+    finally:
+        engine.close()
