@@ -45,6 +45,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from spellbook.crashpoints import crash_point
+
 log = logging.getLogger(__name__)
 
 GitCommitMode = Literal["auto", "true", "false"]
@@ -456,6 +458,7 @@ class Committer:
             parent = ["-p", head] if head else []
             commit = git.run(*identity, "commit-tree", tree, *parent, input=message.encode("utf-8"),
                              write=True).stdout.decode().strip()
+            crash_point("git-commit")
             swap = git.run("update-ref", "-m", message.split("\n", 1)[0], "HEAD", commit, head or "", write=True,
                            check=False)
             if swap.returncode == 0:

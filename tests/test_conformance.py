@@ -1,9 +1,10 @@
-"""The official MCP conformance suite (npm ``@modelcontextprotocol/conformance``, run with Node 22)
-against a real ``spellbook serve --http`` on 127.0.0.1: the generic server scenarios.
+"""The official MCP conformance suite (npm ``@modelcontextprotocol/conformance``, pinned in
+tests/node/package.json, run with Node 22) against a real ``spellbook serve --http`` on 127.0.0.1:
+every server scenario that applies to a server without the suite's fixtures.
 
-The suite's other server scenarios call fixture tools, prompts and resources (``test_simple_text``,
-``test_prompt_with_image`` ...) that only its reference server has, or optional capabilities
-Spellbook does not declare (``logging/setLevel``, ``completion/complete``).
+The suite lists more server scenarios than it can run against any server but its reference one:
+``NOT_APPLICABLE`` names each and why. ``test_every_scenario_is_classified`` fails when a new
+suite version brings a scenario that is in neither list, so a version bump is looked at.
 """
 
 from __future__ import annotations
@@ -20,7 +21,45 @@ from .test_http import free_port, start, stop
 
 pytestmark = pytest.mark.slow
 
-SCENARIOS = ["server-initialize", "ping", "tools-list", "prompts-list", "resources-list", "dns-rebinding-protection"]
+SCENARIOS = [
+    "server-initialize", "server-session-lifecycle", "ping", "tools-list", "tools-call-simple-text", "tools-call-error",
+    "prompts-list", "resources-list", "server-sse-multiple-streams", "dns-rebinding-protection",
+    "sep-2164-resource-not-found", "caching", "http-header-validation",
+    "input-required-result-unsupported-methods", "input-required-result-ignore-extra-params",
+]
+FIXTURES = "calls a tool, prompt or resource only the suite's reference server has"
+NOT_APPLICABLE = {
+    **dict.fromkeys([
+        "tools-call-image", "tools-call-audio", "tools-call-embedded-resource", "tools-call-mixed-content",
+        "tools-call-with-progress", "json-schema-2020-12", "resources-read-text", "resources-read-binary",
+        "resources-templates-read", "prompts-get-simple", "prompts-get-with-args", "prompts-get-embedded-resource",
+        "prompts-get-with-image", "server-sse-polling", "http-custom-header-server-validation", "server-stateless",
+    ], FIXTURES),
+    **dict.fromkeys(["logging-set-level", "tools-call-with-logging"], "logging is not a declared capability"),
+    "completion-complete": "completions are not a declared capability",
+    **dict.fromkeys(["resources-subscribe", "resources-unsubscribe"], "resource subscriptions are not declared"),
+    **dict.fromkeys(["tools-call-sampling", "tools-call-elicitation", "elicitation-sep1034-defaults",
+                     "elicitation-sep1330-enums"], "no tool asks the client for sampling or elicitation"),
+    **dict.fromkeys([f"input-required-result-{name}" for name in (
+        "basic-elicitation", "basic-sampling", "basic-list-roots", "request-state", "multiple-input-requests",
+        "multi-round", "missing-input-response", "non-tool-request", "result-type", "tampered-state",
+        "capability-check", "validate-input")], "no tool or prompt asks for input (SEP-2322); " + FIXTURES),
+    **dict.fromkeys([f"sep-2640-skills-{name}" for name in ("directory", "enumeration", "manifest")],
+                    "the skills extension is not declared"),
+    **dict.fromkeys([f"tasks-{name}" for name in (
+        "lifecycle", "capability-negotiation", "wire-fields", "request-state-removal", "mrtr-input", "request-headers",
+        "dispatch-and-envelope", "status-notifications", "required-task-error", "mrtr-composition")],
+        "the tasks extension is not declared"),
+}
+
+
+def test_every_scenario_is_classified(node_bin: Path) -> None:
+    listed = subprocess.run([str(node_bin / "node"), str(node_bin / "conformance"), "list"],
+                            capture_output=True, text=True, timeout=60, check=True).stdout
+    server_part = listed.split("Client scenarios")[0]
+    scenarios = {line.strip()[2:].split(" ")[0] for line in server_part.splitlines() if line.strip().startswith("- ")}
+    assert scenarios, listed
+    assert scenarios - set(SCENARIOS) - set(NOT_APPLICABLE) == set(), "new scenarios: run them, then classify them"
 
 
 @pytest.fixture(scope="module")

@@ -88,6 +88,7 @@ class Engine:
         self.stats = upkeep.stats
 
     def close(self) -> None:
+        self.indexer.close()  # lets the write under way finish, refuses new ones
         self.git.close()  # pending commits first
         self.catalog.close()
         self.vectors.close()

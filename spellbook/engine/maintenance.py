@@ -86,7 +86,7 @@ class Maintenance:
         then content hash when they differ) and the catalog with the vector index. Changes nothing."""
         known = self.catalog.files()
         on_disk = set(self.vault.iter_paths())
-        new = sorted(on_disk - set(known))
+        new = sorted((on_disk - set(known)) | (on_disk & set(self.catalog.incomplete_files())))
         gone = sorted(set(known) - on_disk)
         changed: list[str] = []
         for path in sorted(on_disk & set(known)):

@@ -17,14 +17,17 @@ Like the vector index, it is derived from the vault and can be deleted at any ti
 from __future__ import annotations
 
 import json
+import math
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from spellbook.crashpoints import crash_point
 from spellbook.search.filters import HIDDEN_SQL, LIVE_SQL, NOW_SQL
 from spellbook.search.keyword import STOPWORDS, index_text, match_query, tokenize
 from spellbook.vault.store import private_file, private_folder
@@ -66,6 +69,10 @@ CREATE INDEX IF NOT EXISTS notes_archived ON notes(archived);
 CREATE INDEX IF NOT EXISTS notes_context ON notes(context COLLATE NOCASE);
 CREATE INDEX IF NOT EXISTS notes_user ON notes(user COLLATE NOCASE);
 """
+
+# The aliases of ``notes`` (in a query over it) that can name a note: ``aliases`` may be a list,
+# one string (Obsidian accepts ``aliases: Fold``), a number or empty; json_each walks all of them.
+_ALIASES = "json_each(notes.meta, '$.aliases') WHERE type IN ('text', 'integer', 'real')"
 
 # Column weights for bm25(): title/heading, agent metadata (keywords, questions...), body.
 FTS_WEIGHTS = (3.0, 2.0, 1.0)
@@ -196,13 +203,40 @@ class Catalog:
             self._db.close()
             self._reader.close()
 
+    @contextmanager
+    def _write(self) -> Iterator[None]:
+        """One transaction: all of it or none of it, also under kill -9. (The connection is in
+        autocommit mode, where ``with connection:`` opens no transaction and every statement
+        commits on its own: a kill between a file's ledger row and its note row left the file
+        marked as indexed with no note, and no reconcile ever looked at it again.)"""
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield
+                crash_point("catalog-transaction")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                self._filters.clear()  # kept filter answers may hold rows that were rolled back
+                raise
+            self._db.execute("COMMIT")
+
+    def incomplete_files(self) -> list[str]:
+        """Ledger rows that claim a file was indexed while its note is missing (left by the
+        non-atomic writes of older versions): the indexer treats those files as new."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT path FROM files WHERE problem IS NULL AND path NOT IN (SELECT path FROM notes) "
+                "AND path NOT IN (SELECT path FROM folders) ORDER BY path"
+            ).fetchall()
+        return [r[0] for r in rows]
+
     # --- identity -----------------------------------------------------------------------------
     def identity(self) -> dict[str, str]:
         with self._lock:
             return dict(self._db.execute("SELECT key, value FROM meta").fetchall())
 
     def set_identity(self, values: dict[str, str]) -> None:
-        with self._lock, self._db:
+        with self._write():
             self._db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", values.items())
 
     # --- files --------------------------------------------------------------------------------
@@ -242,7 +276,7 @@ class Catalog:
     def replace_many(
         self, items: Iterable[tuple[FileRow, NoteRow | FolderRow | None, Sequence[IndexedChunk]]]
     ) -> None:
-        with self._lock, self._db:
+        with self._write():
             written: list[str] = []
             for file, note, chunks in items:
                 written.append(file.path)
@@ -254,7 +288,7 @@ class Catalog:
                 if isinstance(note, FolderRow):
                     self._db.execute(
                         "INSERT INTO folders VALUES (?, ?, ?, ?)",
-                        (note.path, note.folder, json.dumps(note.meta, ensure_ascii=False, default=str), note.body),
+                        (note.path, note.folder, _meta_json(note.meta), note.body),
                     )
                     note = None
                 if note is not None:
@@ -264,7 +298,7 @@ class Catalog:
                             note.path, note.note_id, note.title, note.category, note.topic, note.type,
                             note.context, note.importance, json.dumps(note.tags, ensure_ascii=False),
                             note.created, note.updated, note.folder, int(note.managed),
-                            json.dumps(note.meta, ensure_ascii=False, default=str), note.expires, int(note.archived), note.user,
+                            _meta_json(note.meta), note.expires, int(note.archived), note.user,
                         ),
                     )
                     self._db.executemany(
@@ -286,7 +320,7 @@ class Catalog:
             self._refilter(written)
 
     def remove(self, paths: Iterable[str]) -> None:
-        with self._lock, self._db:
+        with self._write():
             paths = list(paths)
             for path in paths:
                 self._delete_path(path)
@@ -304,7 +338,7 @@ class Catalog:
         self._db.execute("DELETE FROM files WHERE path = ?", (path,))
 
     def clear(self) -> None:
-        with self._lock, self._db:
+        with self._write():
             self._filters.clear()
             for table in ("chunks_fts", "chunks", "notes", "links", "tags", "folders", "files", "meta"):
                 self._db.execute(f"DELETE FROM {table}")
@@ -528,8 +562,8 @@ class Catalog:
         with self._lock:
             rows = self._db.execute(
                 f"SELECT {_NOTE_COLS} FROM notes WHERE lower(path) = ? OR lower(path) LIKE ? ESCAPE '\\' "
-                "OR lower(title) = ? OR EXISTS (SELECT 1 FROM json_each(json_extract(notes.meta, '$.aliases')) "
-                "WHERE lower(value) = ?) ORDER BY length(path), path LIMIT ?",
+                f"OR lower(title) = ? OR EXISTS (SELECT 1 FROM {_ALIASES} AND lower(value) = ?) "
+                "ORDER BY length(path), path LIMIT ?",
                 (name + ".md", "%/" + _like_escape(name) + ".md", name, name, limit),
             ).fetchall()
         return [_note(r) for r in rows]
@@ -591,15 +625,15 @@ class Catalog:
         resolver: dict[str, str] = {}
         with self._lock:
             notes = self._db.execute(
-                "SELECT path, title, json_extract(meta, '$.aliases') FROM notes ORDER BY length(path), path"
+                f"SELECT path, title, (SELECT json_group_array(value) FROM {_ALIASES}) FROM notes "
+                "ORDER BY length(path), path"
             ).fetchall()
             links = self._db.execute("SELECT path, target, relation FROM links ORDER BY path, rowid").fetchall()
         for path, title, aliases in notes:  # shortest path first: the first note to claim a name keeps it
             parts = path.removesuffix(".md").split("/")
             names = {_ascii_lower("/".join(parts[i:])) for i in range(len(parts))}
             names.add(_ascii_lower(title or ""))
-            aliases = json.loads(aliases) if aliases else []
-            names.update(_ascii_lower(str(a)) for a in (aliases if isinstance(aliases, list) else [aliases]))
+            names.update(_ascii_lower(str(a)) for a in json.loads(aliases or "[]"))
             for name in names:
                 resolver.setdefault(name, path)
         return [
@@ -802,12 +836,38 @@ def _names(note: NoteRow) -> set[str]:
     to the file name (``a/b/c``, ``b/c``, ``c``), its title, its aliases."""
     parts = note.path.removesuffix(".md").lower().split("/")
     names = {"/".join(parts[i:]) for i in range(len(parts))} | {note.title.lower()}
-    aliases = note.meta.get("aliases")
-    if isinstance(aliases, list):
-        names.update(str(a).lower() for a in aliases)
-    elif isinstance(aliases, str):
-        names.add(aliases.lower())
+    names.update(_alias_text(a).lower() for a in aliases_of(note.meta))
     return names
+
+
+def aliases_of(meta: dict[str, Any]) -> list[Any]:
+    """A note's aliases as Obsidian reads them: ``aliases`` may be a list, one string, a number or
+    empty; only text and numbers name a note (as ``_ALIASES`` selects them in SQL)."""
+    value = meta.get("aliases")
+    values = value if isinstance(value, list) else [value]
+    return [a for a in values if isinstance(a, str | int | float) and not isinstance(a, bool)]
+
+
+def _alias_text(value: Any) -> str:
+    """An alias as SQLite's json_each value reads as text (``2024``, ``1.5``, ``Fold``)."""
+    return str(value)
+
+
+def _meta_json(meta: dict[str, Any]) -> str:
+    """Frontmatter as JSON that SQLite's JSON functions accept: YAML's ``.nan``/``.inf`` (which
+    ``json.dumps`` writes as NaN/Infinity, invalid JSON) become strings; anything else not JSON
+    (a set, bytes) becomes its ``str``."""
+    return json.dumps(_finite(meta), ensure_ascii=False, default=str)
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _finite(v) for k, v in value.items()}
+    return value
 
 
 def _prefixed(table: str) -> str:

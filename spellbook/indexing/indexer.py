@@ -21,11 +21,19 @@ import logging
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from spellbook.errors import EmbedderError, EmbedderInputError, InvalidInputError, VaultPathError
+from spellbook.crashpoints import crash_point
+from spellbook.errors import (
+    EmbedderError,
+    EmbedderInputError,
+    IndexUnavailableError,
+    InvalidInputError,
+    VaultPathError,
+)
 from spellbook.index.catalog import Catalog, ChunkRow, FileRow, FolderRow, IndexedChunk, NoteRow
 from spellbook.indexing.chunker import CHUNKER_VERSION, chunk_body
 from spellbook.search.keyword import index_text
@@ -96,6 +104,21 @@ class Indexer:
         self.missing: set[str] = set()  # chunk ids in the catalog without a vector (embedder failed)
         self.refused: set[str] = set()  # ...of which the endpoint refused the text (retried on reconcile)
         self._filling = threading.Lock()
+        self.closed = False
+
+    def close(self) -> None:
+        """Wait for the write under way (a reconcile batch, a tool's sync, a fill), then refuse
+        new ones: the catalog and the vectors can then be closed without a batch being cut
+        between its vectors and its catalog rows (an orphan vector a clean exit used to leave)."""
+        with self.lock:
+            self.closed = True
+
+    @contextmanager
+    def _open_lock(self) -> Iterator[None]:
+        with self.lock:
+            if self.closed:
+                raise IndexUnavailableError("The index is closing (the server is shutting down); retry after it restarts.")
+            yield
 
     # --- identity -----------------------------------------------------------------------------
     def identity(self) -> dict[str, str]:
@@ -126,6 +149,11 @@ class Indexer:
     # --- whole vault --------------------------------------------------------------------------
     def reconcile(self, progress: Progress | None = None) -> SyncReport:
         """Bring the index level with the vault: index new/changed files, drop deleted ones."""
+        incomplete = self.catalog.incomplete_files()
+        if incomplete:  # marked indexed with no note: treated as new files
+            log.warning("re-indexing %d files whose index entry was incomplete", len(incomplete))
+            with self._open_lock():
+                self._remove(incomplete)
         known = self.catalog.files()
         on_disk = list(self.vault.iter_paths())
         candidates: list[str] = []
@@ -152,7 +180,7 @@ class Indexer:
                 progress(min(start + BATCH_FILES, total), total)
         # Deleted files go last, so a file that was moved reuses their vectors first.
         gone = sorted(set(known) - set(on_disk))
-        with self.lock:
+        with self._open_lock():
             report.removed += self._remove_missing(gone)
         filled = self.fill_missing()
         report.embedded_chunks += filled.embedded_chunks
@@ -176,7 +204,7 @@ class Indexer:
     def _drop_orphan_vectors(self) -> int:
         """Vectors whose catalog rows never committed (a crash between the two) are removed;
         chunks without a vector (the embedder failed) are noted in ``missing``."""
-        with self.lock:
+        with self._open_lock():
             vector_ids, catalog_ids = self.vectors.ids(), self.catalog.all_chunk_ids()
             orphans = sorted(vector_ids - catalog_ids)
             if orphans:
@@ -205,7 +233,7 @@ class Indexer:
                 if not todo:
                     continue
                 embedded = self._embed([embed_text(notes[r.path].title, r.heading, r.text) for _, r in todo])
-                with self.lock:  # keep only what is still current: a write may have replaced a chunk
+                with self._open_lock():  # keep only what is still current: a write may have replaced a chunk
                     now = self.catalog.chunks([cid for cid, _ in todo])
                     keep = [(cid, r, v) for (cid, r), v in zip(todo, embedded) if isinstance(v, list)
                             and cid in self.missing and cid in now and now[cid].digest == r.digest]
@@ -251,7 +279,7 @@ class Indexer:
     def sync_paths(self, paths: Iterable[str]) -> SyncReport:
         """Index these vault paths as they are on disk now (deleted ones are dropped)."""
         report = SyncReport()
-        with self.lock:
+        with self._open_lock():
             prepared: list[_Prepared] = []
             gone: list[str] = []
             for path in dict.fromkeys(paths):
@@ -388,6 +416,7 @@ class Indexer:
             ids = [c.row.chunk_id for c in with_vectors]
             self.vectors.upsert(ids, [vectors[i] for i in ids], [{"path": c.row.path} for c in with_vectors])
             self.missing.difference_update(ids)
+            crash_point("vectors-written")
         if len(with_vectors) < len(all_chunks):
             self.vectors.delete([c.row.chunk_id for c, _ in all_chunks if c.row.chunk_id not in vectors])
             self.missing.update(c.row.chunk_id for c, _ in all_chunks if c.row.chunk_id not in vectors)

@@ -22,6 +22,8 @@ from spellbook.vault.paths import IGNORED_DIRS, is_ignored
 
 log = logging.getLogger(__name__)
 
+MAX_DELAY = 2.0  # seconds a change waits at most for the events around it to quiet down
+
 
 class VaultWatcher(FileSystemEventHandler):
     def __init__(self, indexer: Indexer, debounce: float = 0.25, reconcile: Callable[[], object] | None = None) -> None:
@@ -86,20 +88,24 @@ class VaultWatcher(FileSystemEventHandler):
             with self._cond:
                 while not (self._dirty or self._full or self._stopped):
                     self._cond.wait()
-                if self._stopped:
+                if self._stopped and not (self._dirty or self._full):
                     return
                 # Debounce: wait until no relevant event arrived for `debounce` seconds, so a
-                # burst (a git checkout, an editor's save) is synced once, after it ends.
+                # burst (a git checkout, an editor's save) is synced once, after it ends; but no
+                # longer than MAX_DELAY, or a steady stream of events (agents writing through the
+                # owner) would hold a person's edit back until the server exits.
+                first = time.monotonic()
                 while not self._stopped:
-                    quiet = time.monotonic() - self._last_event
-                    if quiet >= self.debounce:
+                    now = time.monotonic()
+                    quiet = now - self._last_event
+                    if quiet >= self.debounce or now - first >= MAX_DELAY:
                         break
-                    self._cond.wait(self.debounce - quiet)
-                if self._stopped:
+                    self._cond.wait(min(self.debounce - quiet, MAX_DELAY - (now - first)))
+                if self._stopped and not (self._dirty or self._full):
                     return
                 dirty, full = self._dirty, self._full
                 self._dirty, self._full = set(), False
-            try:
+            try:  # on stop, what is still pending is synced first (the index is closed after)
                 if full:
                     self._reconcile()
                 else:

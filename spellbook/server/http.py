@@ -125,6 +125,8 @@ class _Gate:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        # RFC 9110 5.5: a field value excludes the whitespace around it (Mcp-Name: "  scribe  ").
+        scope = {**scope, "headers": [(k, v.strip(b" \t")) for k, v in scope["headers"]]}
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         path, method = scope["path"].rstrip("/") or "/", scope["method"]
         origin = headers.get("origin")

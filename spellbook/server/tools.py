@@ -7,6 +7,7 @@ Each tool returns structured content (the full data) plus a short text for the m
 
 from __future__ import annotations
 
+import logging
 from typing import Annotated, Any, Literal
 
 import anyio
@@ -38,6 +39,8 @@ from spellbook.server.tools_history import add_history_tools
 from spellbook.server.tools_knowledge import add_knowledge_tools
 from spellbook.server.tools_structure import about_text, add_structure_tools, index_text
 
+log = logging.getLogger(__name__)
+
 INSTRUCTIONS = """Spellbook is your long-term memory: a markdown vault the user also reads and edits.
 - At the start of a task, call get_index (what exists), then memorize with what you are about to work on.
 - Before your first scribe in a vault, read the guide: memorize("how to chunk memories", filter={"category": "system"}).
@@ -65,8 +68,23 @@ def hub_caller(hub: Hub) -> Call:
             return await anyio.to_thread.run_sync(lambda: hub.call(method, params))
         except SpellbookError as exc:
             raise ToolError(str(exc)) from exc
+        except Exception as exc:  # a bug: say so plainly instead of the SDK's bare "Error executing tool"
+            log.exception("tool %s failed unexpectedly (arguments: %s)", method, sorted(params))
+            raise ToolError(internal_error_text(method, params, exc)) from exc
 
     return call
+
+
+def internal_error_text(method: str, params: dict[str, Any], exc: BaseException) -> str:
+    """The tool error for an unexpected exception: which tool, on what (the id or path it was
+    given), what went wrong, and what to do; the traceback is in the server log."""
+    about = [f"{key} {params[key]!r}" for key in ("id", "path", "source", "target", "topic") if key in params]
+    on = f" on {', '.join(about)}" if about else ""
+    return (
+        f"Internal error in {method}{on}: {type(exc).__name__}: {exc}. This is a Spellbook bug, not a "
+        "problem with your arguments; the server log has the traceback. Other tools still work; tell "
+        "the person if this keeps failing."
+    )
 
 
 def build_server(hub: Hub) -> MCPServer:
