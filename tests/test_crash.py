@@ -237,3 +237,45 @@ def test_a_hand_edit_is_synced_while_agents_keep_writing(settings: Settings, vau
         assert engine.check()["consistent"], engine.check()
     finally:
         engine.close()
+
+
+OWNER = """
+import sys, time
+from spellbook.config import Settings
+from spellbook.server.hub import Hub
+hub = Hub(Settings(vault=sys.argv[1], embedder="hashing", watch=False))
+hub.start(background=False)
+print(hub.role, flush=True)
+time.sleep(120)
+"""
+
+
+def test_a_scribe_retried_after_the_owner_died_writes_one_note(tmp_path: Path) -> None:
+    """The owner writes the note and is killed before it answers; the follower sends the call
+    again to the next owner (itself), which finds the note instead of writing a second one."""
+    from spellbook.server.hub import Hub
+
+    from .conftest import child_env
+
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    env = child_env(SPELLBOOK_TEST_CRASH_AT="file-written:1", PYTHONPATH=str(Path(__file__).parents[1]))
+    owner = subprocess.Popen([sys.executable, "-c", OWNER, str(vault)], stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        assert owner.stdout is not None and owner.stdout.readline().strip() == "owner"
+        follower = Hub(Settings(vault=vault, embedder="hashing", watch=False))
+        follower.start()
+        try:
+            assert follower.role == "follower"
+            out = follower.call("scribe", {"text": "Written once, acknowledged once.", "title": "Once"})
+            assert owner.wait(timeout=30) == -signal.SIGKILL  # it died at the file, before answering
+            assert follower.role == "owner"
+            notes = sorted(p.relative_to(vault).as_posix() for p in vault.rglob("*.md") if ".spellbook" not in p.parts)
+            assert notes == [out["path"]], notes
+            assert parse_note((vault / out["path"]).read_text(encoding="utf-8")).meta["id"] == out["id"]
+            assert follower.call("get_memories", {"ids": [out["id"]]})["memories"][0]["id"] == out["id"]
+        finally:
+            follower.close()
+    finally:
+        owner.kill()
+        owner.wait()

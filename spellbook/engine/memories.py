@@ -8,6 +8,7 @@ the tool (read-your-writes). Every method returns JSON-ready dicts and raises ``
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from spellbook.config import Settings
@@ -32,7 +33,7 @@ from spellbook.vault.fields import (
     title_from_text,
 )
 from spellbook.vault.note import NOTE_TYPES, content_version, now_iso, parse_note, render_note
-from spellbook.vault.paths import note_path
+from spellbook.vault.paths import note_path, with_suffix_number
 from spellbook.vault.store import Vault
 
 MAX_TITLE_CHARS = 200
@@ -67,19 +68,30 @@ class Memories:
         self.structure = structure
 
     # --- write tools --------------------------------------------------------------------------
-    def scribe(self, text: str, title: str | None = None, **fields: Any) -> dict[str, Any]:
+    def scribe(self, text: str, title: str | None = None, _id: str | None = None, **fields: Any) -> dict[str, Any]:
+        """Store a new memory. ``_id`` (set by the hub, never by a tool) makes a retried call
+        idempotent: when the owner wrote the note and died before answering, the follower sends
+        the same call, with the same id, to the next owner, which finds the note instead of writing
+        a second one."""
         body, found = self.access.scrub(self._check_text(text))
         (title, fields), more = self.access.scrub_data((_check_title(title) or title_from_text(body), fields))
-        meta = {"id": new_id(), "title": title, **self._fields({**fields, **_stamp(current_scope(), fields)})}
+        meta = {"id": _id or new_id(), "title": title, **self._fields({**fields, **_stamp(current_scope(), fields)})}
         default_expiry(self.settings, meta, creating=True)
-        now = now_iso()
-        meta["created"] = now
-        meta["updated"] = now
         path = note_path(meta.get("category") or "inbox", meta.get("topic"), title)
-        rendered = render_note(meta, body)
-        path = self.vault.create(path, rendered)
-        report = self.indexer.sync_path(path)
-        self.recorder.after_write("scribe", path, title, meta["id"], rendered)
+        written = self._already_written(_id, path) if _id else None
+        if written is not None:
+            path, rendered = written
+            meta = parse_note(rendered).meta
+            now = str(meta.get("created", ""))
+            report = self.indexer.sync_path(path)
+        else:
+            now = now_iso()
+            meta["created"] = now
+            meta["updated"] = now
+            rendered = render_note(meta, body)
+            path = self.vault.create(path, rendered)
+            report = self.indexer.sync_path(path)
+            self.recorder.after_write("scribe", path, title, meta["id"], rendered)
         similar = self.search.similar(path, 3)
         for hit in similar:
             hit["near_duplicate"] = hit["similarity"] >= self.settings.duplicate_similarity
@@ -89,6 +101,25 @@ class Memories:
         }
         _note_missing_vectors(out, report)
         return _with_redactions(out, [r.kind for r in found] + more)
+
+    def _already_written(self, note_id: str, path: str) -> tuple[str, str] | None:
+        """The path and text of the note a first attempt of this scribe wrote, if any: indexed
+        (any path), or on disk at the path it would take (``path``, ``path 2``...), not yet indexed."""
+        for row in self.catalog.notes_by_id(note_id):
+            with contextlib.suppress(FileNotFoundError):
+                return row.path, self.vault.read(row.path).text
+        n = 1
+        while True:
+            candidate = path if n == 1 else with_suffix_number(path, n)
+            n += 1
+            try:
+                text = self.vault.read(candidate).text
+            except FileNotFoundError:
+                return None
+            except (OSError, SpellbookError):
+                continue
+            if str(parse_note(text).meta.get("id", "")) == note_id:
+                return candidate, text
 
     def revise(self, id: str, text: str | None = None, version: str | None = None, **fields: Any) -> dict[str, Any]:
         note = self.access.note(id)

@@ -35,6 +35,7 @@ from spellbook.config import Settings
 from spellbook.errors import IndexUnavailableError, RemoteError
 from spellbook.scope import Scope, resolve, scoped
 from spellbook.server import channel
+from spellbook.vault.fields import new_id
 
 log = logging.getLogger(__name__)
 
@@ -195,6 +196,8 @@ class Hub:
         scope = resolve(params.pop("context", None), params.pop("user", None), self.settings.context, self.settings.user)
         if scope:
             params[SCOPE_KEY] = {"context": scope.context, "user": scope.user}
+        if method == "scribe":  # a retry after the owner died must not write the note twice
+            params.setdefault("_id", new_id())
         deadline = time.monotonic() + HANDOVER_SECONDS
         while True:
             if self.role == "owner":
