@@ -39,7 +39,7 @@ import tune_fusion  # noqa: E402  (bench/tune_fusion.py)
 from spellbook.config import Settings  # noqa: E402
 from spellbook.embedders.base import Embedder  # noqa: E402
 from spellbook.engine import Engine  # noqa: E402
-from spellbook.search.hybrid import coverage, query_terms  # noqa: E402
+from spellbook.engine.hybrid import coverage, query_terms  # noqa: E402
 from spellbook.vault.note import render_note  # noqa: E402
 
 DEFAULT_HYBRID = "convex alpha_sem=0.3 cov^1.0"

@@ -44,8 +44,8 @@ import anyio  # noqa: E402
 
 SPELLBOOK_MODULES = (
     "spellbook.config", "spellbook.engine", "spellbook.server.hub", "spellbook.server.tools",
-    "spellbook.indexing.indexer", "spellbook.index.catalog", "spellbook.index.chroma", "spellbook.search.keyword",
-    "spellbook.search.hybrid", "spellbook.embedders.base", "spellbook.embedders.use", "spellbook.embedders.minilm",
+    "spellbook.index.indexer", "spellbook.index.catalog", "spellbook.index.chroma", "spellbook.index.keyword",
+    "spellbook.engine.hybrid", "spellbook.embedders.base", "spellbook.embedders.use", "spellbook.embedders.minilm",
     "spellbook.embedders.hashing",
 )
 

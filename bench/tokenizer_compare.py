@@ -14,7 +14,7 @@ import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from spellbook.search.keyword import STOPWORDS, tokenize
+from spellbook.index.keyword import STOPWORDS, tokenize
 
 EVAL = Path(__file__).resolve().parents[2] / "shared" / "eval"
 WORD = re.compile(r"\w+")

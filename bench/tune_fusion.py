@@ -17,7 +17,7 @@ from pathlib import Path
 
 from spellbook.config import Settings
 from spellbook.engine import Engine
-from spellbook.search.hybrid import coverage, fuse, query_terms
+from spellbook.engine.hybrid import coverage, fuse, query_terms
 from spellbook.vault.note import render_note
 
 EVAL = Path(__file__).resolve().parents[2] / "shared" / "eval"

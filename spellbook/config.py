@@ -92,7 +92,7 @@ class Settings(BaseSettings):
     @field_validator("embedder")
     @classmethod
     def _known_embedder(cls, value: str) -> str:
-        from spellbook.embedders.base import REGISTRY  # the one list of names
+        from spellbook.embedders.registry import REGISTRY  # the one list of names
 
         if value not in REGISTRY:
             raise ValueError(f"unknown embedder {value!r}; choose one of {', '.join(REGISTRY)}")

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from spellbook import clients
-from spellbook.clients import CLIENTS, InstallResult, config_path, install, server_entry, uninstall
+from spellbook.cli import clients
+from spellbook.cli.clients import CLIENTS, InstallResult, config_path, install, server_entry, uninstall
 from spellbook.errors import InvalidInputError, SpellbookError
 
 CMD = "/opt/spellbook/.venv/bin/spellbook"
@@ -468,7 +468,7 @@ def test_default_command_sits_next_to_python() -> None:
 
 
 def test_a_scoped_stdio_entry_and_no_scope_for_http() -> None:
-    from spellbook.clients import server_entry
+    from spellbook.cli.clients import server_entry
 
     entry = server_entry(command="/bin/spellbook", vault=Path("/v"), context="shop", user="ana")
     assert entry["args"] == ["serve", "--vault", "/v", "--context", "shop", "--user", "ana"]

@@ -76,7 +76,7 @@ def test_kill_9_in_a_loop_loses_nothing(tmp_path: Path) -> None:
     assert len(acknowledged) > 20  # the writer really wrote between kills
 
 
-# --- kill points: the owner dies at a chosen point of the write path (spellbook/crashpoints.py) ---
+# --- kill points: the owner dies at a chosen point of the write path (spellbook/vault/crashpoints.py) ---
 
 POINT_WRITER = """
 import sys
@@ -205,7 +205,7 @@ def test_a_hand_edit_is_synced_while_agents_keep_writing(settings: Settings, vau
     what is pending when the watcher stops is synced before the index closes."""
     import threading
 
-    from spellbook.indexing.watcher import VaultWatcher
+    from spellbook.index.watcher import VaultWatcher
 
     engine = open_engine(settings)
     watcher = VaultWatcher(engine.indexer, debounce=0.25)

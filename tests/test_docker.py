@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from spellbook.cli import _parser
+from spellbook.cli.main import _parser
 
 ROOT = Path(__file__).resolve().parents[1]
 needs_compose = pytest.mark.skipif(shutil.which("docker-compose") is None, reason="docker-compose not installed")

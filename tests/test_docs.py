@@ -7,9 +7,9 @@ from pathlib import Path
 
 import anyio
 
-from spellbook.cli import _parser
+from spellbook.cli.main import _parser
 from spellbook.config import Settings
-from spellbook.search.filters import Filter
+from spellbook.index.filters import Filter
 from spellbook.server.hub import Hub
 from spellbook.server.tools import build_server
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from spellbook.config import Settings
-from spellbook.embedders.base import load_embedder
+from spellbook.embedders.registry import load_embedder
 from spellbook.engine import Engine
 from spellbook.errors import EmbedderError
 
@@ -185,9 +185,9 @@ def test_the_registry_is_the_one_list_of_embedder_names(tmp_path: Path) -> None:
     """Settings and the CLI accept exactly the registry's names, and say which ones they are."""
     import pydantic
 
-    from spellbook.cli import _parser
+    from spellbook.cli.main import _parser
     from spellbook.config import Settings
-    from spellbook.embedders.base import REGISTRY
+    from spellbook.embedders.registry import REGISTRY
 
     for name in REGISTRY:
         assert Settings(vault=tmp_path, embedder=name).embedder == name

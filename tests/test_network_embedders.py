@@ -21,7 +21,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from spellbook.config import Settings
-from spellbook.embedders.base import load_embedder
+from spellbook.embedders.registry import load_embedder
 from spellbook.engine import Engine
 from spellbook.errors import EmbedderError, EmbedderUnavailableError
 

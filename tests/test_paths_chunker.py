@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from spellbook.errors import VaultPathError
-from spellbook.indexing.chunker import chunk_body
+from spellbook.index.chunker import chunk_body
 from spellbook.vault.paths import is_ignored, note_path, resolve_path, sanitize_segment
 
 

@@ -21,7 +21,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spellbook.privacy import KINDS, Redaction, describe, redact, redact_data, shannon_entropy
+from spellbook.vault.privacy import KINDS, Redaction, describe, redact, redact_data, shannon_entropy
 
 CORPUS = Path(__file__).parent / "data" / "secrets_corpus.jsonl"
 SEED = 20240607
@@ -368,7 +368,7 @@ def test_unclosed_private_tags_are_linear() -> None:
 
 def test_redact_data_refuses_runaway_nesting() -> None:
     from spellbook.errors import InvalidInputError
-    from spellbook.privacy import MAX_DATA_DEPTH
+    from spellbook.vault.privacy import MAX_DATA_DEPTH
 
     deep: list = ["ghp_" + "Ab1" * 12]
     for _ in range(MAX_DATA_DEPTH - 1):

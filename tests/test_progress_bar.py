@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from spellbook.cli import ProgressBar
+from spellbook.cli.main import ProgressBar
 
 
 def test_progress_bar_in_a_log_shows_the_final_count_without_a_line_per_file(capsys: pytest.CaptureFixture) -> None:

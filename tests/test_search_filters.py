@@ -112,7 +112,7 @@ def test_no_language_warning_for_a_multilingual_embedder(engine: Engine) -> None
 
 
 def _minilm():
-    from spellbook.embedders.base import load_embedder
+    from spellbook.embedders.registry import load_embedder
 
     return load_embedder(Settings(embedder="minilm"))
 
@@ -120,7 +120,7 @@ def _minilm():
 def test_kept_filter_answers_equal_fresh_ones_after_any_writes(engine: Engine, vault: Path) -> None:
     import random
 
-    from spellbook.search.filters import Filter, to_sql
+    from spellbook.index.filters import Filter, to_sql
 
     rng = random.Random(5)
     filters = [to_sql(Filter(**f)) for f in ({"category": "a"}, {"tags_any": ["x"]}, {"category": "b", "importance": 3})]

@@ -190,7 +190,7 @@ def _import_in_child(file: Path) -> dict:
 
 def test_an_import_of_millions_of_empty_entries_is_refused_in_bounded_memory(tmp_path: Path) -> None:
     """7.5 MB of 2.5 M ``{}`` entries: the old reader built them all (peak +470 MB, 19 s)."""
-    from spellbook.exchange_formats import MAX_IMPORT_ENTRIES
+    from spellbook.engine.exchange_formats import MAX_IMPORT_ENTRIES
 
     file = tmp_path / "empty.json"
     file.write_text('{"spellbook_export": 1, "memories": [' + ",".join(["{}"] * 2_500_000) + "]}")
@@ -238,7 +238,7 @@ def test_an_import_keeps_secrets_out_of_ids_paths_and_titles(engine, vault: Path
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from spellbook.privacy import redact, redact_data  # noqa: E402
+from spellbook.vault.privacy import redact, redact_data  # noqa: E402
 
 # Inputs reach about 200 KB (a huge scalar) and 60 KB (YAML). Each call is timed by the test itself (generously, for a shared 2-core machine); Hypothesis'
 # own deadline is off because its first-call timing includes imports and warm-up.

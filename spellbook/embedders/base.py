@@ -1,22 +1,19 @@
-"""The embedder base class and the registry that builds one from Settings.
+"""The embedder base class: what every provider implements, with defaults for the rest.
 
 An embedder's ``model_id`` is stored with the index: vectors from two models never mix, and a
 different ``model_id`` makes the index rebuild itself. Heavy imports live inside each provider.
-
-``REGISTRY`` is the one list of embedder names: settings validation (``config.py``) and the
-CLI's ``--embedder`` choices read it.
+The names and how to build each are in ``registry.py``.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from spellbook.errors import EmbedderError
 
 if TYPE_CHECKING:
-    from spellbook.config import Settings
+    pass
 
 
 class Embedder(ABC):
@@ -49,62 +46,3 @@ class Embedder(ABC):
 
     def close(self) -> None:
         """Release connections or sessions (the engine calls it for an embedder it built)."""
-
-
-def _use_m3(settings: Settings) -> Embedder:
-    from spellbook.embedders.use import USEEmbedder
-
-    return USEEmbedder()
-
-
-def _minilm(settings: Settings) -> Embedder:
-    from spellbook.embedders.minilm import MiniLMEmbedder
-
-    return MiniLMEmbedder()
-
-
-def _ollama(settings: Settings) -> Embedder:
-    from spellbook.embedders.ollama import OllamaEmbedder
-
-    return OllamaEmbedder(
-        settings.ollama_url, settings.ollama_model, timeout=settings.ollama_timeout,
-        batch_size=settings.ollama_batch_size, retries=settings.ollama_retries, cooldown=settings.embed_retry_seconds,
-    )
-
-
-def _openai(settings: Settings) -> Embedder:
-    from spellbook.embedders.openai_compat import OpenAIEmbedder
-
-    key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
-    return OpenAIEmbedder(
-        settings.openai_url, settings.openai_model, api_key=key, dimensions=settings.openai_dimensions,
-        timeout=settings.openai_timeout, batch_size=settings.openai_batch_size, retries=settings.openai_retries,
-        cooldown=settings.embed_retry_seconds,
-    )
-
-
-def _hashing(settings: Settings) -> Embedder:
-    from spellbook.embedders.hashing import HashingEmbedder
-
-    return HashingEmbedder()
-
-
-# The embedder names, in the order the CLI lists them; the first is the default.
-REGISTRY: dict[str, Callable[[Settings], Embedder]] = {
-    "use-m3": _use_m3,
-    "minilm": _minilm,
-    "ollama": _ollama,
-    "openai": _openai,
-    "hashing": _hashing,
-}
-
-
-def check_embedder_name(name: str) -> str:
-    """``name`` if the registry has it, else an error listing the names it has."""
-    if name not in REGISTRY:
-        raise EmbedderError(f"Unknown embedder {name!r}; choose one of {', '.join(REGISTRY)}.")
-    return name
-
-
-def load_embedder(settings: Settings) -> Embedder:
-    return REGISTRY[check_embedder_name(settings.embedder)](settings)

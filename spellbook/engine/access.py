@@ -4,7 +4,7 @@ from a text, which note an id names, and has the first index finished.
 Two small collaborators, built once by ``Engine`` and passed to the services that need them (so
 the scope rule, the privacy filter and the id lookup exist once):
 
-* ``Access``: scope visibility (spellbook/scope.py), the privacy filter (spellbook/privacy.py),
+* ``Access``: scope visibility (spellbook/scope.py), the privacy filter (spellbook/vault/privacy.py),
   and the note an id names, as the running call's scope sees it.
 * ``Readiness``: the progress of the index build, and the short wait early reads make for it.
 """
@@ -17,8 +17,8 @@ from typing import Any
 from spellbook.config import Settings
 from spellbook.errors import InvalidInputError, NoteNotFoundError, SpellbookError
 from spellbook.index.catalog import Catalog, NoteRow
-from spellbook.indexing.indexer import SyncReport
-from spellbook.privacy import KINDS, Redaction, redact, redact_data
+from spellbook.index.indexer import SyncReport
+from spellbook.vault.privacy import KINDS, Redaction, redact, redact_data
 from spellbook.scope import current as current_scope
 
 

@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from spellbook.config import Settings
-from spellbook.embedders.base import Embedder, load_embedder
+from spellbook.embedders.base import Embedder
+from spellbook.embedders.registry import load_embedder
 from spellbook.engine.access import Access, Readiness
 from spellbook.engine.exchange import Exchange
 from spellbook.engine.health import Health
@@ -29,9 +30,9 @@ from spellbook.engine.memories import Memories
 from spellbook.engine.search import Search
 from spellbook.engine.structure import Structure
 from spellbook.errors import IndexUnavailableError, VaultPathError
-from spellbook.gitlayer import Committer
+from spellbook.git.committer import Committer
 from spellbook.index.catalog import Catalog
-from spellbook.indexing.indexer import Indexer
+from spellbook.index.indexer import Indexer
 from spellbook.vault.store import Vault
 
 

@@ -18,7 +18,7 @@ from spellbook import __version__
 from spellbook.config import Settings
 from spellbook.engine.access import Access, Readiness
 from spellbook.errors import ConflictError, InvalidInputError, SpellbookError, VaultPathError
-from spellbook.exchange_formats import (
+from spellbook.engine.exchange_formats import (
     Entry,
     export_document,
     looks_like_memory_graph,
@@ -29,11 +29,11 @@ from spellbook.exchange_formats import (
     refuse_if,
     scrub_entries,
 )
-from spellbook.gitlayer import Change, Committer
+from spellbook.git.committer import Change, Committer
 from spellbook.index.catalog import Catalog
-from spellbook.indexing.indexer import Indexer
-from spellbook.privacy import describe
-from spellbook.search.filters import Filter, parse_filter, to_sql
+from spellbook.index.indexer import Indexer
+from spellbook.vault.privacy import describe
+from spellbook.index.filters import Filter, parse_filter, to_sql
 from spellbook.vault.fields import derived_id, new_id
 from spellbook.vault.note import now_iso, parse_note, render_note
 from spellbook.vault.exports import ExportPlaces, check_import_source, resolve_export_target, write_export

@@ -15,9 +15,9 @@ from typing import Any
 
 from spellbook.engine.access import Access
 from spellbook.errors import ConflictError, InvalidInputError, NoteNotFoundError, VersionControlError
-from spellbook.gitlayer import Change, Committer, Repo, Version
+from spellbook.git.committer import Change, Committer, Repo, Version
 from spellbook.index.catalog import Catalog
-from spellbook.indexing.indexer import Indexer
+from spellbook.index.indexer import Indexer
 from spellbook.scope import current as current_scope
 from spellbook.vault.fields import derived_id
 from spellbook.vault.note import content_version, parse_note, render_note

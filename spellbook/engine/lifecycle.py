@@ -26,9 +26,9 @@ from spellbook.config import Settings
 from spellbook.engine.history import Recorder
 from spellbook.engine.structure import Structure, folder_key
 from spellbook.errors import InvalidInputError, SpellbookError
-from spellbook.gitlayer import Change, Committer
+from spellbook.git.committer import Change, Committer
 from spellbook.index.catalog import Catalog, NoteRow
-from spellbook.indexing.indexer import Indexer
+from spellbook.index.indexer import Indexer
 from spellbook.scope import current as current_scope
 from spellbook.vault.fields import expires_in, expires_key, parse_expires
 from spellbook.vault.note import parse_note

@@ -20,7 +20,7 @@ from spellbook.engine.history import Recorder
 from spellbook.engine.search import Search
 from spellbook.errors import ConflictError, InvalidInputError, NoteNotFoundError, SpellbookError
 from spellbook.index.catalog import Catalog, NoteRow
-from spellbook.indexing.indexer import Indexer, file_changed
+from spellbook.index.indexer import Indexer, file_changed
 from spellbook.vault.fields import LINK_REASONS, MAX_LIST_ITEMS, RELATIONS, link_targets
 from spellbook.vault.note import now_iso, parse_note, render_note
 from spellbook.vault.store import Vault

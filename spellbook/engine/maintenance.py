@@ -22,9 +22,9 @@ from spellbook.engine.access import Readiness
 from spellbook.engine.lifecycle import Lifecycle
 from spellbook.engine.search import mostly_latin
 from spellbook.errors import EmbedderError, SpellbookError
-from spellbook.gitlayer import Committer
+from spellbook.git.committer import Committer
 from spellbook.index.catalog import Catalog
-from spellbook.indexing.indexer import Indexer, Progress, SyncReport
+from spellbook.index.indexer import Indexer, Progress, SyncReport
 from spellbook.vault.store import Vault
 
 log = logging.getLogger(__name__)

@@ -19,10 +19,10 @@ from spellbook.engine.search import Search
 from spellbook.engine.structure import Structure
 from spellbook.errors import ConflictError, InvalidInputError, NoteNotFoundError, SpellbookError
 from spellbook.index.catalog import Catalog
-from spellbook.indexing.indexer import Indexer, SyncReport
-from spellbook.privacy import describe
+from spellbook.index.indexer import Indexer, SyncReport
+from spellbook.vault.privacy import describe
 from spellbook.scope import current as current_scope
-from spellbook.search.filters import Filter, parse_filter, to_sql
+from spellbook.index.filters import Filter, parse_filter, to_sql
 from spellbook.vault.fields import (
     expires_in,
     new_id,

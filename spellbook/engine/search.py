@@ -17,11 +17,11 @@ from spellbook.embedders.base import Embedder
 from spellbook.engine.access import Access, Readiness
 from spellbook.errors import EmbedderError, InvalidInputError
 from spellbook.index.catalog import Catalog, NoteRow
-from spellbook.indexing.indexer import Indexer, file_changed
+from spellbook.index.indexer import Indexer, file_changed
 from spellbook.scope import current as current_scope
-from spellbook.search.filters import Filter, parse_filter, to_sql
-from spellbook.search.hybrid import blend, coverage, query_terms
-from spellbook.search.keyword import tokenize
+from spellbook.index.filters import Filter, parse_filter, to_sql
+from spellbook.engine.hybrid import blend, coverage, query_terms
+from spellbook.index.keyword import tokenize
 from spellbook.vault.fields import expires_key
 from spellbook.vault.store import Vault
 

@@ -27,9 +27,9 @@ from spellbook.engine.access import Access, Readiness
 from spellbook.engine.history import Recorder
 from spellbook.errors import InvalidInputError, SpellbookError
 from spellbook.index.catalog import Catalog, FolderRow, NoteRow
-from spellbook.indexing.indexer import Indexer
+from spellbook.index.indexer import Indexer
 from spellbook.scope import current as current_scope
-from spellbook.search.filters import LIVE_SQL, to_sql
+from spellbook.index.filters import LIVE_SQL, to_sql
 from spellbook.vault.fields import string_list
 from spellbook.vault.note import content_version, dump_field, parse_note, render_note
 from spellbook.vault.paths import ABOUT_NAME, ARCHIVE_DIR, OVERVIEW_NAME, sanitize_segment
@@ -215,7 +215,7 @@ class Structure:
         out = {**meta, "path": path, "version": version, "created": created, "category": category.strip(),
                "topic": topic.strip() if topic else None}  # the frontmatter's own `created` must not hide ours
         if found:
-            from spellbook.privacy import describe as describe_redactions
+            from spellbook.vault.privacy import describe as describe_redactions
 
             out["redacted"] = describe_redactions(found)
         return out

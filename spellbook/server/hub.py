@@ -129,7 +129,7 @@ class Hub:
             self.engine = engine
             if self.watch and not self._closing.is_set():
                 # Watch before the first reconcile, so a change made while it runs is not missed.
-                from spellbook.indexing.watcher import VaultWatcher
+                from spellbook.index.watcher import VaultWatcher
 
                 self._watcher = VaultWatcher(engine.indexer, self.settings.debounce_seconds, reconcile=engine.reconcile)
                 self._watcher.start()

@@ -10,7 +10,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError
 
 from spellbook.errors import SpellbookError
-from spellbook.privacy import redact
+from spellbook.vault.privacy import redact
 from spellbook.server.hub import Hub
 from spellbook.vault.note import parse_note
 from spellbook.vault.template import template_dir

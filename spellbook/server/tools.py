@@ -18,7 +18,7 @@ from pydantic import Field
 
 from spellbook import __version__
 from spellbook.errors import SpellbookError
-from spellbook.search.filters import Filter
+from spellbook.index.filters import Filter
 from spellbook.server.models import core as m
 from spellbook.server.hub import Hub
 from spellbook.server.resources import add_resources_and_prompts

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from spellbook.crashpoints import crash_point
+from spellbook.vault.crashpoints import crash_point
 from spellbook.errors import ConflictError, InvalidInputError, VaultPathError
 from spellbook.vault.note import content_version
 from spellbook.vault.paths import ARCHIVE_DIR, IGNORED_DIRS, cut_utf8, is_ignored, resolve_path, with_suffix_number

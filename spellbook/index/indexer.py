@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from spellbook.crashpoints import crash_point
+from spellbook.vault.crashpoints import crash_point
 from spellbook.errors import (
     EmbedderError,
     EmbedderInputError,
@@ -35,8 +35,8 @@ from spellbook.errors import (
     VaultPathError,
 )
 from spellbook.index.catalog import Catalog, ChunkRow, FileRow, FolderRow, IndexedChunk, NoteRow
-from spellbook.indexing.chunker import CHUNKER_VERSION, chunk_body
-from spellbook.search.keyword import index_text
+from spellbook.index.chunker import CHUNKER_VERSION, chunk_body
+from spellbook.index.keyword import index_text
 from spellbook.vault.fields import (
     derived_id,
     expires_key,

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from spellbook import __version__
-from spellbook.embedders.base import REGISTRY
+from spellbook.embedders.registry import REGISTRY
 from spellbook.errors import SpellbookError
 
 log = logging.getLogger("spellbook")
@@ -288,7 +288,7 @@ def _search(args: argparse.Namespace) -> int:
 def _install(args: argparse.Namespace) -> int:
     import os
 
-    from spellbook import clients
+    from spellbook.cli import clients
 
     if args.command == "uninstall":
         result = clients.uninstall(args.client, scope=args.scope, name=args.name)

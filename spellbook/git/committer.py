@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from spellbook.crashpoints import crash_point
+from spellbook.vault.crashpoints import crash_point
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
-from spellbook.indexing.indexer import Indexer
+from spellbook.index.indexer import Indexer
 from spellbook.vault.paths import IGNORED_DIRS, is_ignored
 
 log = logging.getLogger(__name__)

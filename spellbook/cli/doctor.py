@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from spellbook import clients
+from spellbook.cli import clients
 from spellbook.config import Settings
 from spellbook.errors import SpellbookError
 

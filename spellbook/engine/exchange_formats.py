@@ -33,7 +33,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from spellbook.errors import InvalidInputError
-from spellbook.indexing.indexer import MAX_FILE_BYTES
+from spellbook.index.indexer import MAX_FILE_BYTES
 from spellbook.vault.fields import normalize_tag
 from spellbook.vault.note import dump_field
 from spellbook.vault.paths import NOTE_SUFFIX, is_ignored, note_path

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-from spellbook.search.keyword import STOPWORDS, normalize, tokenize
+from spellbook.index.keyword import STOPWORDS, normalize, tokenize
 
 RRF_K = 60
 
