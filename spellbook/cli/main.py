@@ -323,7 +323,7 @@ def _install(args: argparse.Namespace) -> int:
 def _doctor(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
-    from spellbook import doctor
+    from spellbook.cli import doctor
 
     try:
         settings = settings_from(args)
