@@ -124,6 +124,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(run=_import)
 
+    p = sub.add_parser("hook", help="run as a Claude Code hook (JSON on stdin): capture and recall sessions")
+    vault_args(p)
+    p.add_argument("event", help="SessionStart, UserPromptSubmit, Stop, PreCompact or SessionEnd")
+    p.set_defaults(run=_hook)
+
     p = sub.add_parser("stats", help="index health and file problems")
     vault_args(p)
     p.add_argument("--json", action="store_true", help="print JSON")
@@ -140,6 +145,12 @@ def settings_from(args: argparse.Namespace, **extra: Any):
         if value is not None:
             overrides[name] = value
     return Settings(**overrides)
+
+
+def _hook(args: argparse.Namespace) -> int:
+    from spellbook.sessions.hook import run
+
+    return run(args.event, args)  # logs every error to <index>/hooks.log, and exits 0
 
 
 def _init(args: argparse.Namespace) -> int:

@@ -82,6 +82,15 @@ class Settings(BaseSettings):
         default="auto", description="Commit each tool write when the vault is a git repository (auto/true/false)."
     )
     log_level: str = "INFO"
+    session_context_tokens: int = Field(
+        default=1500, ge=100, le=20_000, description="Budget of the context a SessionStart hook gives a new session."
+    )
+    session_prompt_recall: bool = Field(
+        default=False, description="UserPromptSubmit hook: add the memories most relevant to each prompt."
+    )
+    session_prompt_min_relevance: float = Field(
+        default=0.5, ge=0.0, le=1.0, description="Least relevance (0-1) of a memory added to a prompt."
+    )
 
     @field_validator("git_commit", mode="before")
     @classmethod

@@ -16,7 +16,7 @@ from spellbook.errors import EmbedderError, InvalidInputError
 from spellbook.index.catalog import NoteRow
 from spellbook.indexing.indexer import file_changed
 from spellbook.scope import current as current_scope
-from spellbook.search.filters import Filter, parse_filter, to_sql
+from spellbook.search.filters import Filter, event_type_of, parse_filter, to_sql
 from spellbook.search.hybrid import blend, coverage, query_terms
 from spellbook.search.keyword import tokenize
 from spellbook.vault.fields import expires_key
@@ -121,6 +121,8 @@ class Searcher:
             keyword_scores = dict(found)
         # One read of the candidates' rows serves coverage, boosts and the hits.
         chunks = self.catalog.chunks(list(similarity.keys() | keyword_scores.keys()))
+        if spec is not None and spec.event_type:  # a session's events of one type: only those sections
+            chunks = {cid: c for cid, c in chunks.items() if event_type_of(c.heading) == spec.event_type}
         notes = self.catalog.notes_at(c.path for c in chunks.values())
         if spec is None:  # the vectors may not be filtered: leave archived and expired notes out here
             now = expires_key(dt.datetime.now(dt.UTC))

@@ -42,7 +42,7 @@ OWNED_KEYS: tuple[str, ...] = (
     "created",
     "updated",
 )
-NOTE_TYPES: tuple[str, ...] = ("insight", "success", "failure", "decision", "note", "temporary")
+NOTE_TYPES: tuple[str, ...] = ("insight", "success", "failure", "decision", "note", "temporary", "session")
 
 _OPEN_FENCE = re.compile(r"---[ \t]*\r?\n")
 _CLOSE_FENCE = re.compile(r"^(?:---|\.\.\.)[ \t]*\r?$", re.MULTILINE)

@@ -1,0 +1,175 @@
+"""``spellbook hook <event>``: what Claude Code runs on its hook events (JSON on stdin).
+
+* ``SessionStart``: prints the context for the new session (stdout is added to the model's context).
+* ``UserPromptSubmit``: with ``SPELLBOOK_SESSION_PROMPT_RECALL=true``, prints the memories most
+  relevant to the prompt; otherwise does nothing.
+* ``Stop``, ``PreCompact``, ``SessionEnd``: hand the transcript to a detached ``hook capture``
+  process and return at once; that process writes the session's notes through the index owner.
+
+A hook never breaks the person's session: every error is logged to ``<index>/hooks.log`` (stderr
+when there is no index folder) and the hook exits 0 with nothing on stdout; a watchdog ends it
+within ``DEADLINE_SECONDS`` whatever it is waiting for (an index owner that does not answer).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger("spellbook.hook")
+
+CAPTURE_EVENTS = {"stop", "precompact", "sessionend"}
+DEADLINE_SECONDS = {"sessionstart": 20.0, "userpromptsubmit": 8.0, "capture": 600.0}
+MAX_STDIN_BYTES = 4 * 1024 * 1024
+LOG_NAME = "hooks.log"
+
+
+def run(event: str, args: Any) -> int:
+    """The whole hook; returns 0 whatever happens."""
+    key = event.replace("-", "").replace("_", "").lower()
+    started = time.perf_counter()
+    threading.Timer(DEADLINE_SECONDS.get(key, 10.0), _give_up, args=(key,)).start()
+    try:
+        payload = _read_payload()
+        from spellbook.cli import settings_from
+
+        settings = settings_from(args)
+        _log_to(settings)
+        if key in CAPTURE_EVENTS:
+            _spawn_capture(settings, payload, key)
+        elif key == "capture":
+            _capture(settings, payload)
+        elif key == "sessionstart":
+            _print(_session_start(settings, payload))
+        elif key == "userpromptsubmit":
+            if settings.session_prompt_recall:
+                _print(_prompt(settings, payload))
+        else:
+            log.info("hook %s: nothing to do for this event", event)
+        log.info("hook %s done in %.0f ms", event, (time.perf_counter() - started) * 1000)
+    except BaseException as exc:  # noqa: BLE001 - a hook must never break the session
+        if isinstance(exc, SystemExit | KeyboardInterrupt):
+            return 0
+        log.exception("hook %s failed (the session goes on without it)", event)
+    finally:
+        sys.stdout.flush()
+        os._exit(0)  # the hub's follower threads must not keep the hook alive
+
+
+def _give_up(key: str) -> None:
+    log.error("hook %s: over %.0f s, gave up (is the index owner answering?)", key, DEADLINE_SECONDS.get(key, 10.0))
+    os._exit(0)
+
+
+def _read_payload() -> dict[str, Any]:
+    data = sys.stdin.buffer.read(MAX_STDIN_BYTES + 1) if not sys.stdin.isatty() else b""
+    if len(data) > MAX_STDIN_BYTES:
+        raise ValueError("hook input over 4 MiB")
+    payload = json.loads(data or b"{}")
+    if not isinstance(payload, dict):
+        raise ValueError("hook input is not a JSON object")
+    return payload
+
+
+def _log_to(settings: Any) -> None:
+    """Log to ``<index>/hooks.log``; the index folder is created only inside an existing vault."""
+    if not settings.vault_dir.is_dir():
+        raise FileNotFoundError(f"No vault at {settings.vault_dir}; run `spellbook init {settings.vault_dir}`.")
+    settings.index_path.mkdir(parents=True, exist_ok=True)
+    handler = logging.FileHandler(settings.index_path / LOG_NAME, encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(process)d %(levelname)s %(message)s"))
+    logging.getLogger("spellbook").addHandler(handler)
+
+
+def _print(text: str) -> None:
+    if text:
+        sys.stdout.write(text.rstrip() + "\n")
+
+
+def _open_hub(settings: Any) -> Any:
+    from spellbook.server.hub import Hub
+
+    hub = Hub(settings.model_copy(update={"watch": False}), watch=False, warm_up=False)
+    hub.start(background=False)
+    return hub
+
+
+def _project(payload: dict[str, Any]) -> tuple[str, str | None]:
+    from spellbook.sessions.notes import project_of
+
+    cwd = payload.get("cwd") or os.environ.get("CLAUDE_PROJECT_DIR")
+    return project_of(cwd), cwd
+
+
+def _session_start(settings: Any, payload: dict[str, Any]) -> str:
+    from spellbook.sessions.recall import session_context
+
+    project, cwd = _project(payload)
+    hub = _open_hub(settings)
+    try:
+        # A running server embeds the query with its loaded model; without one, keyword search
+        # spares this process loading the model.
+        return session_context(hub, project, cwd, settings.session_context_tokens, semantic=hub.role == "follower")
+    finally:
+        hub.close()
+
+
+def _prompt(settings: Any, payload: dict[str, Any]) -> str:
+    from spellbook.sessions.recall import prompt_context
+
+    prompt = str(payload.get("prompt") or "").strip()
+    if not prompt:
+        return ""
+    project, _ = _project(payload)
+    hub = _open_hub(settings)
+    try:
+        return prompt_context(hub, project, prompt, settings.session_prompt_min_relevance)
+    finally:
+        hub.close()
+
+
+def _spawn_capture(settings: Any, payload: dict[str, Any], key: str) -> None:
+    """Start ``spellbook hook capture`` detached, with the payload on its stdin, and return."""
+    if not payload.get("transcript_path"):
+        log.info("hook %s: no transcript_path; nothing to capture", key)
+        return
+    env = dict(os.environ, SPELLBOOK_VAULT=str(settings.vault_dir), SPELLBOOK_INDEX_DIR=str(settings.index_path),
+               SPELLBOOK_EMBEDDER=settings.embedder)
+    if settings.chroma_url:
+        env["SPELLBOOK_CHROMA_URL"] = settings.chroma_url
+    with open(settings.index_path / LOG_NAME, "ab") as out:
+        child = subprocess.Popen(
+            [sys.executable, "-m", "spellbook", "hook", "capture"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+            stderr=out, env=env, start_new_session=True, close_fds=True,
+        )
+    assert child.stdin is not None
+    child.stdin.write(json.dumps(payload).encode("utf-8"))
+    child.stdin.close()
+    log.info("hook %s: capture of session %s started (pid %d)", key, payload.get("session_id"), child.pid)
+
+
+def _capture(settings: Any, payload: dict[str, Any]) -> None:
+    from spellbook.sessions.capture import capture
+    from spellbook.sessions.transcript import read_transcript
+
+    transcript = Path(str(payload.get("transcript_path")))
+    session = read_transcript(transcript, payload.get("session_id") or None)
+    if not session.cwd:
+        session.cwd = payload.get("cwd")
+    if not session.exchanges:
+        log.info("capture: session %s has no prompt yet", session.session_id)
+        return
+    hub = _open_hub(settings)
+    try:
+        done = capture(hub, session, settings.index_path / "sessions")
+    finally:
+        hub.close()
+    log.info("capture: session %s: created %s, updated %s, unchanged %d", session.session_id,
+             done["created"], done["updated"], done["unchanged"])
