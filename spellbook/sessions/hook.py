@@ -26,9 +26,10 @@ from typing import Any
 log = logging.getLogger("spellbook.hook")
 
 CAPTURE_EVENTS = {"stop", "precompact", "sessionend"}
-DEADLINE_SECONDS = {"sessionstart": 20.0, "userpromptsubmit": 8.0, "capture": 600.0}
+DEADLINE_SECONDS = {"sessionstart": 10.0, "userpromptsubmit": 8.0, "capture": 600.0}
 MAX_STDIN_BYTES = 4 * 1024 * 1024
 LOG_NAME = "hooks.log"
+STOP_EVERY_SECONDS = 300.0
 
 
 def run(event: str, args: Any) -> int:
@@ -41,6 +42,8 @@ def run(event: str, args: Any) -> int:
         from spellbook.cli import settings_from
 
         settings = settings_from(args)
+        if getattr(args, "prompt_recall", False):
+            settings = settings.model_copy(update={"session_prompt_recall": True})
         _log_to(settings)
         if key in CAPTURE_EVENTS:
             _spawn_capture(settings, payload, key)
@@ -140,6 +143,8 @@ def _spawn_capture(settings: Any, payload: dict[str, Any], key: str) -> None:
     if not payload.get("transcript_path"):
         log.info("hook %s: no transcript_path; nothing to capture", key)
         return
+    if key == "stop" and not _stop_due(settings, str(payload.get("session_id") or "")):
+        return  # SessionEnd and PreCompact capture it; Stop only now and then, in case neither comes
     env = dict(os.environ, SPELLBOOK_VAULT=str(settings.vault_dir), SPELLBOOK_INDEX_DIR=str(settings.index_path),
                SPELLBOOK_EMBEDDER=settings.embedder)
     if settings.chroma_url:
@@ -153,6 +158,22 @@ def _spawn_capture(settings: Any, payload: dict[str, Any], key: str) -> None:
     child.stdin.write(json.dumps(payload).encode("utf-8"))
     child.stdin.close()
     log.info("hook %s: capture of session %s started (pid %d)", key, payload.get("session_id"), child.pid)
+
+
+def _stop_due(settings: Any, session_id: str) -> bool:
+    """Stop fires after every answer: capture on the first, then at most every STOP_EVERY_SECONDS."""
+    import hashlib
+
+    folder = settings.index_path / "sessions"
+    folder.mkdir(parents=True, exist_ok=True)
+    stamp = folder / (hashlib.sha1(session_id.encode("utf-8")).hexdigest()[:16] + ".stop")
+    try:
+        if time.time() - stamp.stat().st_mtime < STOP_EVERY_SECONDS:
+            return False
+    except FileNotFoundError:
+        pass
+    stamp.touch()
+    return True
 
 
 def _capture(settings: Any, payload: dict[str, Any]) -> None:
