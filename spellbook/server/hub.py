@@ -194,6 +194,8 @@ class Hub:
         if method not in METHODS:
             raise ValueError(f"unknown method {method}")
         params = dict(params or {})
+        if method == "scribe" and self.settings.session_id and not params.get("session"):
+            params["session"] = self.settings.session_id  # this client's session (Claude Code's env)
         # context/user are the call's scope (spellbook/scope.py), resolved here against this
         # process's settings: a follower's client may be scoped differently from the owner's.
         scope = resolve(params.pop("context", None), params.pop("user", None), self.settings.context, self.settings.user)

@@ -88,7 +88,10 @@ def _log_to(settings: Any) -> None:
     settings.index_path.mkdir(parents=True, exist_ok=True)
     handler = logging.FileHandler(settings.index_path / LOG_NAME, encoding="utf-8")
     handler.setFormatter(logging.Formatter("%(asctime)s %(process)d %(levelname)s %(message)s"))
-    logging.getLogger("spellbook").addHandler(handler)
+    root = logging.getLogger()
+    for other in list(root.handlers):  # the CLI's stderr handler: the log file says it all
+        root.removeHandler(other)
+    root.addHandler(handler)
 
 
 def _print(text: str) -> None:
@@ -178,6 +181,7 @@ def _stop_due(settings: Any, session_id: str) -> bool:
 
 def _capture(settings: Any, payload: dict[str, Any]) -> None:
     from spellbook.sessions.capture import capture
+    from spellbook.sessions.notes import redact_session
     from spellbook.sessions.transcript import read_transcript
 
     transcript = Path(str(payload.get("transcript_path")))
@@ -187,6 +191,11 @@ def _capture(settings: Any, payload: dict[str, Any]) -> None:
     if not session.exchanges:
         log.info("capture: session %s has no prompt yet", session.session_id)
         return
+    if settings.redact:  # before anything is cut short: a secret cut in two is no longer recognised
+        from spellbook.privacy import redact
+
+        options = {"extra_patterns": tuple(settings.redact_patterns), "disabled": tuple(settings.redact_disabled)}
+        session = redact_session(session, lambda text: redact(text, **options)[0])
     hub = _open_hub(settings)
     try:
         done = capture(hub, session, settings.index_path / "sessions")

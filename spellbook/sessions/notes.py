@@ -12,7 +12,8 @@ from __future__ import annotations
 import os
 import re
 from collections import Counter
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +60,14 @@ def gist(text: str, limit: int = GIST_CHARS) -> str:
 def part_of(title: str) -> int:
     match = _PART.search(title)
     return int(match.group(1)) if match else 1
+
+
+def redact_session(session: Session, scrub: Callable[[str], str]) -> Session:
+    """The session with ``scrub`` (the privacy filter) applied to every text it will store."""
+    exchanges = [replace(x, prompt=scrub(x.prompt), answer=scrub(x.answer), tools=[(n, scrub(t)) for n, t in x.tools],
+                         files=[scrub(f) for f in x.files], insights=[scrub(i) for i in x.insights])
+                 for x in session.exchanges]
+    return replace(session, exchanges=exchanges)
 
 
 def render_session(session: Session, project: str | None = None) -> list[SessionNote]:
