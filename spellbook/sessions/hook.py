@@ -38,13 +38,13 @@ def run(event: str, args: Any) -> int:
     started = time.perf_counter()
     threading.Timer(DEADLINE_SECONDS.get(key, 10.0), _give_up, args=(key,)).start()
     try:
-        payload = _read_payload()
         from spellbook.cli import settings_from
 
         settings = settings_from(args)
         if getattr(args, "prompt_recall", False):
             settings = settings.model_copy(update={"session_prompt_recall": True})
         _log_to(settings)
+        payload = _read_payload()
         if key in CAPTURE_EVENTS:
             _spawn_capture(settings, payload, key)
         elif key == "capture":
