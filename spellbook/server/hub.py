@@ -31,11 +31,13 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from spellbook.config import Settings
 from spellbook.errors import IndexUnavailableError, SpellbookError
 from spellbook.scope import Scope, resolve, scoped
+
+if TYPE_CHECKING:  # not imported at run time: a hook forwarding to a running owner stays light (sessions/hook.py)
+    from spellbook.config import Settings
 
 log = logging.getLogger(__name__)
 
