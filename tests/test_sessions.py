@@ -193,3 +193,23 @@ def test_a_hook_with_bad_input_or_no_vault_exits_0_silently(tmp_path: Path) -> N
         assert result.returncode == 0 and result.stdout == b""
     assert not (tmp_path / "missing").exists()
     assert "failed" in (tmp_path / ".spellbook" / "hooks.log").read_text()
+
+
+def test_light_settings_read_what_settings_read(tmp_path: Path) -> None:
+    """The hook's pydantic-free settings (sessions/hook.py) agree with Settings, flags and env alike."""
+    import argparse
+
+    from spellbook.cli import settings_from
+    from spellbook.sessions.hook import light_settings
+
+    env = {"SPELLBOOK_VAULT": str(tmp_path / "v"), "SPELLBOOK_SESSION_CONTEXT_TOKENS": "900",
+           "SPELLBOOK_SESSION_PROMPT_RECALL": "true", "SPELLBOOK_SESSION_PROMPT_MIN_RELEVANCE": "0.7",
+           "CLAUDE_CODE_SESSION_ID": "abc", "SPELLBOOK_CONTEXT": "shop", "SPELLBOOK_EMBEDDER": "hashing"}
+    for args in (argparse.Namespace(), argparse.Namespace(vault=tmp_path / "w", index_dir=tmp_path / "i", user="ana")):
+        with pytest.MonkeyPatch.context() as mp:
+            for key, value in env.items():
+                mp.setenv(key, value)
+            light, full = light_settings(args), settings_from(args)
+        for name in ("vault_dir", "index_path", "embedder", "chroma_url", "context", "user", "session_id",
+                     "session_context_tokens", "session_prompt_recall", "session_prompt_min_relevance"):
+            assert getattr(light, name) == getattr(full, name), name
