@@ -38,7 +38,7 @@ def per_exchange(hub: Hub, session) -> None:
         hub.call("scribe", {"text": _exchange_md(x), "title": title, **base})
 
 
-def evaluate(hub: Hub, k_values=(1, 3, 5)) -> dict[str, float]:
+def evaluate(hub: Hub, k_values=(1, 3, 5), spec: dict | None = None) -> dict[str, float]:
     """exchange@k: a top-k hit points at an exchange of the right task (its section, or for
     per-exchange notes the note); answer@k: the hit's section is that task's answer."""
     exchange_at = {k: 0 for k in k_values}
@@ -46,13 +46,14 @@ def evaluate(hub: Hub, k_values=(1, 3, 5)) -> dict[str, float]:
     times: list[float] = []
     for prompt, _, answer, question in TASKS:
         started = time.perf_counter()
-        found = hub.call("memorize", {"query": question, "limit": max(k_values)})["results"]
+        found = hub.call("memorize", {"query": question, "limit": max(k_values), **({"filter": spec} if spec else {})})["results"]
         times.append((time.perf_counter() - started) * 1000)
         marks = (gist(prompt)[:30], gist(answer)[:30])
         heading = [h.get("heading") or "" for h in found]
         right = [i for i, h in enumerate(found)
                  if any(m in heading[i] for m in marks) or gist(prompt, 50)[:30] in h["title"]]
-        answers = [i for i in range(len(found)) if marks[1] in heading[i]]
+        answers = [i for i in range(len(found))  # a response section is headed by the prompt it answers
+                   if heading[i].startswith("response") and marks[0] in heading[i]]
         for k in k_values:
             exchange_at[k] += bool(right and right[0] < k)
             answer_at[k] += bool(answers and answers[0] < k)
@@ -86,10 +87,13 @@ def main() -> None:
             seconds = time.perf_counter() - started
             files = len(list((vault / "sessions").rglob("*.md")))
             result = evaluate(hub)
+            answers = evaluate(hub, spec={"event_type": "response"})
         finally:
             hub.close()
         figures = ", ".join(f"{k} {v:.2f}" for k, v in result.items())
         print(f"{name:24s} {files:4d} files, written in {seconds:.1f} s; {figures}")
+        figures = ", ".join(f"{k} {v:.2f}" for k, v in answers.items() if k.startswith("answer"))
+        print(f"{'':24s} with filter event_type=response: {figures}")
 
 
 if __name__ == "__main__":

@@ -119,6 +119,15 @@ def to_sql(spec: Filter | None, include_hidden: bool = False) -> tuple[str, list
     return (" AND ".join(clauses) or "1"), params
 
 
+def to_chunk_sql(spec: Filter | None, include_hidden: bool = False) -> tuple[str, list[Any]]:
+    """``to_sql`` for queries that join ``chunks c`` (search): ``event_type`` then selects the
+    sections themselves, not only the notes that have one."""
+    where, params = to_sql(spec, include_hidden)
+    if spec is None or spec.event_type is None:
+        return where, params
+    return f"({where}) AND c.heading LIKE ?", [*params, spec.event_type + EVENT_SEPARATOR + "%"]
+
+
 def parse_filter(value: Filter | dict | None) -> Filter | None:
     """A tool's filter argument (an object or None) as a Filter, with a clear error when wrong."""
     if value is None or isinstance(value, Filter):

@@ -16,7 +16,7 @@ from spellbook.errors import EmbedderError, InvalidInputError
 from spellbook.index.catalog import NoteRow
 from spellbook.indexing.indexer import file_changed
 from spellbook.scope import current as current_scope
-from spellbook.search.filters import Filter, event_type_of, parse_filter, to_sql
+from spellbook.search.filters import Filter, event_type_of, parse_filter, to_chunk_sql, to_sql
 from spellbook.search.hybrid import blend, coverage, query_terms
 from spellbook.search.keyword import tokenize
 from spellbook.vault.fields import expires_key
@@ -98,7 +98,7 @@ class Searcher:
         return hits, note
 
     def _search(self, query: str, limit: int, spec: Filter | None, mode: Mode) -> list[dict[str, Any]]:
-        where, params = to_sql(spec)
+        where, params = to_chunk_sql(spec)  # every query below joins chunks as c
         depth = max(limit * 6, 50)
         similarity: dict[str, float] = {}
         keyword_scores: dict[str, float] = {}

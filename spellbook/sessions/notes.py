@@ -129,17 +129,17 @@ def _exchange_md(x: Exchange) -> str:
         out.append(f"## tool{SEP}{_clock(x.tool_time)}{SEP}{head}\n\n" + "\n".join(lines) + "\n")
     for insight in x.insights:
         out.append(_section("insight", x.tool_time, insight, 500))
-    if x.answer:
-        out.append(_section("response", x.answer_time, x.answer, ANSWER_CHARS))
+    if x.answer:  # headed by the prompt it answers: the answer is found by the question's words too
+        out.append(_section("response", x.answer_time, x.answer, ANSWER_CHARS, head=x.prompt))
     return "\n".join(out)
 
 
-def _section(kind: str, when: str | None, text: str, limit: int) -> str:
+def _section(kind: str, when: str | None, text: str, limit: int, head: str | None = None) -> str:
     if len(text) > limit:
         text = text[:limit].rstrip() + " …"
     # A line starting with '#' in a prompt or answer would open a section of its own: escape it.
     text = re.sub(r"^(\s{0,3})#", r"\1\\#", text, flags=re.MULTILINE)
-    return f"## {kind}{SEP}{_clock(when)}{SEP}{gist(text)}\n\n{text}\n"
+    return f"## {kind}{SEP}{_clock(when)}{SEP}{gist(head or text)}\n\n{text}\n"
 
 
 def _clock(when: str | None, with_date: bool = False) -> str:
