@@ -24,7 +24,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from tests.session_data import make_transcript  # noqa: E402
+from tests.session_data import make_transcript
 
 SPELLBOOK = str(Path(sys.executable).with_name("spellbook"))
 
@@ -35,7 +35,8 @@ CPU: list[float] = []  # CPU ms (user + sys) of each timed process: less sensiti
 def timed(args: list[str], payload: dict, env: dict) -> tuple[float, bytes]:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    result = subprocess.run(args, input=json.dumps(payload).encode(), capture_output=True, env=env, timeout=600)
+    result = subprocess.run(args, input=json.dumps(payload).encode(), capture_output=True, env=env, timeout=600,
+                            check=False)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     CPU.append((after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime) * 1000)
     return (time.perf_counter() - started) * 1000, result.stdout
@@ -50,7 +51,8 @@ def free_port() -> int:
 def wait_owner(vault: Path, proc: subprocess.Popen, env: dict) -> None:
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline:
-        result = subprocess.run([SPELLBOOK, "stats", "--vault", str(vault), "--json"], capture_output=True, env=env)
+        result = subprocess.run([SPELLBOOK, "stats", "--vault", str(vault), "--json"], capture_output=True, env=env,
+                                check=False)
         if result.returncode == 0 and json.loads(result.stdout).get("state") == "ready":
             return
         if proc.poll() is not None:
@@ -115,8 +117,9 @@ def main() -> None:
     finally:
         server.terminate()
         server.wait(timeout=60)
-    imports = subprocess.run([sys.executable, "-X", "importtime", "-c", "import spellbook.cli, spellbook.server.hub, "
-                              "spellbook.sessions.recall"], capture_output=True, text=True, env=env).stderr
+    modules = "import spellbook.cli, spellbook.server.hub, spellbook.sessions.recall"
+    imports = subprocess.run([sys.executable, "-X", "importtime", "-c", modules], capture_output=True, text=True,
+                             env=env, check=False).stderr
     top = sorted((line for line in imports.splitlines() if "|" in line and "cumulative" not in line),
                  key=lambda line: -int(line.split("|")[1]))[:6]
     bare = statistics.median(timed([sys.executable, "-c", "pass"], {}, env)[0] for _ in range(5))

@@ -22,13 +22,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from spellbook.config import Settings  # noqa: E402
-from spellbook.server.hub import Hub  # noqa: E402
-from spellbook.sessions.capture import capture  # noqa: E402
-from spellbook.sessions.notes import _exchange_md, gist, render_session  # noqa: E402
-from spellbook.sessions.transcript import read_transcript  # noqa: E402
-from spellbook.vault.template import init_vault  # noqa: E402
-from tests.session_data import TASKS, make_transcript  # noqa: E402
+from spellbook.config import Settings
+from spellbook.server.hub import Hub
+from spellbook.sessions.capture import capture
+from spellbook.sessions.notes import _exchange_md, gist, render_session
+from spellbook.sessions.transcript import read_transcript
+from spellbook.vault.template import init_vault
+from tests.session_data import TASKS, make_transcript
 
 
 def per_exchange(hub: Hub, session) -> None:

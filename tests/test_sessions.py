@@ -115,7 +115,7 @@ def test_two_captures_of_one_session_at_once_write_one_note(tmp_path: Path) -> N
 def test_session_and_event_type_filters(tmp_path: Path, hub: Hub) -> None:
     ids = []
     for seed in (4, 5):
-        file, session_id, kinds = make_transcript(tmp_path, str(tmp_path / "shop"), 8, seed=seed)
+        file, session_id, _ = make_transcript(tmp_path, str(tmp_path / "shop"), 8, seed=seed)
         capture(hub, read_transcript(file), tmp_path / "locks")
         ids.append(session_id)
     hub.call("scribe", {"text": "An insight of the first session", "session": ids[0]})

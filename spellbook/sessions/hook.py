@@ -60,7 +60,7 @@ def run(event: str, args: Any) -> int:
         else:
             log.info("hook %s: nothing to do for this event", event)
         log.info("hook %s done in %.0f ms", event, (time.perf_counter() - started) * 1000)
-    except BaseException as exc:  # noqa: BLE001 - a hook must never break the session
+    except BaseException as exc:
         if isinstance(exc, SystemExit | KeyboardInterrupt):
             return 0
         log.exception("hook %s failed (the session goes on without it)", event)
@@ -137,7 +137,7 @@ def _read_payload() -> dict[str, Any]:
         raise ValueError("hook input over 4 MiB")
     payload = json.loads(data or b"{}")
     if not isinstance(payload, dict):
-        raise ValueError("hook input is not a JSON object")
+        raise TypeError("hook input is not a JSON object")
     return payload
 
 

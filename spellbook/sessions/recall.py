@@ -33,8 +33,8 @@ def session_context(hub: Any, project: str, cwd: str | None, budget: int, semant
                                   "mode": "hybrid" if semantic else "keyword", **scope})
     relevant = [h for h in found["results"] if h.get("type") != "session"][:RELEVANT]
     lines = [f"# Spellbook memory for project {project}",
-             "Memories from earlier work (Spellbook MCP: memorize to search, get_memories for full text, "
-             "timeline for a session's events)."]
+             ("Memories from earlier work (Spellbook MCP: memorize to search, get_memories for full text, "
+              "timeline for a session's events).")]
     lines += _index_lines(index)
     if relevant:
         lines.append("## Relevant memories")
