@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import AliasChoices, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 INDEX_DIRNAME = ".spellbook"
@@ -88,6 +88,20 @@ class Settings(BaseSettings):
         default="auto", description="Commit each tool write when the vault is a git repository (auto/true/false)."
     )
     log_level: str = "INFO"
+    session_id: str | None = Field(
+        default=None, validation_alias=AliasChoices("SPELLBOOK_SESSION_ID", "CLAUDE_CODE_SESSION_ID"),
+        description="The client's session (Claude Code sets CLAUDE_CODE_SESSION_ID for the servers it starts): "
+                    "what scribe records as a memory's session.",
+    )
+    session_context_tokens: int = Field(
+        default=1500, ge=100, le=20_000, description="Budget of the context a SessionStart hook gives a new session."
+    )
+    session_prompt_recall: bool = Field(
+        default=False, description="UserPromptSubmit hook: add the memories most relevant to each prompt."
+    )
+    session_prompt_min_relevance: float = Field(
+        default=0.5, ge=0.0, le=1.0, description="Least relevance (0-1) of a memory added to a prompt."
+    )
 
     @field_validator("embedder")
     @classmethod

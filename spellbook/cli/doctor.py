@@ -198,3 +198,41 @@ def _entry_check(settings: Settings, label: str, file: Path, key: str, entry: Ma
         return check(label, "warn", f"{where} serves {vault}, not the vault checked here ({settings.vault_dir})",
                      f"{reinstall} if this is the vault it should use")
     return check(label, "ok", f"{where} starts {command} serve --vault {vault}")
+
+
+def hook_checks(
+    settings: Settings, *, home: Path | None = None, env: Mapping[str, str] | None = None, project: Path | None = None
+) -> list[Check]:
+    """Claude Code's session hooks (spellbook/sessions/install.py): installed, their script exists,
+    they serve this vault, and capture and recall are both there. Never ``fail``."""
+    import shlex
+
+    from spellbook.sessions import install as hooks
+
+    out: list[Check] = []
+    seen: set[Path] = set()
+    for scope in ("user", "project"):
+        file = hooks.settings_path(scope, home=home, env=env, project=project)
+        if not file.exists() or file.resolve() in seen:
+            continue
+        seen.add(file.resolve())
+        found = hooks.installed_hooks(file)
+        if not found:
+            continue
+        name = f"claude-code hooks ({scope})"
+        fix = f"run `spellbook install claude-code --hooks --scope {scope} --vault {settings.vault_dir}` again"
+        missing = [e for e in ("SessionStart", "SessionEnd") if e not in found]
+        words = shlex.split(next(iter(found.values()))[0])
+        vault = Path(words[words.index("--vault") + 1]) if "--vault" in words[:-1] else None
+        if missing:
+            out.append(check(name, "warn", f"{file} lacks the {' and '.join(missing)} hook(s)", fix))
+        elif not Path(words[0]).exists():
+            out.append(check(name, "warn", f"the hooks in {file} run {words[0]}, which does not exist", fix))
+        elif vault is not None and vault.resolve() != settings.vault_dir:
+            out.append(check(name, "warn", f"the hooks in {file} capture sessions into {vault}, not this vault", fix))
+        else:
+            out.append(check(name, "ok", f"{', '.join(found)} in {file}"))
+    if not out:
+        out.append(check("claude-code hooks", "info", "session memory hooks are not installed",
+                         f"`spellbook install claude-code --hooks --vault {settings.vault_dir}` to capture sessions"))
+    return out

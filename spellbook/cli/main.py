@@ -102,6 +102,10 @@ def _parser() -> argparse.ArgumentParser:
             p.add_argument("--no-token", action="store_true", help="--http to a server started with --no-token")
             p.add_argument("--context", help="scope the client's server to this project (serve --context)")
             p.add_argument("--user", help="scope the client's server to this person (serve --user)")
+            p.add_argument("--hooks", action="store_true",
+                           help="claude-code: also install the session memory hooks (docs/sessions.md)")
+            p.add_argument("--prompt-recall", action="store_true",
+                           help="with --hooks: also add relevant memories to each prompt (UserPromptSubmit)")
         p.set_defaults(run=_install)
 
     p = sub.add_parser("doctor", help="check settings, embedder, clients, and that the index equals the vault")
@@ -131,6 +135,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(run=_import)
 
+    p = sub.add_parser("hook", help="run as a Claude Code hook (JSON on stdin): capture and recall sessions")
+    vault_args(p)
+    p.add_argument("event", help="SessionStart, UserPromptSubmit, Stop, PreCompact or SessionEnd")
+    p.add_argument("--prompt-recall", action="store_true", help="UserPromptSubmit: add relevant memories")
+    p.set_defaults(run=_hook)
+
     p = sub.add_parser("stats", help="index health and file problems")
     vault_args(p)
     p.add_argument("--json", action="store_true", help="print JSON")
@@ -147,6 +157,12 @@ def settings_from(args: argparse.Namespace, **extra: Any):
         if value is not None:
             overrides[name] = value
     return Settings(**overrides)
+
+
+def _hook(args: argparse.Namespace) -> int:
+    from spellbook.sessions.hook import run
+
+    return run(args.event, args)  # logs every error to <index>/hooks.log, and exits 0
 
 
 def _init(args: argparse.Namespace) -> int:
@@ -294,6 +310,8 @@ def _install(args: argparse.Namespace) -> int:
         result = clients.uninstall(args.client, scope=args.scope, name=args.name)
         print(f"{'removed from' if result.changed else 'not configured in'} {result.path}"
               + (f" (backup: {result.backup})" if result.backup else ""))
+        if args.client == "claude-code":
+            _install_hooks(args, remove=True)
         return 0
     token = args.token or (os.environ.get("SPELLBOOK_TOKEN") if args.http else None)
     if args.http and not token and not args.no_token:
@@ -316,8 +334,32 @@ def _install(args: argparse.Namespace) -> int:
           + (f" (backup: {result.backup})" if result.backup else ""))
     if token and args.scope == "project":
         print("warning: the token is now in a project file; keep that file out of git.", file=sys.stderr)
+    if args.hooks or args.prompt_recall:
+        if args.client != "claude-code":
+            raise SpellbookError("--hooks is for claude-code only: other clients have no session hooks.")
+        _install_hooks(args, vault=vault)
     print(f"Restart {args.client} to load it.", file=sys.stderr)
     return 0
+
+
+def _install_hooks(args: argparse.Namespace, vault: Path | None = None, remove: bool = False) -> None:
+    from spellbook.cli import clients
+    from spellbook.sessions import install as hooks
+
+    file = hooks.settings_path(args.scope)
+    if remove:
+        changed, backup = hooks.uninstall_hooks(file)
+        if changed:
+            print(f"removed the session hooks from {file}" + (f" (backup: {backup})" if backup else ""))
+        return
+    if vault is None:  # --http: the hooks still need the vault the server serves
+        import os
+
+        vault = Path(os.environ.get("SPELLBOOK_VAULT", "vault"))
+    commands = hooks.hook_commands(clients.default_command(), vault, prompt_recall=args.prompt_recall)
+    changed, backup = hooks.install_hooks(file, commands)
+    print(f"{'configured' if changed else 'already configured:'} session hooks ({', '.join(commands)}) in {file}"
+          + (f" (backup: {backup})" if backup else ""))
 
 
 def _doctor(args: argparse.Namespace) -> int:
@@ -332,7 +374,7 @@ def _doctor(args: argparse.Namespace) -> int:
         checks = [doctor.check("settings", "fail", bad, "fix these environment variables or flags")]
         return _print_doctor({"consistent": False, "checks": checks}, args)
     config = doctor.config_checks(settings)
-    client_checks = doctor.client_checks(settings)
+    client_checks = doctor.client_checks(settings) + doctor.hook_checks(settings)
     if any(c["status"] == "fail" for c in config):
         return _print_doctor({"consistent": False, "checks": config + client_checks}, args)
     from spellbook.server.hub import Hub

@@ -39,7 +39,7 @@ from spellbook.vault.store import Vault
 MAX_TITLE_CHARS = 200
 TOPIC_PAGE_CHARS = 30_000  # get_topic returns at most about this much text per call
 LIST_FIELDS = ("keywords", "questions", "entities", "links")
-TEXT_FIELDS = ("category", "topic", "context", "user", "source")
+TEXT_FIELDS = ("category", "topic", "context", "user", "source", "session", "started", "ended")
 
 
 class Memories:

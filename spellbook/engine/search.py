@@ -19,8 +19,8 @@ from spellbook.errors import EmbedderError, InvalidInputError
 from spellbook.index.catalog import Catalog, NoteRow
 from spellbook.index.indexer import Indexer, file_changed
 from spellbook.scope import current as current_scope
-from spellbook.index.filters import Filter, parse_filter, to_sql
 from spellbook.engine.hybrid import blend, coverage, query_terms
+from spellbook.index.filters import Filter, event_type_of, parse_filter, to_chunk_sql, to_sql
 from spellbook.index.keyword import tokenize
 from spellbook.vault.fields import expires_key
 from spellbook.vault.store import Vault
@@ -128,7 +128,7 @@ class Search:
         return hits, note
 
     def _search(self, query: str, limit: int, spec: Filter | None, mode: Mode) -> list[dict[str, Any]]:
-        where, params = to_sql(spec)
+        where, params = to_chunk_sql(spec)  # every query below joins chunks as c
         depth = max(limit * 6, 50)
         similarity: dict[str, float] = {}
         keyword_scores: dict[str, float] = {}
@@ -151,6 +151,8 @@ class Search:
             keyword_scores = dict(found)
         # One read of the candidates' rows serves coverage, boosts and the hits.
         chunks = self.catalog.chunks(list(similarity.keys() | keyword_scores.keys()))
+        if spec is not None and spec.event_type:  # a session's events of one type: only those sections
+            chunks = {cid: c for cid, c in chunks.items() if event_type_of(c.heading) == spec.event_type}
         notes = self.catalog.notes_at(c.path for c in chunks.values())
         if spec is None:  # the vectors may not be filtered: leave archived and expired notes out here
             now = expires_key(dt.datetime.now(dt.UTC))

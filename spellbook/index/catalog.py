@@ -62,12 +62,17 @@ CREATE VIRTUAL TABLE IF NOT EXISTS chunks_vocab USING fts5vocab(chunks_fts, 'row
 """
 
 # Columns added after a catalog was first created: added in place (the format bump rebuilds it).
-_ADDED_COLUMNS = {"expires": "TEXT", "archived": "INTEGER NOT NULL DEFAULT 0", "user": "TEXT"}
+_ADDED_COLUMNS = {
+    "expires": "TEXT", "archived": "INTEGER NOT NULL DEFAULT 0", "user": "TEXT",
+    # the Claude Code session a note belongs to (spellbook/sessions), read from the frontmatter
+    "session": "TEXT GENERATED ALWAYS AS (json_extract(meta, '$.session')) VIRTUAL",
+}
 _LATE_INDEXES = """
 CREATE INDEX IF NOT EXISTS notes_expires ON notes(expires);
 CREATE INDEX IF NOT EXISTS notes_archived ON notes(archived);
 CREATE INDEX IF NOT EXISTS notes_context ON notes(context COLLATE NOCASE);
 CREATE INDEX IF NOT EXISTS notes_user ON notes(user COLLATE NOCASE);
+CREATE INDEX IF NOT EXISTS notes_session ON notes(session);
 """
 
 # The aliases of ``notes`` (in a query over it) that can name a note: ``aliases`` may be a list,
@@ -186,7 +191,7 @@ class Catalog:
         if columns and "relation" not in columns:  # an index of format <= 4: rebuilt on start anyway
             self._db.execute("ALTER TABLE links ADD COLUMN relation TEXT NOT NULL DEFAULT ''")
         self._db.executescript(SCHEMA)
-        have = {row[1] for row in self._db.execute("PRAGMA table_info(notes)")}
+        have = {row[1] for row in self._db.execute("PRAGMA table_xinfo(notes)")}  # xinfo: generated columns too
         for name, kind in _ADDED_COLUMNS.items():
             if name not in have:
                 self._db.execute(f"ALTER TABLE notes ADD COLUMN {name} {kind}")

@@ -6,7 +6,7 @@ passed, by SQLite's own clock, unless the filter's ``folder`` is inside ``_archi
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -18,6 +18,16 @@ from spellbook.vault.paths import is_archived
 NOW_SQL = "strftime('%Y-%m-%dT%H:%M:%SZ', 'now')"  # the format of notes.expires (UTC)
 LIVE_SQL = f"(notes.archived = 0 AND (notes.expires IS NULL OR notes.expires > {NOW_SQL}))"
 HIDDEN_SQL = f"(notes.archived = 1 OR notes.expires <= {NOW_SQL})"  # NOT LIVE_SQL, in a form indexes serve
+# A captured session's note has one section per event, headed "<event type> · <time> · <gist>"
+# (spellbook/sessions/notes.py): the event type of a chunk is the first word of its heading.
+EVENT_TYPES: tuple[str, ...] = ("prompt", "response", "tool", "insight")
+EVENT_SEPARATOR = " · "
+
+
+def event_type_of(heading: str | None) -> str | None:
+    """The event type a session note's section heading names, or None for any other heading."""
+    first = (heading or "").split(EVENT_SEPARATOR, 1)[0].strip()
+    return first if first in EVENT_TYPES else None
 
 
 class Filter(BaseModel):
@@ -35,6 +45,10 @@ class Filter(BaseModel):
     importance: int | None = Field(default=None, description="Minimum importance, 1-5.")
     folder: str | None = Field(
         default=None, description="Vault folder, e.g. 'projects/spellbook'; includes subfolders. '_archive': expired memories."
+    )
+    session: str | None = Field(default=None, description="A Claude Code session id: its captured events and memories.")
+    event_type: Literal["prompt", "response", "tool", "insight"] | None = Field(
+        default=None, description="Only this kind of event of captured sessions (search hits are that event)."
     )
     updated_after: str | None = Field(default=None, description="ISO date or datetime.")
     updated_before: str | None = Field(default=None, description="ISO date or datetime.")
@@ -83,6 +97,12 @@ def to_sql(spec: Filter | None, include_hidden: bool = False) -> tuple[str, list
         marks = ",".join("?" * len(spec.tags_any))
         clauses.append(f"EXISTS (SELECT 1 FROM tags t WHERE t.path = notes.path AND t.tag IN ({marks}))")
         params.extend(spec.tags_any)
+    if spec.session is not None:
+        clauses.append("notes.session = ?")
+        params.append(spec.session.strip())
+    if spec.event_type is not None:  # notes with such an event; search keeps only those sections (searcher)
+        clauses.append("EXISTS (SELECT 1 FROM chunks ec WHERE ec.path = notes.path AND ec.heading LIKE ?)")
+        params.append(spec.event_type + EVENT_SEPARATOR + "%")
     if spec.importance is not None:
         clauses.append("coalesce(notes.importance, 0) >= ?")
         params.append(spec.importance)
@@ -97,6 +117,15 @@ def to_sql(spec: Filter | None, include_hidden: bool = False) -> tuple[str, list
         clauses.append("coalesce(notes.updated, notes.created, '') < ?")
         params.append(spec.updated_before)
     return (" AND ".join(clauses) or "1"), params
+
+
+def to_chunk_sql(spec: Filter | None, include_hidden: bool = False) -> tuple[str, list[Any]]:
+    """``to_sql`` for queries that join ``chunks c`` (search): ``event_type`` then selects the
+    sections themselves, not only the notes that have one."""
+    where, params = to_sql(spec, include_hidden)
+    if spec is None or spec.event_type is None:
+        return where, params
+    return f"({where}) AND c.heading LIKE ?", [*params, spec.event_type + EVENT_SEPARATOR + "%"]
 
 
 def parse_filter(value: Filter | dict | None) -> Filter | None:

@@ -53,8 +53,8 @@ from spellbook.vault.store import Vault
 
 log = logging.getLogger(__name__)
 
-INDEX_FORMAT = "7"  # 3: CJK unigrams + bigrams in the keyword index; 4: tags table; 5: link relations;
-# 6: expires/archived columns, folder notes; 7: user column (scopes)
+INDEX_FORMAT = "8"  # 3: CJK unigrams + bigrams in the keyword index; 4: tags table; 5: link relations;
+# 6: expires/archived columns, folder notes; 7: user column (scopes); 8: session column
 BATCH_FILES = 64
 MAX_FILE_BYTES = 5 * 1024 * 1024
 RECENTLY_REMOVED_MAX = 20_000  # vectors of removed chunks kept in memory for moves (about 40 MB at 512-d)

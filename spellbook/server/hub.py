@@ -29,13 +29,15 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from spellbook.config import Settings
 from spellbook.errors import IndexUnavailableError, RemoteError
 from spellbook.scope import Scope, resolve, scoped
 from spellbook.server import channel
 from spellbook.vault.fields import new_id
+
+if TYPE_CHECKING:  # not imported at run time: a hook forwarding to a running owner stays light (sessions/hook.py)
+    from spellbook.config import Settings
 
 log = logging.getLogger(__name__)
 
@@ -191,6 +193,8 @@ class Hub:
         if method not in METHODS:
             raise ValueError(f"unknown method {method}")
         params = dict(params or {})
+        if method == "scribe" and self.settings.session_id and not params.get("session"):
+            params["session"] = self.settings.session_id  # this client's session (Claude Code's env)
         # context/user are the call's scope (spellbook/scope.py), resolved here against this
         # process's settings: a follower's client may be scoped differently from the owner's.
         scope = resolve(params.pop("context", None), params.pop("user", None), self.settings.context, self.settings.user)

@@ -51,7 +51,7 @@ OWNED_KEYS: tuple[str, ...] = (
     "created",
     "updated",
 )
-NOTE_TYPES: tuple[str, ...] = ("insight", "success", "failure", "decision", "note", "temporary")
+NOTE_TYPES: tuple[str, ...] = ("insight", "success", "failure", "decision", "note", "temporary", "session")
 
 # Parsing budgets (docs/security.md). Real frontmatter is a few hundred bytes, a few levels deep.
 MAX_FRONTMATTER_BYTES = 32 * 1024  # the YAML between the fences

@@ -1,0 +1,135 @@
+"""Hook latency: SessionStart context, and capture of a 200-turn transcript, each with a server
+already owning the index and without one (the hook then opens the index itself).
+
+    PYTHONPATH=. .venv/bin/python bench/bench_hooks.py [--embedder use-m3|hashing] [--runs 10]
+
+Every figure is the wall time of the whole `spellbook hook ...` process, as Claude Code waits for
+it (Python start-up and imports included). For SessionEnd that is the hook itself (it hands the
+capture to a detached process) and, separately, the capture process it starts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from tests.session_data import make_transcript
+
+SPELLBOOK = str(Path(sys.executable).with_name("spellbook"))
+
+
+CPU: list[float] = []  # CPU ms (user + sys) of each timed process: less sensitive to a busy machine
+
+
+def timed(args: list[str], payload: dict, env: dict) -> tuple[float, bytes]:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    result = subprocess.run(args, input=json.dumps(payload).encode(), capture_output=True, env=env, timeout=600,
+                            check=False)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    CPU.append((after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime) * 1000)
+    return (time.perf_counter() - started) * 1000, result.stdout
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_owner(vault: Path, proc: subprocess.Popen, env: dict) -> None:
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        result = subprocess.run([SPELLBOOK, "stats", "--vault", str(vault), "--json"], capture_output=True, env=env,
+                                check=False)
+        if result.returncode == 0 and json.loads(result.stdout).get("state") == "ready":
+            return
+        if proc.poll() is not None:
+            raise SystemExit("the server exited")
+        time.sleep(0.5)
+    raise SystemExit("the server did not become ready")
+
+
+def summary(values: list[float]) -> str:
+    values = sorted(values)
+    p95 = values[min(len(values) - 1, int(len(values) * 0.95))]
+    return f"p50 {statistics.median(values):.0f} ms, p95 {p95:.0f} ms, min {values[0]:.0f} ms (n={len(values)})"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--embedder", default="use-m3")
+    ap.add_argument("--runs", type=int, default=10)
+    ap.add_argument("--sessions", type=int, default=30, help="captured sessions already in the vault")
+    opts = ap.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="bench-hooks-"))
+    vault, project = tmp / "vault", tmp / "shop"
+    project.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SPELLBOOK_")}
+    env.update(SPELLBOOK_EMBEDDER=opts.embedder, PYTHONPATH=str(ROOT))
+    subprocess.run([SPELLBOOK, "init", str(vault)], env=env, check=True, capture_output=True)
+    capture_cmd = [SPELLBOOK, "hook", "capture", "--vault", str(vault)]
+    for n in range(opts.sessions):
+        file, sid, _ = make_transcript(tmp, str(project), 12, seed=100 + n)
+        timed(capture_cmd, {"session_id": sid, "transcript_path": str(file), "cwd": str(project)}, env)
+    big, big_id, _ = make_transcript(tmp, str(project), 200, seed=7)
+    big_payload = {"session_id": big_id, "transcript_path": str(big), "cwd": str(project)}
+    start_cmd = [SPELLBOOK, "hook", "SessionStart", "--vault", str(vault)]
+    start_payload = {"session_id": "bench", "cwd": str(project), "hook_event_name": "SessionStart", "source": "startup"}
+    print(f"vault: {opts.sessions} captured sessions of 12 turns + template; embedder {opts.embedder}; "
+          f"200-turn transcript {big.stat().st_size // 1024} KiB")
+
+    rows: list[tuple[str, str]] = []
+    no_server = [timed(start_cmd, start_payload, env) for _ in range(max(3, opts.runs // 3))]
+    assert no_server[-1][1].startswith(b"# Spellbook memory"), no_server[-1][1][:200]
+    rows.append(("SessionStart, no server", summary([t for t, _ in no_server])))
+    cap = [timed(capture_cmd, {**big_payload, "session_id": f"{big_id}-{i}"}, env)[0] for i in range(3)]
+    rows.append(("capture 200 turns (worker), no server", summary(cap)))
+
+    server = subprocess.Popen([SPELLBOOK, "serve", "--http", "--port", str(free_port()), "--vault", str(vault)],
+                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_owner(vault, server, env)
+        timed(start_cmd, start_payload, env)  # warm the server's caches once
+        CPU.clear()
+        with_server = [timed(start_cmd, start_payload, env) for _ in range(opts.runs)]
+        tokens = len(with_server[-1][1]) // 4
+        rows.append(("SessionStart, server running", summary([t for t, _ in with_server]) + f", ~{tokens} tokens; "
+                     f"CPU p50 {statistics.median(CPU):.0f} ms"))
+        cap = [timed(capture_cmd, {**big_payload, "session_id": f"{big_id}-s{i}"}, env)[0] for i in range(3)]
+        rows.append(("capture 200 turns (worker), server running", summary(cap)))
+        end_cmd = [SPELLBOOK, "hook", "SessionEnd", "--vault", str(vault)]
+        ends = [timed(end_cmd, {**big_payload, "session_id": f"{big_id}-e{i}", "hook_event_name": "SessionEnd"},
+                      env)[0] for i in range(opts.runs)]
+        rows.append(("SessionEnd hook (hands off, returns)", summary(ends)))
+        time.sleep(20)  # let the detached captures finish before the server stops
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+    modules = "import spellbook.cli, spellbook.server.hub, spellbook.sessions.recall"
+    imports = subprocess.run([sys.executable, "-X", "importtime", "-c", modules], capture_output=True, text=True,
+                             env=env, check=False).stderr
+    top = sorted((line for line in imports.splitlines() if "|" in line and "cumulative" not in line),
+                 key=lambda line: -int(line.split("|")[1]))[:6]
+    bare = statistics.median(timed([sys.executable, "-c", "pass"], {}, env)[0] for _ in range(5))
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    for name, value in rows:
+        print(f"{name:45s} {value}")
+    print(f"{'python -c pass':45s} p50 {bare:.0f} ms")
+    print("heaviest imports on the hook's path (self us | cumulative us | module):")
+    print("\n".join("  " + line.replace("import time:", "").strip() for line in top))
+
+
+if __name__ == "__main__":
+    main()

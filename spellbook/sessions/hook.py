@@ -1,0 +1,265 @@
+"""``spellbook hook <event>``: what Claude Code runs on its hook events (JSON on stdin).
+
+* ``SessionStart``: prints the context for the new session (stdout is added to the model's context).
+* ``UserPromptSubmit``: with ``SPELLBOOK_SESSION_PROMPT_RECALL=true``, prints the memories most
+  relevant to the prompt; otherwise does nothing.
+* ``Stop``, ``PreCompact``, ``SessionEnd``: hand the transcript to a detached ``hook capture``
+  process and return at once; that process writes the session's notes through the index owner.
+
+A hook never breaks the person's session: every error is logged to ``<index>/hooks.log`` (stderr
+when there is no index folder) and the hook exits 0 with nothing on stdout; a watchdog ends it
+within ``DEADLINE_SECONDS`` whatever it is waiting for (an index owner that does not answer).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger("spellbook.hook")
+
+CAPTURE_EVENTS = {"stop", "precompact", "sessionend"}
+DEADLINE_SECONDS = {"sessionstart": 10.0, "userpromptsubmit": 8.0, "capture": 600.0}
+MAX_STDIN_BYTES = 4 * 1024 * 1024
+LOG_NAME = "hooks.log"
+STOP_EVERY_SECONDS = 300.0
+
+
+def run(event: str, args: Any) -> int:
+    """The whole hook; returns 0 whatever happens."""
+    key = event.replace("-", "").replace("_", "").lower()
+    started = time.perf_counter()
+    threading.Timer(DEADLINE_SECONDS.get(key, 10.0), _give_up, args=(key,)).start()
+    try:
+        settings = light_settings(args)
+        recall = key == "sessionstart" or (key == "userpromptsubmit" and settings.session_prompt_recall)
+        if key == "capture" or (recall and not _server_running(settings)):  # it may open the index itself
+            from spellbook.cli import settings_from
+
+            settings = settings_from(args).model_copy(update={"session_prompt_recall": settings.session_prompt_recall})
+        _log_to(settings)
+        payload = _read_payload()
+        if key in CAPTURE_EVENTS:
+            _spawn_capture(settings, payload, key)
+        elif key == "capture":
+            _capture(settings, payload)
+        elif key == "sessionstart":
+            _print(_session_start(settings, payload))
+        elif key == "userpromptsubmit":
+            if settings.session_prompt_recall:
+                _print(_prompt(settings, payload))
+        else:
+            log.info("hook %s: nothing to do for this event", event)
+        log.info("hook %s done in %.0f ms", event, (time.perf_counter() - started) * 1000)
+    except BaseException as exc:
+        if isinstance(exc, SystemExit | KeyboardInterrupt):
+            return 0
+        log.exception("hook %s failed (the session goes on without it)", event)
+    finally:
+        sys.stdout.flush()
+        os._exit(0)  # the hub's follower threads must not keep the hook alive
+
+
+@dataclass(frozen=True)
+class LightSettings:
+    """What a hook needs of ``spellbook.config.Settings``, read from the flags and the environment
+    without importing pydantic (a third of a second, more on a busy machine): enough to hand a
+    capture over, and to forward calls to a running index owner. A hook that must open the index
+    itself builds the real Settings. tests/test_sessions.py checks both read the same values."""
+
+    vault_dir: Path
+    index_path: Path
+    embedder: str
+    chroma_url: str | None
+    context: str | None
+    user: str | None
+    session_id: str | None
+    session_context_tokens: int
+    session_prompt_recall: bool
+    session_prompt_min_relevance: float
+    watch: bool = False
+
+    def model_copy(self, update: dict[str, Any]) -> LightSettings:
+        return replace(self, **update)
+
+
+def light_settings(args: Any, env: Mapping[str, str] | None = None) -> LightSettings:
+    env = os.environ if env is None else env
+
+    def get(name: str, default: str | None = None) -> str | None:
+        flag = getattr(args, name, None)
+        return str(flag) if flag is not None else env.get(f"SPELLBOOK_{name.upper()}", default)
+
+    vault = Path(get("vault", "vault") or "vault").expanduser().resolve()
+    index = get("index_dir")
+    return LightSettings(
+        vault_dir=vault, index_path=Path(index).expanduser().resolve() if index else vault / ".spellbook",
+        embedder=get("embedder", "use-m3") or "use-m3", chroma_url=get("chroma_url"), context=get("context"),
+        user=get("user"), session_id=env.get("SPELLBOOK_SESSION_ID") or env.get("CLAUDE_CODE_SESSION_ID"),
+        session_context_tokens=int(env.get("SPELLBOOK_SESSION_CONTEXT_TOKENS", "1500")),
+        session_prompt_recall=bool(getattr(args, "prompt_recall", False))
+        or env.get("SPELLBOOK_SESSION_PROMPT_RECALL", "").strip().lower() in ("1", "true", "yes", "on"),
+        session_prompt_min_relevance=float(env.get("SPELLBOOK_SESSION_PROMPT_MIN_RELEVANCE", "0.5")),
+    )
+
+
+def _server_running(settings: Any) -> bool:
+    """Does a running process own the index (its lock is held)?"""
+    lock = settings.index_path / "owner.lock"
+    if not lock.exists() or not (settings.index_path / "owner.json").exists():
+        return False
+    from spellbook.server.hub import _try_lock
+
+    fd = os.open(lock, os.O_RDWR)
+    try:
+        return not _try_lock(fd, blocking=False)  # closing the fd releases a lock we took
+    finally:
+        os.close(fd)
+
+
+def _give_up(key: str) -> None:
+    log.error("hook %s: over %.0f s, gave up (is the index owner answering?)", key, DEADLINE_SECONDS.get(key, 10.0))
+    os._exit(0)
+
+
+def _read_payload() -> dict[str, Any]:
+    data = sys.stdin.buffer.read(MAX_STDIN_BYTES + 1) if not sys.stdin.isatty() else b""
+    if len(data) > MAX_STDIN_BYTES:
+        raise ValueError("hook input over 4 MiB")
+    payload = json.loads(data or b"{}")
+    if not isinstance(payload, dict):
+        raise TypeError("hook input is not a JSON object")
+    return payload
+
+
+def _log_to(settings: Any) -> None:
+    """Log to ``<index>/hooks.log``; the index folder is created only inside an existing vault."""
+    if not settings.vault_dir.is_dir():
+        raise FileNotFoundError(f"No vault at {settings.vault_dir}; run `spellbook init {settings.vault_dir}`.")
+    settings.index_path.mkdir(parents=True, exist_ok=True)
+    handler = logging.FileHandler(settings.index_path / LOG_NAME, encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(process)d %(levelname)s %(message)s"))
+    root = logging.getLogger()
+    for other in list(root.handlers):  # the CLI's stderr handler: the log file says it all
+        root.removeHandler(other)
+    root.addHandler(handler)
+
+
+def _print(text: str) -> None:
+    if text:
+        sys.stdout.write(text.rstrip() + "\n")
+
+
+def _open_hub(settings: Any) -> Any:
+    from spellbook.server.hub import Hub
+
+    hub = Hub(settings.model_copy(update={"watch": False}), watch=False, warm_up=False)
+    hub.start(background=False)
+    return hub
+
+
+def _project(payload: dict[str, Any]) -> tuple[str, str | None]:
+    from spellbook.sessions.notes import project_of
+
+    cwd = payload.get("cwd") or os.environ.get("CLAUDE_PROJECT_DIR")
+    return project_of(cwd), cwd
+
+
+def _session_start(settings: Any, payload: dict[str, Any]) -> str:
+    from spellbook.sessions.recall import session_context
+
+    project, cwd = _project(payload)
+    hub = _open_hub(settings)
+    try:
+        # A running server embeds the query with its loaded model; without one, keyword search
+        # spares this process loading the model.
+        return session_context(hub, project, cwd, settings.session_context_tokens, semantic=hub.role == "follower")
+    finally:
+        hub.close()
+
+
+def _prompt(settings: Any, payload: dict[str, Any]) -> str:
+    from spellbook.sessions.recall import prompt_context
+
+    prompt = str(payload.get("prompt") or "").strip()
+    if not prompt:
+        return ""
+    project, _ = _project(payload)
+    hub = _open_hub(settings)
+    try:
+        return prompt_context(hub, project, prompt, settings.session_prompt_min_relevance)
+    finally:
+        hub.close()
+
+
+def _spawn_capture(settings: Any, payload: dict[str, Any], key: str) -> None:
+    """Start ``spellbook hook capture`` detached, with the payload on its stdin, and return."""
+    if not payload.get("transcript_path"):
+        log.info("hook %s: no transcript_path; nothing to capture", key)
+        return
+    if key == "stop" and not _stop_due(settings, str(payload.get("session_id") or "")):
+        return  # SessionEnd and PreCompact capture it; Stop only now and then, in case neither comes
+    env = dict(os.environ, SPELLBOOK_VAULT=str(settings.vault_dir), SPELLBOOK_INDEX_DIR=str(settings.index_path),
+               SPELLBOOK_EMBEDDER=settings.embedder)
+    if settings.chroma_url:
+        env["SPELLBOOK_CHROMA_URL"] = settings.chroma_url
+    with open(settings.index_path / LOG_NAME, "ab") as out:
+        child = subprocess.Popen(
+            [sys.executable, "-m", "spellbook", "hook", "capture"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+            stderr=out, env=env, start_new_session=True, close_fds=True,
+        )
+    assert child.stdin is not None
+    child.stdin.write(json.dumps(payload).encode("utf-8"))
+    child.stdin.close()
+    log.info("hook %s: capture of session %s started (pid %d)", key, payload.get("session_id"), child.pid)
+
+
+def _stop_due(settings: Any, session_id: str) -> bool:
+    """Stop fires after every answer: capture on the first, then at most every STOP_EVERY_SECONDS."""
+    import hashlib
+
+    folder = settings.index_path / "sessions"
+    folder.mkdir(parents=True, exist_ok=True)
+    stamp = folder / (hashlib.sha1(session_id.encode("utf-8")).hexdigest()[:16] + ".stop")
+    try:
+        if time.time() - stamp.stat().st_mtime < STOP_EVERY_SECONDS:
+            return False
+    except FileNotFoundError:
+        pass
+    stamp.touch()
+    return True
+
+
+def _capture(settings: Any, payload: dict[str, Any]) -> None:
+    from spellbook.sessions.capture import capture
+    from spellbook.sessions.notes import redact_session
+    from spellbook.sessions.transcript import read_transcript
+
+    transcript = Path(str(payload.get("transcript_path")))
+    session = read_transcript(transcript, payload.get("session_id") or None)
+    if not session.cwd:
+        session.cwd = payload.get("cwd")
+    if not session.exchanges:
+        log.info("capture: session %s has no prompt yet", session.session_id)
+        return
+    if settings.redact:  # before anything is cut short: a secret cut in two is no longer recognised
+        from spellbook.vault.privacy import redact
+
+        options = {"extra_patterns": tuple(settings.redact_patterns), "disabled": tuple(settings.redact_disabled)}
+        session = redact_session(session, lambda text: redact(text, **options)[0])
+    hub = _open_hub(settings)
+    try:
+        done = capture(hub, session, settings.index_path / "sessions")
+    finally:
+        hub.close()
+    log.info("capture: session %s: created %s, updated %s, unchanged %d", session.session_id,
+             done["created"], done["updated"], done["unchanged"])

@@ -1,0 +1,126 @@
+"""A Claude Code transcript (its JSONL file) -> a ``Session`` of exchanges. Pure, standard library only.
+
+Claude Code appends one JSON object a line to ``~/.claude/projects/<project>/<session>.jsonl``:
+``type: "user"`` entries hold a prompt (``message.content`` a string, or text blocks) or the
+results of tools (``tool_result`` blocks); ``type: "assistant"`` entries hold text and
+``tool_use`` blocks (one entry per block, several per API message); other types (attachments,
+hook summaries, queue operations, summaries) carry no conversation. Sidechains (sub-agents) and
+meta entries (slash-command plumbing) are left out. Each prompt opens an ``Exchange``: the tools
+that followed, the files they changed, the scribes to Spellbook (insights), and the last text the
+assistant wrote before the next prompt (its final answer).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+MAX_TRANSCRIPT_BYTES = 200 * 1024 * 1024
+EDIT_TOOLS = {"Write", "Edit", "MultiEdit", "NotebookEdit"}
+_PRIVATE = re.compile(r"<private(?:\s[^<>]*)?>.*?(?:</private\s*>|\Z)", re.IGNORECASE | re.DOTALL)
+_PLUMBING = ("<command-", "<local-command", "<bash-", "<system-reminder>", "Caveat: The messages below")
+
+
+@dataclass
+class Exchange:
+    prompt: str
+    prompt_time: str
+    tools: list[tuple[str, str]] = field(default_factory=list)  # (tool name, one-line summary)
+    tool_time: str | None = None
+    files: list[str] = field(default_factory=list)  # changed by Write/Edit/MultiEdit/NotebookEdit
+    insights: list[str] = field(default_factory=list)  # what the agent scribed to Spellbook
+    answer: str = ""
+    answer_time: str | None = None
+
+
+@dataclass
+class Session:
+    session_id: str
+    cwd: str | None = None
+    branch: str | None = None
+    started: str | None = None
+    ended: str | None = None
+    exchanges: list[Exchange] = field(default_factory=list)
+
+
+def strip_private(text: str) -> str:
+    """Text with every ``<private>...</private>`` span removed (an unclosed one runs to the end)."""
+    return _PRIVATE.sub("", text)
+
+
+def read_transcript(file: Path, session_id: str | None = None) -> Session:
+    """Parse a transcript file; unreadable lines are skipped (Claude Code may be appending)."""
+    if file.stat().st_size > MAX_TRANSCRIPT_BYTES:
+        raise ValueError(f"transcript {file} is over {MAX_TRANSCRIPT_BYTES} bytes")
+    entries: list[dict[str, Any]] = []
+    with file.open(encoding="utf-8", errors="replace") as f:
+        for line in f:
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(entry, dict):
+                entries.append(entry)
+    return parse_entries(entries, session_id or file.stem)
+
+
+def parse_entries(entries: list[dict[str, Any]], session_id: str) -> Session:
+    session = Session(session_id)
+    current: Exchange | None = None
+    for entry in entries:
+        kind, when = entry.get("type"), entry.get("timestamp")
+        if kind not in ("user", "assistant") or entry.get("isSidechain"):
+            continue
+        session.cwd = session.cwd or entry.get("cwd")
+        session.branch = session.branch or entry.get("gitBranch")
+        if isinstance(when, str):
+            session.started = min(session.started or when, when)
+            session.ended = max(session.ended or when, when)
+        content = (entry.get("message") or {}).get("content")
+        if kind == "user":
+            prompt = _prompt_text(entry, content)
+            if prompt:
+                current = Exchange(prompt=prompt, prompt_time=when or "")
+                session.exchanges.append(current)
+            continue
+        if current is None or not isinstance(content, list):
+            continue
+        for block in content:
+            if not isinstance(block, dict):
+                continue
+            if block.get("type") == "text" and str(block.get("text", "")).strip():
+                current.answer, current.answer_time = strip_private(block["text"]).strip(), when
+            elif block.get("type") == "tool_use":
+                _add_tool(current, str(block.get("name", "?")), block.get("input") or {}, when)
+    return session
+
+
+def _prompt_text(entry: dict[str, Any], content: Any) -> str:
+    if entry.get("isMeta") or entry.get("isCompactSummary") or entry.get("toolUseResult") is not None:
+        return ""
+    if isinstance(content, list):
+        if any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content):
+            return ""
+        content = "\n".join(str(b.get("text", "")) for b in content if isinstance(b, dict) and b.get("type") == "text")
+    if not isinstance(content, str):
+        return ""
+    text = strip_private(content).strip()
+    return "" if not text or text.startswith(_PLUMBING) else text
+
+
+def _add_tool(exchange: Exchange, name: str, params: dict[str, Any], when: str | None) -> None:
+    exchange.tool_time = exchange.tool_time or when
+    target = next((str(params[k]) for k in ("file_path", "notebook_path", "path", "pattern", "url", "query")
+                   if isinstance(params.get(k), str)), "")
+    if name == "Bash":
+        target = str(params.get("description") or params.get("command") or "")
+    if name in EDIT_TOOLS and target and target not in exchange.files:
+        exchange.files.append(target)
+    if name.startswith("mcp__") and name.endswith("__scribe"):
+        title = params.get("title") or str(params.get("text", ""))[:80]
+        exchange.insights.append(strip_private(str(title)).strip())
+    summary = " ".join(strip_private(target).split())
+    exchange.tools.append((name, summary[:160]))
