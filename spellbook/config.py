@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import AliasChoices, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -129,3 +129,14 @@ class Settings(BaseSettings):
         if self.index_dir is not None:
             return self.index_dir.expanduser().resolve()
         return self.vault_dir / INDEX_DIRNAME
+
+
+def settings_from(args: Any, **extra: Any) -> Settings:
+    """Settings from command-line arguments (an ``argparse.Namespace``: the flags a command has),
+    over the environment; ``extra`` values that are not None win over both."""
+    overrides: dict[str, Any] = {k: v for k, v in extra.items() if v is not None}
+    for name in ("vault", "index_dir", "embedder", "chroma_url", "context", "user"):
+        value = getattr(args, name, None)
+        if value is not None:
+            overrides[name] = value
+    return Settings(**overrides)

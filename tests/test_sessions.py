@@ -199,7 +199,7 @@ def test_light_settings_read_what_settings_read(tmp_path: Path) -> None:
     """The hook's pydantic-free settings (sessions/hook.py) agree with Settings, flags and env alike."""
     import argparse
 
-    from spellbook.cli import settings_from
+    from spellbook.config import settings_from
     from spellbook.sessions.hook import light_settings
 
     env = {"SPELLBOOK_VAULT": str(tmp_path / "v"), "SPELLBOOK_SESSION_CONTEXT_TOKENS": "900",

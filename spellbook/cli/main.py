@@ -149,14 +149,9 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def settings_from(args: argparse.Namespace, **extra: Any):
-    from spellbook.config import Settings
+    from spellbook.config import settings_from as build  # pydantic-settings: only for commands that need it
 
-    overrides: dict[str, Any] = {k: v for k, v in extra.items() if v is not None}
-    for name in ("vault", "index_dir", "embedder", "chroma_url", "context", "user"):
-        value = getattr(args, name, None)
-        if value is not None:
-            overrides[name] = value
-    return Settings(**overrides)
+    return build(args, **extra)
 
 
 def _hook(args: argparse.Namespace) -> int:

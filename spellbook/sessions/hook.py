@@ -43,7 +43,7 @@ def run(event: str, args: Any) -> int:
         settings = light_settings(args)
         recall = key == "sessionstart" or (key == "userpromptsubmit" and settings.session_prompt_recall)
         if key == "capture" or (recall and not _server_running(settings)):  # it may open the index itself
-            from spellbook.cli import settings_from
+            from spellbook.config import settings_from
 
             settings = settings_from(args).model_copy(update={"session_prompt_recall": settings.session_prompt_recall})
         _log_to(settings)
