@@ -14,7 +14,7 @@ from spellbook.engine import exchange
 from spellbook.config import Settings
 from spellbook.engine import Engine
 from spellbook.errors import InvalidInputError
-from spellbook.engine.exchange_formats import graph_id
+from spellbook.engine.memory_graph import graph_id
 from spellbook.vault.note import parse_note
 
 from .conftest import open_engine

@@ -17,27 +17,26 @@ from typing import Any, Literal
 from spellbook import __version__
 from spellbook.config import Settings
 from spellbook.engine.access import Access, Readiness
-from spellbook.errors import ConflictError, InvalidInputError, SpellbookError, VaultPathError
 from spellbook.engine.exchange_formats import (
     Entry,
     export_document,
-    looks_like_memory_graph,
     markdown_document,
-    memory_graph_entries,
     own_id,
     read_export,
     refuse_if,
     scrub_entries,
 )
+from spellbook.engine.memory_graph import looks_like_memory_graph, memory_graph_entries
+from spellbook.errors import ConflictError, InvalidInputError, SpellbookError, VaultPathError
 from spellbook.git.committer import Change, Committer
 from spellbook.index.catalog import Catalog
-from spellbook.index.indexer import Indexer
-from spellbook.vault.privacy import describe
 from spellbook.index.filters import Filter, parse_filter, to_sql
+from spellbook.index.indexer import Indexer
+from spellbook.vault.exports import ExportPlaces, check_import_source, resolve_export_target, write_export
 from spellbook.vault.fields import derived_id, new_id
 from spellbook.vault.note import now_iso, parse_note, render_note
-from spellbook.vault.exports import ExportPlaces, check_import_source, resolve_export_target, write_export
 from spellbook.vault.paths import with_suffix_number
+from spellbook.vault.privacy import describe
 from spellbook.vault.store import Vault
 
 ExportFormat = Literal["json", "markdown"]
