@@ -8,6 +8,7 @@ hub, the vault writes and the index exactly as an agent would see them.
     .venv/bin/python bench/eval_retrieval.py                         # both dev sets, use-m3
     .venv/bin/python bench/eval_retrieval.py --embedder minilm --json
     .venv/bin/python bench/eval_retrieval.py --set ../shared/eval/dev_ko.jsonl.gz --limit-queries 50
+    .venv/bin/python bench/eval_retrieval.py --conv --conv-context --conv-dates --modes hybrid   # LoCoMo, 7 stores
 
 The dev sets (see ``<workspace>/shared/eval/README.md``) are gzip'd JSON Lines: notes first, then
 queries; every record has a ``conv`` (the store it belongs to). Each ``conv`` gets its own vault.
@@ -550,7 +551,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="store each dialogue turn with the turn before it (same session) quoted below it, as the "
                         "system guide asks agents to (docs/search.md); default: the turn alone")
     p.add_argument("--conv-dates", action="store_true",
-                   help="end each conversational note with the day it was said, e.g. '(21 January, 2022)', as the "
+                   help="end each conversational note with the day it was said, e.g. '(14 March, 2026)', as the "
                         "system guide asks agents to; default: no date")
     p.add_argument("--conv", action="store_true", help="the conversational sets (dev_conv_turns, dev_conv_obs)")
     p.add_argument("--all", action="store_true", help="dev_en, dev_ko and the conversational sets")
