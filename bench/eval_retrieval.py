@@ -8,6 +8,7 @@ hub, the vault writes and the index exactly as an agent would see them.
     .venv/bin/python bench/eval_retrieval.py                         # both dev sets, use-m3
     .venv/bin/python bench/eval_retrieval.py --embedder minilm --json
     .venv/bin/python bench/eval_retrieval.py --set ../shared/eval/dev_ko.jsonl.gz --limit-queries 50
+    .venv/bin/python bench/eval_retrieval.py --conv --conv-context --conv-dates --modes hybrid   # LoCoMo, 7 stores
 
 The dev sets (see ``<workspace>/shared/eval/README.md``) are gzip'd JSON Lines: notes first, then
 queries; every record has a ``conv`` (the store it belongs to). Each ``conv`` gets its own vault.
@@ -49,8 +50,13 @@ SPELLBOOK_MODULES = (
     "spellbook.embedders.hashing",
 )
 
-EVAL_DIR = Path(__file__).resolve().parents[2] / "shared" / "eval"
+# <workspace>/shared/eval from the repository (or from a git worktree one level further down), or $SPELLBOOK_EVAL_DIR.
+EVAL_DIR = Path(os.environ.get("SPELLBOOK_EVAL_DIR") or next(
+    (d for d in (Path(__file__).resolve().parents[i] / "shared" / "eval" for i in (2, 3)) if d.is_dir()),
+    Path(__file__).resolve().parents[2] / "shared" / "eval"))
 DEFAULT_SETS = [EVAL_DIR / "dev_en.jsonl.gz", EVAL_DIR / "dev_ko.jsonl.gz"]
+# Conversational memory (LoCoMo, evaluation only: read at run time, never copied into the repository).
+CONV_SETS = [EVAL_DIR / "dev_conv_turns.jsonl.gz", EVAL_DIR / "dev_conv_obs.jsonl.gz"]
 EMBEDDERS = ("use-m3", "minilm", "hashing")
 MODES = ("hybrid", "semantic", "keyword")
 SEARCH_LIMIT = 10
@@ -164,14 +170,56 @@ class ModeResult:
             cats[cat] = {
                 "queries": m,
                 "hit@1": sum(1 for r in ranks if r is not None and r <= 1) / m,
+                "hit@5": sum(1 for r in ranks if r is not None and r <= 5) / m,
                 "hit@10": sum(1 for r in ranks if r is not None) / m,
                 "mrr@10": sum(1.0 / r for r in ranks if r is not None) / m,
             }
         out["by_category"] = cats
+        out["ranks"] = [[cat, rank] for cat, ranks in sorted(self.by_category.items()) for rank in ranks]
+        out["latencies_ms"] = [round(x, 2) for x in self.latencies_ms]
         if self.errors:
             out["error_examples"] = self.errors[:5]
         out["miss_examples"] = self.misses
         return out
+
+
+def combine(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """One summary over several stores of one file (e.g. the seven conversations): every query
+    counts once, per mode and per category; latencies pooled."""
+    out: dict[str, Any] = {"source": results[0]["source"], "stores": len(results),
+                           "notes": sum(r["notes"] for r in results), "queries": sum(r["queries"] for r in results)}
+    scribe = [x for r in results for x in r["load"].get("scribe_ms", [])]
+    out["scribe_ms_p50"] = percentile(scribe, 50)
+    out["scribe_ms_p95"] = percentile(scribe, 95)
+    out["modes"] = {}
+    for mode in results[0]["modes"]:
+        mr = ModeResult(mode)
+        for r in results:
+            s = r["modes"][mode]
+            for (cat, rank), latency in zip(s["ranks"], s["latencies_ms"]):
+                mr.n += 1
+                mr.latencies_ms.append(latency)
+                mr.by_category[cat].append(rank)
+                for k in KS:
+                    mr.hits[k] += rank is not None and rank <= k
+                mr.rr_sum += 1.0 / rank if rank else 0.0
+        out["modes"][mode] = {k: v for k, v in mr.summary().items() if k not in ("ranks", "latencies_ms", "miss_examples")}
+    return out
+
+
+def render_combined(c: dict[str, Any]) -> str:
+    lines = [f"== all {c['stores']} stores of {Path(c['source']).name}: {c['notes']} notes, {c['queries']} queries "
+             f"(scribe p50 {c['scribe_ms_p50']:.1f} ms, p95 {c['scribe_ms_p95']:.1f} ms)"]
+    lines.append(f"   {'mode':<9} {'hit@1':>6} {'hit@5':>6} {'hit@10':>6} {'MRR@10':>7} {'p50 ms':>7} {'p95 ms':>7}")
+    for mode, s in c["modes"].items():
+        lines.append(f"   {mode:<9} {s['hit@1']:>6.3f} {s['hit@5']:>6.3f} {s['hit@10']:>6.3f} {s['mrr@10']:>7.3f} "
+                     f"{s['latency_ms_p50']:>7.1f} {s['latency_ms_p95']:>7.1f}")
+    for mode, s in c["modes"].items():
+        lines.append(f"   {mode} by category:")
+        for cat, x in s["by_category"].items():
+            lines.append(f"     {cat:<22} n={x['queries']:<4} hit@1 {x['hit@1']:.3f}  hit@5 {x['hit@5']:.3f}  "
+                         f"hit@10 {x['hit@10']:.3f}  MRR@10 {x['mrr@10']:.3f}")
+    return "\n".join(lines)
 
 
 # --- client-side fusion sweep ------------------------------------------------------------------
@@ -209,9 +257,27 @@ def fusion_sweep(queries: list[dict[str, Any]], lists: list[tuple[list[str], lis
 
 
 # --- the run ----------------------------------------------------------------------------------
+def stored_text(note: dict[str, Any], previous: dict[Any, str], context: bool, dates: bool) -> str:
+    """The text an agent following the system guide stores for an eval note: with ``context``, a
+    dialogue turn (``meta.dia_id``) gets the turn before it in its session quoted below it
+    (``previous`` maps session -> last turn and is updated); with ``dates``, a conversational note
+    ends with the day it was said, in words. Otherwise the note's text unchanged."""
+    meta = note.get("meta") or {}
+    text = note["text"]
+    if context and "dia_id" in meta:
+        session = meta.get("session")
+        if previous.get(session):
+            text = f"{text}\n\n> {previous[session]}"
+        previous[session] = note["text"]
+    if dates and meta.get("session_date_time"):
+        text = f"{text}\n\n({str(meta['session_date_time']).split(' on ')[-1]})"
+    return text
+
+
+
 async def evaluate(
     data: EvalSet, embedder: str, modes: list[str], limit_queries: int | None, title_fallback: str, progress: bool,
-    sweep: bool = False,
+    sweep: bool = False, conv_context: bool = False, conv_dates: bool = False,
 ) -> dict[str, Any]:
     from mcp import Client
 
@@ -244,10 +310,14 @@ async def evaluate(
                 scribe_ms: list[float] = []
                 scribe_errors: list[str] = []
                 t_load = time.perf_counter()
+                previous: dict[Any, str] = {}  # the last turn stored per session (conv_context)
                 for i, note in enumerate(data.notes, 1):
                     meta = note.get("meta") or {}
-                    args: dict[str, Any] = {"text": note["text"], "category": "eval", "source": note["id"]}
-                    title = meta.get("title") or (note["id"] if title_fallback == "id" else None)
+                    text = stored_text(note, previous, conv_context, conv_dates)
+                    args: dict[str, Any] = {"text": text, "category": "eval", "source": note["id"]}
+                    conversational = data.conv != data.source.name and "session" in meta
+                    fallback = title_fallback if title_fallback != "auto" else ("none" if conversational else "id")
+                    title = meta.get("title") or (note["id"] if fallback == "id" else None)
                     if title:
                         args["title"] = title
                     t = time.perf_counter()
@@ -266,6 +336,7 @@ async def evaluate(
                     "notes_per_second": len(data.notes) / load_seconds if load_seconds else float("nan"),
                     "scribe_ms_p50": percentile(scribe_ms, 50),
                     "scribe_ms_p95": percentile(scribe_ms, 95),
+                    "scribe_ms": [round(x, 2) for x in scribe_ms],
                     "errors": len(scribe_errors),
                     "error_examples": scribe_errors[:5],
                 }
@@ -447,7 +518,7 @@ def render(result: dict[str, Any], by_category: bool) -> str:
             lines.append(f"   {mode} by category:")
             for cat, c in cats.items():
                 lines.append(
-                    f"     {cat:<22} n={c['queries']:<4} hit@1 {c['hit@1']:.3f}  hit@10 {c['hit@10']:.3f}  "
+                    f"     {cat:<22} n={c['queries']:<4} hit@1 {c['hit@1']:.3f}  hit@5 {c['hit@5']:.3f}  hit@10 {c['hit@10']:.3f}  "
                     f"MRR@10 {c['mrr@10']:.3f}"
                 )
     if result.get("fusion_sweep"):
@@ -473,8 +544,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--embedder", choices=EMBEDDERS, default="use-m3")
     p.add_argument("--modes", default=",".join(MODES), help="comma list of hybrid, semantic, keyword")
     p.add_argument("--limit-queries", type=int, default=None, metavar="N", help="only the first N queries per set")
-    p.add_argument("--title-fallback", choices=("id", "none"), default="id",
-                   help="title for notes without meta.title: the eval note id (default) or none (Spellbook derives one)")
+    p.add_argument("--title-fallback", choices=("auto", "id", "none"), default="auto",
+                   help="title for notes without meta.title: the eval note id, or none (Spellbook derives one); "
+                        "auto (default): none for conversations (an agent passes no such id), id otherwise")
+    p.add_argument("--conv-context", action="store_true",
+                   help="store each dialogue turn with the turn before it (same session) quoted below it, as the "
+                        "system guide asks agents to (docs/search.md); default: the turn alone")
+    p.add_argument("--conv-dates", action="store_true",
+                   help="end each conversational note with the day it was said, e.g. '(14 March, 2026)', as the "
+                        "system guide asks agents to; default: no date")
+    p.add_argument("--conv", action="store_true", help="the conversational sets (dev_conv_turns, dev_conv_obs)")
+    p.add_argument("--all", action="store_true", help="dev_en, dev_ko and the conversational sets")
     p.add_argument("--by-category", action="store_true", help="also print per-category rows")
     p.add_argument("--fusion-sweep", action="store_true",
                    help="also compare weighted RRF settings, fused here from deeper semantic + keyword lists")
@@ -490,6 +570,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args.modes = modes
     if args.limit_queries is not None and args.limit_queries < 1:
         p.error("--limit-queries must be at least 1")
+    args.sets = (args.sets or []) + (CONV_SETS if args.conv and not args.all else []) + (
+        DEFAULT_SETS + CONV_SETS if args.all else [])
     args.sets = args.sets or DEFAULT_SETS
     for s in args.sets:
         if not s.is_file():
@@ -508,25 +590,35 @@ async def amain(args: argparse.Namespace) -> dict[str, Any]:
           + (f"; first {args.limit_queries} queries per set" if args.limit_queries else ""), flush=True)
     print(f"code: spellbook source sha256 {code['sha256']} (newest file {code.get('newest_mtime')}) at {code['path']}")
     results = []
+    combined = []
     for path in args.sets:
+        file_results = []
         for data in load_sets(path):
             if not args.quiet:
                 _log(f"[{data.conv}] {len(data.notes)} notes, {len(data.queries)} queries from {path}")
             result = await evaluate(data, args.embedder, args.modes, args.limit_queries, args.title_fallback,
-                                    progress=not args.quiet, sweep=args.fusion_sweep)
+                                    progress=not args.quiet, sweep=args.fusion_sweep, conv_context=args.conv_context,
+                                    conv_dates=args.conv_dates)
             print()
             print(render(result, args.by_category), flush=True)
             results.append(result)
+            file_results.append(result)
             if args.json_out:
                 _write_json(args.json_out, {"machine": machine, "code": code, "embedder_setting": args.embedder,
                                             "modes": args.modes, "limit_queries": args.limit_queries,
                                             "title_fallback": args.title_fallback, "sets": results, "partial": True})
+        if len(file_results) > 1:
+            combined.append(combine(file_results))
+            print()
+            print(render_combined(combined[-1]), flush=True)
     now = source_fingerprint()
     if now["sha256"] != code["sha256"]:
         print(f"note: spellbook's source on disk changed during the run (now {now['sha256']}); "
               f"the numbers above are for {code['sha256']}, the version imported at the start.")
     return {"machine": machine, "code": code, "code_at_end": now, "embedder_setting": args.embedder, "modes": args.modes,
-            "limit_queries": args.limit_queries, "title_fallback": args.title_fallback, "sets": results}
+            "limit_queries": args.limit_queries, "title_fallback": args.title_fallback, "sets": results,
+            "conv_context": args.conv_context, "conv_dates": args.conv_dates,
+            "combined": combined}
 
 
 def _write_json(path: Path, data: dict[str, Any]) -> None:
