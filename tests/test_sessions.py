@@ -172,7 +172,7 @@ def test_install_hooks_merges_is_idempotent_and_uninstall_removes_exactly_ours(t
 
 
 def test_doctor_checks_the_hooks(tmp_path: Path, settings: Settings) -> None:
-    from spellbook import doctor
+    from spellbook.cli import doctor
 
     home = tmp_path / "home"
     assert doctor.hook_checks(settings, home=home, env={}, project=tmp_path)[0]["status"] == "info"
