@@ -10,7 +10,7 @@ import anyio
 import pytest
 from mcp import Client
 
-from spellbook.engine import exchange
+from spellbook.engine import exchange, exchange_formats
 from spellbook.config import Settings
 from spellbook.engine import Engine
 from spellbook.errors import InvalidInputError
@@ -134,7 +134,7 @@ def test_overwrite_never_clobbers_a_concurrent_edit(engine: Engine, vault: Path,
     assert report["counts"]["failed"] == 1
     assert "changed on disk" in report["failed"][0]["error"] and report["failed"][0]["where"].startswith("memories[")
     assert tea.read_text(encoding="utf-8").endswith("A person's line.")
-    assert "Failed memories[" in exchange.import_summary(report)
+    assert "Failed memories[" in exchange_formats.import_summary(report)
 
 
 def write_export(tmp_path: Path, memories: list, **top) -> str:

@@ -473,7 +473,7 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _import(args: argparse.Namespace) -> int:
-    from spellbook.engine.exchange import import_summary
+    from spellbook.engine.exchange_formats import import_summary
 
     params = {"path": str(args.file.expanduser().resolve()), "format": args.format,
               "on_conflict": args.on_conflict, "dry_run": args.dry_run}

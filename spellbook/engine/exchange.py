@@ -12,13 +12,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path, PurePosixPath
-from typing import Any, Literal
+from typing import Any
 
 from spellbook import __version__
 from spellbook.config import Settings
 from spellbook.engine.access import Access, Readiness
 from spellbook.engine.exchange_formats import (
     Entry,
+    ExportFormat,
+    ImportFormat,
+    OnConflict,
     export_document,
     markdown_document,
     own_id,
@@ -39,9 +42,6 @@ from spellbook.vault.paths import with_suffix_number
 from spellbook.vault.privacy import describe
 from spellbook.vault.store import Vault
 
-ExportFormat = Literal["json", "markdown"]
-ImportFormat = Literal["auto", "json", "mcp-memory"]
-OnConflict = Literal["skip", "overwrite", "new_id"]
 EXPORTS_DIR = "exports"  # relative export/import paths live in <index dir>/exports/
 INLINE_EXPORT_CHARS = 100_000  # larger exports must go to a file (path=...)
 MAX_IMPORT_BYTES = 200 * 2**20
@@ -272,23 +272,6 @@ class Exchange:
         if not file.is_file():
             raise InvalidInputError(f"No file at {file}. Pass the path of an export (absolute, or in {self._exports_dir()}).")
         return file
-
-
-def import_summary(data: dict[str, Any]) -> str:
-    """One paragraph for the model (and the CLI): counts, then every failure."""
-    counts = data["counts"]
-    verb = "Would import" if data["dry_run"] else "Imported"
-    text = (
-        f"{verb} {data['total']} memories from {data['file']} ({data['format']}): "
-        + ", ".join(f"{n} {name}" for name, n in counts.items() if n or name == "created") + "."
-    )
-    if data.get("redacted"):
-        text += f" Privacy filter: {data['redacted']}."
-    for item in data["failed"]:
-        text += f"\nFailed {item['where']} (id {item['id']}): {item['error']}"
-    for warning in data.get("warnings", []):
-        text += f"\nWarning: {warning}"
-    return text
 
 
 class _ImportRun:

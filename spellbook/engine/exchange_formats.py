@@ -29,13 +29,15 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
-from typing import Any
+from typing import Any, Literal
 
 from spellbook.errors import InvalidInputError
-from spellbook.index.indexer import MAX_FILE_BYTES
 from spellbook.vault.note import dump_field
-from spellbook.vault.paths import NOTE_SUFFIX, is_ignored
+from spellbook.vault.paths import MAX_FILE_BYTES, NOTE_SUFFIX, is_ignored
 
+ExportFormat = Literal["json", "markdown"]
+ImportFormat = Literal["auto", "json", "mcp-memory"]
+OnConflict = Literal["skip", "overwrite", "new_id"]
 EXPORT_VERSION = 1
 TOP_KEYS = frozenset({"spellbook_export", "exported", "spellbook_version", "filter", "count", "memories"})
 ENTRY_KEYS = frozenset({"id", "path", "title", "metadata", "body"})
@@ -303,3 +305,20 @@ def lines_of(text: str) -> Iterator[str]:
         end = len(text) if end < 0 else end
         yield text[start:end].rstrip("\r")
         start = end + 1
+
+
+def import_summary(data: dict[str, Any]) -> str:
+    """One paragraph for the model (and the CLI): counts, then every failure."""
+    counts = data["counts"]
+    verb = "Would import" if data["dry_run"] else "Imported"
+    text = (
+        f"{verb} {data['total']} memories from {data['file']} ({data['format']}): "
+        + ", ".join(f"{n} {name}" for name, n in counts.items() if n or name == "created") + "."
+    )
+    if data.get("redacted"):
+        text += f" Privacy filter: {data['redacted']}."
+    for item in data["failed"]:
+        text += f"\nFailed {item['where']} (id {item['id']}): {item['error']}"
+    for warning in data.get("warnings", []):
+        text += f"\nWarning: {warning}"
+    return text

@@ -26,7 +26,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from spellbook.vault.crashpoints import crash_point
 from spellbook.errors import (
     EmbedderError,
     EmbedderInputError,
@@ -37,6 +36,7 @@ from spellbook.errors import (
 from spellbook.index.catalog import Catalog, ChunkRow, FileRow, FolderRow, IndexedChunk, NoteRow
 from spellbook.index.chunker import CHUNKER_VERSION, chunk_body
 from spellbook.index.keyword import index_text
+from spellbook.vault.crashpoints import crash_point
 from spellbook.vault.fields import (
     derived_id,
     expires_key,
@@ -48,7 +48,7 @@ from spellbook.vault.fields import (
     wikilinks,
 )
 from spellbook.vault.note import parse_note
-from spellbook.vault.paths import is_archived, is_folder_note
+from spellbook.vault.paths import MAX_FILE_BYTES, is_archived, is_folder_note
 from spellbook.vault.store import Vault
 
 log = logging.getLogger(__name__)
@@ -56,7 +56,6 @@ log = logging.getLogger(__name__)
 INDEX_FORMAT = "8"  # 3: CJK unigrams + bigrams in the keyword index; 4: tags table; 5: link relations;
 # 6: expires/archived columns, folder notes; 7: user column (scopes); 8: session column
 BATCH_FILES = 64
-MAX_FILE_BYTES = 5 * 1024 * 1024
 RECENTLY_REMOVED_MAX = 20_000  # vectors of removed chunks kept in memory for moves (about 40 MB at 512-d)
 FILL_BATCH = 256  # chunks embedded per round when filling in missing vectors
 REFUSED_IN_A_ROW = 3  # texts refused one by one before the endpoint counts as refusing everything

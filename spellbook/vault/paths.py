@@ -13,6 +13,7 @@ from pathlib import Path, PurePosixPath
 from spellbook.errors import VaultPathError
 
 NOTE_SUFFIX = ".md"
+MAX_FILE_BYTES = 5 * 1024 * 1024  # the largest note Spellbook indexes (and imports)
 MAX_SEGMENT_CHARS = 80
 # File systems allow 255 bytes a name. A note's name also carries ".md", then " 2"... when taken,
 # and the store's temp file adds ".<name>.<8 random>.tmp": 200 bytes of title leaves room for all.
