@@ -218,7 +218,7 @@ def test_a_vault_that_is_not_a_repository(tmp_path: Path) -> None:
 
 
 def test_git_not_installed(vault: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("spellbook.git.committer.shutil.which", lambda name: None)
+    monkeypatch.setattr("spellbook.git.repo.shutil.which", lambda name: None)
     before = head(vault, "%H")
     engine = open_engine(vault)
     try:

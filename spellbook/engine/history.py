@@ -15,7 +15,8 @@ from typing import Any
 
 from spellbook.engine.access import Access
 from spellbook.errors import ConflictError, InvalidInputError, NoteNotFoundError, VersionControlError
-from spellbook.git.committer import Change, Committer, Repo, Version
+from spellbook.git.committer import Change, Committer
+from spellbook.git.repo import Repo, Version
 from spellbook.index.catalog import Catalog
 from spellbook.index.indexer import Indexer
 from spellbook.scope import current as current_scope
