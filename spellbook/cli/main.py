@@ -15,6 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from spellbook import __version__
+from spellbook.cli.commands_exchange import export, import_
+from spellbook.cli.commands_setup import doctor, install
+from spellbook.cli.common import ProgressBar, open_hub, running_owner, settings_from
 from spellbook.embedders.registry import REGISTRY
 from spellbook.errors import SpellbookError
 
@@ -106,13 +109,13 @@ def _parser() -> argparse.ArgumentParser:
                            help="claude-code: also install the session memory hooks (docs/sessions.md)")
             p.add_argument("--prompt-recall", action="store_true",
                            help="with --hooks: also add relevant memories to each prompt (UserPromptSubmit)")
-        p.set_defaults(run=_install)
+        p.set_defaults(run=install)
 
     p = sub.add_parser("doctor", help="check settings, embedder, clients, and that the index equals the vault")
     vault_args(p)
     p.add_argument("--repair", action="store_true", help="bring the index level with the vault")
     p.add_argument("--json", action="store_true", help="print JSON")
-    p.set_defaults(run=_doctor)
+    p.set_defaults(run=doctor)
 
     p = sub.add_parser("export", help="export memories as JSON (for import) or one markdown document")
     vault_args(p)
@@ -122,7 +125,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="replace --out if it exists (never a symlink, device or FIFO)")
     p.add_argument("--category", help="only this category")
     p.add_argument("--topic", help="only this topic")
-    p.set_defaults(run=_export)
+    p.set_defaults(run=export)
 
     p = sub.add_parser("import", help="import a Spellbook JSON export or an MCP memory server memory.jsonl")
     vault_args(p)
@@ -133,7 +136,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="file format (default: detect)")
     p.add_argument("--dry-run", action="store_true", help="report what would happen; write nothing")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
-    p.set_defaults(run=_import)
+    p.set_defaults(run=import_)
 
     p = sub.add_parser("hook", help="run as a Claude Code hook (JSON on stdin): capture and recall sessions")
     vault_args(p)
@@ -146,12 +149,6 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(run=_stats)
     return parser
-
-
-def settings_from(args: argparse.Namespace, **extra: Any):
-    from spellbook.config import settings_from as build  # pydantic-settings: only for commands that need it
-
-    return build(args, **extra)
 
 
 def _hook(args: argparse.Namespace) -> int:
@@ -219,17 +216,6 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def _open_hub(args: argparse.Namespace, progress: Any = None):
-    from spellbook.server.hub import Hub
-
-    settings = settings_from(args, watch=False)
-    if not settings.vault_dir.is_dir():
-        raise SpellbookError(f"No vault at {settings.vault_dir}; run `spellbook init {settings.vault_dir}` first.")
-    hub = Hub(settings, watch=False, warm_up=False)  # the model loads only if something needs embedding
-    hub.start(background=False, progress=progress)
-    return hub
-
-
 def _index(args: argparse.Namespace) -> int:
     from spellbook.engine import wipe_index
 
@@ -237,9 +223,9 @@ def _index(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     if args.rebuild:
         settings = settings_from(args)
-        if _running_owner(settings) is None:
+        if running_owner(settings) is None:
             wipe_index(settings)  # nobody owns it: delete the folder's data outright
-    hub = _open_hub(args, progress=bar)
+    hub = open_hub(args, progress=bar)
     try:
         if hub.role == "owner":
             result = hub.call("stats")
@@ -266,15 +252,8 @@ def _index(args: argparse.Namespace) -> int:
     return 0
 
 
-def _running_owner(settings: Any) -> int | None:
-    """Is a server running on this index? Returns its pid, or None."""
-    from spellbook.server.hub import owner_pid
-
-    return owner_pid(settings.index_path)
-
-
 def _search(args: argparse.Namespace) -> int:
-    hub = _open_hub(args)
+    hub = open_hub(args)
     try:
         params: dict[str, Any] = {"query": args.query, "limit": args.limit, "mode": args.mode}
         if args.category:
@@ -296,128 +275,8 @@ def _search(args: argparse.Namespace) -> int:
     return 0
 
 
-def _install(args: argparse.Namespace) -> int:
-    import os
-
-    from spellbook.cli import clients
-
-    if args.command == "uninstall":
-        result = clients.uninstall(args.client, scope=args.scope, name=args.name)
-        print(f"{'removed from' if result.changed else 'not configured in'} {result.path}"
-              + (f" (backup: {result.backup})" if result.backup else ""))
-        if args.client == "claude-code":
-            _install_hooks(args, remove=True)
-        return 0
-    token = args.token or (os.environ.get("SPELLBOOK_TOKEN") if args.http else None)
-    if args.http and not token and not args.no_token:
-        from spellbook.server.http import read_token, token_file
-
-        index = settings_from(args).index_path
-        token = read_token(index)
-        if not token:
-            raise SpellbookError(
-                f"No token for {args.http}: `spellbook serve --http` writes one to {token_file(index)} on its first "
-                "start (pass the same --vault here), or pass --token (or --no-token for a server started with it)."
-            )
-    vault = None if args.http else (args.vault or Path(os.environ.get("SPELLBOOK_VAULT", "vault")))
-    entry = clients.server_entry(
-        command=clients.default_command(), vault=vault, http_url=args.http, token=token,
-        context=args.context, user=args.user,
-    )
-    result = clients.install(args.client, scope=args.scope, name=args.name, entry=entry)
-    print(f"{'configured' if result.changed else 'already configured:'} {args.name} in {result.path}"
-          + (f" (backup: {result.backup})" if result.backup else ""))
-    if token and args.scope == "project":
-        print("warning: the token is now in a project file; keep that file out of git.", file=sys.stderr)
-    if args.hooks or args.prompt_recall:
-        if args.client != "claude-code":
-            raise SpellbookError("--hooks is for claude-code only: other clients have no session hooks.")
-        _install_hooks(args, vault=vault)
-    print(f"Restart {args.client} to load it.", file=sys.stderr)
-    return 0
-
-
-def _install_hooks(args: argparse.Namespace, vault: Path | None = None, remove: bool = False) -> None:
-    from spellbook.cli import clients
-    from spellbook.sessions import install as hooks
-
-    file = hooks.settings_path(args.scope)
-    if remove:
-        changed, backup = hooks.uninstall_hooks(file)
-        if changed:
-            print(f"removed the session hooks from {file}" + (f" (backup: {backup})" if backup else ""))
-        return
-    if vault is None:  # --http: the hooks still need the vault the server serves
-        import os
-
-        vault = Path(os.environ.get("SPELLBOOK_VAULT", "vault"))
-    commands = hooks.hook_commands(clients.default_command(), vault, prompt_recall=args.prompt_recall)
-    changed, backup = hooks.install_hooks(file, commands)
-    print(f"{'configured' if changed else 'already configured:'} session hooks ({', '.join(commands)}) in {file}"
-          + (f" (backup: {backup})" if backup else ""))
-
-
-def _doctor(args: argparse.Namespace) -> int:
-    from pydantic import ValidationError
-
-    from spellbook.cli import doctor
-
-    try:
-        settings = settings_from(args)
-    except ValidationError as exc:
-        bad = "; ".join(f"SPELLBOOK_{'_'.join(map(str, e['loc'])).upper()}: {e['msg']}" for e in exc.errors())
-        checks = [doctor.check("settings", "fail", bad, "fix these environment variables or flags")]
-        return _print_doctor({"consistent": False, "checks": checks}, args)
-    config = doctor.config_checks(settings)
-    client_checks = doctor.client_checks(settings) + doctor.hook_checks(settings)
-    if any(c["status"] == "fail" for c in config):
-        return _print_doctor({"consistent": False, "checks": config + client_checks}, args)
-    from spellbook.server.hub import Hub
-
-    # Open without the start-up reconcile, so the check sees the index as it was.
-    hub = Hub(settings.model_copy(update={"watch": False}), watch=False, reconcile_on_open=False, warm_up=False)
-    hub.start(background=False)
-    try:
-        probe = hub.call("probe_embedder")  # in the process that owns the index: the server's embedder
-        report = hub.call("repair" if args.repair else "check")
-        if args.repair:
-            probe["vectors_missing"] = report.get("counts", {}).get("vectors_missing", 0)
-        config += doctor.embedder_check(probe)
-    except SpellbookError as exc:  # the index cannot be opened: say why, with the other checks
-        report = {"consistent": False}
-        config.append(doctor.check("index", "fail", str(exc)))
-    finally:
-        hub.close()
-    return _print_doctor({**report, "checks": config + client_checks}, args)
-
-
-def _print_doctor(report: dict[str, Any], args: argparse.Namespace) -> int:
-    """The index verdict first (as before), then every other check with what to fix."""
-    failed = not report["consistent"] or any(c["status"] == "fail" for c in report["checks"])
-    if args.json:
-        print(json.dumps(report, ensure_ascii=False, indent=2))
-        return 1 if failed else 0
-    if "files_in_vault" in report:
-        verdict = "index == vault" if report["consistent"] else "index differs from the vault"
-        print(f"{verdict}: {report['files_in_vault']} files in the vault, {report['files_indexed']} indexed")
-        for key, count in report["counts"].items():
-            if count:
-                print(f"  {key.replace('_', ' ')}: {count}")
-        if report["identity_problem"]:
-            print(f"  index must be rebuilt: {report['identity_problem']}")
-        for problem in report["problems"]:
-            print(f"  skipped/warned {problem['path']}: {problem['problem']}")
-        if not report["consistent"] and not args.repair:
-            print("Run `spellbook doctor --repair` (or `spellbook index`) to fix it.")
-    for item in report["checks"]:
-        print(f"{item['status'].upper():<5} {item['check']}: {item['detail']}")
-        if item.get("fix") and item["status"] != "ok":
-            print(f"      -> {item['fix']}")
-    return 1 if failed else 0
-
-
 def _stats(args: argparse.Namespace) -> int:
-    hub = _open_hub(args)
+    hub = open_hub(args)
     try:
         result = hub.call("stats")
     finally:
@@ -438,77 +297,3 @@ def _stats(args: argparse.Namespace) -> int:
         print(f"warning: {warning}")
     return 0
 
-
-def _export(args: argparse.Namespace) -> int:
-    import uuid
-
-    from spellbook.vault.exports import check_chosen_file, write_chosen_file
-
-    scope = {k: v for k, v in (("category", args.category), ("topic", args.topic)) if v}
-    # The index owner writes the export into its exports folder (the only place it writes exports
-    # to); this process, the person's own, then prints it or copies it to --out.
-    name = f"cli-{uuid.uuid4().hex}.{'json' if args.format == 'json' else 'md'}"
-    params: dict[str, Any] = {"format": args.format, "filter": scope or None, "path": name}
-    out = args.out.expanduser().absolute() if args.out is not None else None
-    if out is not None:
-        check_chosen_file(out, force=args.force)  # before the work
-    hub = _open_hub(args)
-    try:
-        result = hub.call("export", params)
-    finally:
-        hub.close()
-    written = Path(result["path"])
-    try:
-        text = written.read_text(encoding="utf-8")
-    finally:
-        written.unlink(missing_ok=True)
-    if out is None:
-        sys.stdout.write(text)
-    else:
-        write_chosen_file(out, text, force=args.force)
-        print(f"Exported {result['count']} memories to {out}.", file=sys.stderr)
-    if result.get("redacted"):
-        print(f"Privacy filter: {result['redacted']}.", file=sys.stderr)
-    return 0
-
-
-def _import(args: argparse.Namespace) -> int:
-    from spellbook.engine.exchange_formats import import_summary
-
-    params = {"path": str(args.file.expanduser().resolve()), "format": args.format,
-              "on_conflict": args.on_conflict, "dry_run": args.dry_run}
-    hub = _open_hub(args)
-    try:
-        result = hub.call("import_memories", params)
-    finally:
-        hub.close()
-    if args.json:
-        print(json.dumps(result, ensure_ascii=False, indent=2))
-    else:
-        print(import_summary(result))
-    return 1 if result["counts"]["failed"] else 0
-
-
-class ProgressBar:
-    """Indexing progress on stderr, drawn by tqdm: redrawn in place on a terminal (at most 5 times a
-    second), else a line every 10 seconds, so a log shows progress without a line per file."""
-
-    def __init__(self, label: str) -> None:
-        self.label = label
-        self._bar: Any = None
-
-    def __call__(self, done: int, total: int) -> None:
-        if total == 0:
-            return
-        if self._bar is None:
-            from tqdm import tqdm
-
-            tty = sys.stderr.isatty()
-            self._bar = tqdm(total=total, desc=self.label, unit="file", file=sys.stderr, dynamic_ncols=tty,
-                             mininterval=0.2 if tty else 10.0, ascii=not tty)
-        self._bar.total = total
-        self._bar.update(done - self._bar.n)
-
-    def finish(self) -> None:
-        if self._bar is not None:
-            self._bar.close()

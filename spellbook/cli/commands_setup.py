@@ -1,0 +1,132 @@
+"""`spellbook install`, `uninstall` and `doctor`: MCP client configs, session hooks, health checks."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from spellbook.cli.common import settings_from
+from spellbook.errors import SpellbookError
+
+
+def install(args: argparse.Namespace) -> int:
+    import os
+
+    from spellbook.cli import clients
+
+    if args.command == "uninstall":
+        result = clients.uninstall(args.client, scope=args.scope, name=args.name)
+        print(f"{'removed from' if result.changed else 'not configured in'} {result.path}"
+              + (f" (backup: {result.backup})" if result.backup else ""))
+        if args.client == "claude-code":
+            install_hooks(args, remove=True)
+        return 0
+    token = args.token or (os.environ.get("SPELLBOOK_TOKEN") if args.http else None)
+    if args.http and not token and not args.no_token:
+        from spellbook.server.http import read_token, token_file
+
+        index = settings_from(args).index_path
+        token = read_token(index)
+        if not token:
+            raise SpellbookError(
+                f"No token for {args.http}: `spellbook serve --http` writes one to {token_file(index)} on its first "
+                "start (pass the same --vault here), or pass --token (or --no-token for a server started with it)."
+            )
+    vault = None if args.http else (args.vault or Path(os.environ.get("SPELLBOOK_VAULT", "vault")))
+    entry = clients.server_entry(
+        command=clients.default_command(), vault=vault, http_url=args.http, token=token,
+        context=args.context, user=args.user,
+    )
+    result = clients.install(args.client, scope=args.scope, name=args.name, entry=entry)
+    print(f"{'configured' if result.changed else 'already configured:'} {args.name} in {result.path}"
+          + (f" (backup: {result.backup})" if result.backup else ""))
+    if token and args.scope == "project":
+        print("warning: the token is now in a project file; keep that file out of git.", file=sys.stderr)
+    if args.hooks or args.prompt_recall:
+        if args.client != "claude-code":
+            raise SpellbookError("--hooks is for claude-code only: other clients have no session hooks.")
+        install_hooks(args, vault=vault)
+    print(f"Restart {args.client} to load it.", file=sys.stderr)
+    return 0
+
+
+def install_hooks(args: argparse.Namespace, vault: Path | None = None, remove: bool = False) -> None:
+    from spellbook.cli import clients
+    from spellbook.sessions import install as hooks
+
+    file = hooks.settings_path(args.scope)
+    if remove:
+        changed, backup = hooks.uninstall_hooks(file)
+        if changed:
+            print(f"removed the session hooks from {file}" + (f" (backup: {backup})" if backup else ""))
+        return
+    if vault is None:  # --http: the hooks still need the vault the server serves
+        import os
+
+        vault = Path(os.environ.get("SPELLBOOK_VAULT", "vault"))
+    commands = hooks.hook_commands(clients.default_command(), vault, prompt_recall=args.prompt_recall)
+    changed, backup = hooks.install_hooks(file, commands)
+    print(f"{'configured' if changed else 'already configured:'} session hooks ({', '.join(commands)}) in {file}"
+          + (f" (backup: {backup})" if backup else ""))
+
+
+def doctor(args: argparse.Namespace) -> int:
+    from pydantic import ValidationError
+
+    from spellbook.cli import doctor
+
+    try:
+        settings = settings_from(args)
+    except ValidationError as exc:
+        bad = "; ".join(f"SPELLBOOK_{'_'.join(map(str, e['loc'])).upper()}: {e['msg']}" for e in exc.errors())
+        checks = [doctor.check("settings", "fail", bad, "fix these environment variables or flags")]
+        return print_doctor({"consistent": False, "checks": checks}, args)
+    config = doctor.config_checks(settings)
+    client_checks = doctor.client_checks(settings) + doctor.hook_checks(settings)
+    if any(c["status"] == "fail" for c in config):
+        return print_doctor({"consistent": False, "checks": config + client_checks}, args)
+    from spellbook.server.hub import Hub
+
+    # Open without the start-up reconcile, so the check sees the index as it was.
+    hub = Hub(settings.model_copy(update={"watch": False}), watch=False, reconcile_on_open=False, warm_up=False)
+    hub.start(background=False)
+    try:
+        probe = hub.call("probe_embedder")  # in the process that owns the index: the server's embedder
+        report = hub.call("repair" if args.repair else "check")
+        if args.repair:
+            probe["vectors_missing"] = report.get("counts", {}).get("vectors_missing", 0)
+        config += doctor.embedder_check(probe)
+    except SpellbookError as exc:  # the index cannot be opened: say why, with the other checks
+        report = {"consistent": False}
+        config.append(doctor.check("index", "fail", str(exc)))
+    finally:
+        hub.close()
+    return print_doctor({**report, "checks": config + client_checks}, args)
+
+
+def print_doctor(report: dict[str, Any], args: argparse.Namespace) -> int:
+    """The index verdict first (as before), then every other check with what to fix."""
+    failed = not report["consistent"] or any(c["status"] == "fail" for c in report["checks"])
+    if args.json:
+        print(json.dumps(report, ensure_ascii=False, indent=2))
+        return 1 if failed else 0
+    if "files_in_vault" in report:
+        verdict = "index == vault" if report["consistent"] else "index differs from the vault"
+        print(f"{verdict}: {report['files_in_vault']} files in the vault, {report['files_indexed']} indexed")
+        for key, count in report["counts"].items():
+            if count:
+                print(f"  {key.replace('_', ' ')}: {count}")
+        if report["identity_problem"]:
+            print(f"  index must be rebuilt: {report['identity_problem']}")
+        for problem in report["problems"]:
+            print(f"  skipped/warned {problem['path']}: {problem['problem']}")
+        if not report["consistent"] and not args.repair:
+            print("Run `spellbook doctor --repair` (or `spellbook index`) to fix it.")
+    for item in report["checks"]:
+        print(f"{item['status'].upper():<5} {item['check']}: {item['detail']}")
+        if item.get("fix") and item["status"] != "ok":
+            print(f"      -> {item['fix']}")
+    return 1 if failed else 0

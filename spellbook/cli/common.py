@@ -1,0 +1,59 @@
+"""What the commands share: settings from the flags, the hub (so the CLI never opens the index
+under a running server), the progress bar."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from spellbook.errors import SpellbookError
+
+
+def settings_from(args: argparse.Namespace, **extra: Any):
+    from spellbook.config import settings_from as build  # pydantic-settings: only for commands that need it
+
+    return build(args, **extra)
+
+
+def open_hub(args: argparse.Namespace, progress: Any = None):
+    from spellbook.server.hub import Hub
+
+    settings = settings_from(args, watch=False)
+    if not settings.vault_dir.is_dir():
+        raise SpellbookError(f"No vault at {settings.vault_dir}; run `spellbook init {settings.vault_dir}` first.")
+    hub = Hub(settings, watch=False, warm_up=False)  # the model loads only if something needs embedding
+    hub.start(background=False, progress=progress)
+    return hub
+
+
+def running_owner(settings: Any) -> int | None:
+    """Is a server running on this index? Returns its pid, or None."""
+    from spellbook.server.hub import owner_pid
+
+    return owner_pid(settings.index_path)
+
+
+class ProgressBar:
+    """Indexing progress on stderr, drawn by tqdm: redrawn in place on a terminal (at most 5 times a
+    second), else a line every 10 seconds, so a log shows progress without a line per file."""
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self._bar: Any = None
+
+    def __call__(self, done: int, total: int) -> None:
+        if total == 0:
+            return
+        if self._bar is None:
+            from tqdm import tqdm
+
+            tty = sys.stderr.isatty()
+            self._bar = tqdm(total=total, desc=self.label, unit="file", file=sys.stderr, dynamic_ncols=tty,
+                             mininterval=0.2 if tty else 10.0, ascii=not tty)
+        self._bar.total = total
+        self._bar.update(done - self._bar.n)
+
+    def finish(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
