@@ -27,9 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from spellbook.vault.crashpoints import crash_point
 from spellbook.index.filters import HIDDEN_SQL, LIVE_SQL, NOW_SQL
 from spellbook.index.keyword import STOPWORDS, index_text, match_query, tokenize
+from spellbook.vault.crashpoints import crash_point
 from spellbook.vault.store import private_file, private_folder
 
 SCHEMA = """

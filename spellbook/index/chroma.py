@@ -146,9 +146,10 @@ class VectorIndex:
     @classmethod
     def server(cls, url: str, collection: str) -> VectorIndex:
         """A Chroma server (``chroma run --host 127.0.0.1 --port 8000`` -> ``http://127.0.0.1:8000``)."""
+        from urllib.parse import urlparse
+
         import chromadb
         from chromadb.config import Settings as ChromaSettings
-        from urllib.parse import urlparse
 
         parsed = urlparse(url)
         if parsed.scheme not in ("http", "https") or not parsed.hostname:

@@ -16,7 +16,6 @@ answers: at the end of each reconcile, and whenever the server retries (server/h
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import threading
@@ -33,22 +32,11 @@ from spellbook.errors import (
     InvalidInputError,
     VaultPathError,
 )
-from spellbook.index.catalog import Catalog, ChunkRow, FileRow, FolderRow, IndexedChunk, NoteRow
-from spellbook.index.chunker import CHUNKER_VERSION, chunk_body
-from spellbook.index.keyword import index_text
+from spellbook.index.analysis import Prepared, analyse_note, embed_text
+from spellbook.index.catalog import Catalog, ChunkRow, FileRow
+from spellbook.index.chunker import CHUNKER_VERSION
 from spellbook.vault.crashpoints import crash_point
-from spellbook.vault.fields import (
-    derived_id,
-    expires_key,
-    inline_tags,
-    normalize_importance,
-    normalize_tags,
-    relation_links,
-    title_of,
-    wikilinks,
-)
-from spellbook.vault.note import parse_note
-from spellbook.vault.paths import MAX_FILE_BYTES, is_archived, is_folder_note
+from spellbook.vault.paths import MAX_FILE_BYTES
 from spellbook.vault.store import Vault
 
 log = logging.getLogger(__name__)
@@ -81,14 +69,6 @@ class SyncReport:
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.problems.extend(other.problems)
         self.embedder_error = other.embedder_error or self.embedder_error
-
-
-@dataclass
-class _Prepared:
-    file: FileRow
-    note: NoteRow | FolderRow | None
-    chunks: list[IndexedChunk]
-    embed_texts: list[str]
 
 
 class Indexer:
@@ -279,13 +259,13 @@ class Indexer:
         """Index these vault paths as they are on disk now (deleted ones are dropped)."""
         report = SyncReport()
         with self._open_lock():
-            prepared: list[_Prepared] = []
+            prepared: list[Prepared] = []
             gone: list[str] = []
             for path in dict.fromkeys(paths):
                 outcome = self._prepare(path, report)
                 if outcome == "gone":
                     gone.append(path)
-                elif isinstance(outcome, _Prepared):
+                elif isinstance(outcome, Prepared):
                     prepared.append(outcome)
             if prepared:
                 self._commit(prepared, report)
@@ -296,7 +276,7 @@ class Indexer:
     def sync_path(self, path: str) -> SyncReport:
         return self.sync_paths([path])
 
-    def _prepare(self, path: str, report: SyncReport) -> _Prepared | str | None:
+    def _prepare(self, path: str, report: SyncReport) -> Prepared | str | None:
         try:
             file = self.vault.file(path)
             st = file.stat()
@@ -330,51 +310,17 @@ class Indexer:
         report.problems.append({"path": path, "problem": why})
         return None
 
-    def _analyse(self, path: str, text: str, version: str, mtime_ns: int, size: int) -> _Prepared:
-        parsed = parse_note(text)
-        meta = parsed.meta
-        problem = parsed.problem
-        body = parsed.body if parsed.plain_body is None else parsed.plain_body  # over a parsing budget
-        folder = path.rsplit("/", 1)[0] if "/" in path else ""
-        if is_folder_note(path):  # a folder's description or generated overview: recorded, not searchable
-            return _Prepared(FileRow(path, version, mtime_ns, size, problem), FolderRow(path, folder, meta, parsed.body), [], [])
-        expires = expires_key(meta.get("expires"))
-        if expires is None and meta.get("expires") not in (None, ""):
-            problem = problem or f"expires {meta['expires']!r} is not an ISO date or date-time; the note never expires"
-        note_id = meta.get("id")
-        note_id = str(note_id).strip() if isinstance(note_id, str | int) and str(note_id).strip() else derived_id(path)
+    def _analyse(self, path: str, text: str, version: str, mtime_ns: int, size: int) -> Prepared:
+        return analyse_note(path, text, version, mtime_ns, size, self.max_chunk_chars, self._holder_of)
+
+    def _holder_of(self, note_id: str, path: str) -> str | None:
+        """Another existing file that has this id already (so this one is a duplicate), if any."""
         for other in self.catalog.notes_by_id(note_id):
             if other.path != path and self.vault.file(other.path).exists():
-                problem = f"duplicate id {note_id!r}: {other.path} has it too; give one of them a new id"
-                note_id = derived_id(path)
-                break
-        title = title_of(meta, body, path)
-        tags = normalize_tags(meta.get("tags"))
-        tags = list(dict.fromkeys(tags + normalize_tags(meta.get("tag")) + inline_tags(body)))
-        note = NoteRow(
-            path=path, note_id=note_id, title=title,
-            category=_text(meta.get("category")) or (path.split("/", 1)[0] if "/" in path else None),
-            topic=_text(meta.get("topic")), type=_text(meta.get("type")), context=_text(meta.get("context")),
-            importance=normalize_importance(meta.get("importance")), tags=tags,
-            created=_text(meta.get("created")), updated=_text(meta.get("updated")),
-            folder=folder, managed="id" in meta, meta=meta, links=tuple(wikilinks(body, meta.get("links"))),
-            relations=tuple(relation_links(meta)),
-            expires=expires, archived=is_archived(path), user=_text(meta.get("user")),
-        )
-        key = hashlib.sha1(path.encode("utf-8")).hexdigest()[:16]
-        fts_meta = index_text(" ".join(_flatten(meta.get(k)) for k in ("keywords", "questions", "entities", "aliases")) + " " + " ".join(tags))
-        chunks: list[IndexedChunk] = []
-        embed_texts: list[str] = []
-        for chunk in chunk_body(body, self.max_chunk_chars):
-            heading = chunk.heading
-            text = embed_text(title, heading, chunk.text)
-            digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:24]
-            row = ChunkRow(f"{key}:{chunk.index}", path, chunk.index, heading, chunk.text, digest)
-            chunks.append(IndexedChunk(row, index_text(f"{title} {heading}"), fts_meta))
-            embed_texts.append(text)
-        return _Prepared(FileRow(path, version, mtime_ns, size, problem), note, chunks, embed_texts)
+                return other.path
+        return None
 
-    def _commit(self, prepared: list[_Prepared], report: SyncReport) -> None:
+    def _commit(self, prepared: list[Prepared], report: SyncReport) -> None:
         all_chunks = [(c, t) for p in prepared for c, t in zip(p.chunks, p.embed_texts)]
         reuse = self.catalog.chunk_ids_by_digest(c.row.digest for c, _ in all_chunks)
         known = self.vectors.vectors(sorted(set(reuse.values()))) if reuse else {}
@@ -444,27 +390,6 @@ class Indexer:
                 self._recently_removed.move_to_end(row.digest)
         while len(self._recently_removed) > RECENTLY_REMOVED_MAX:
             self._recently_removed.popitem(last=False)
-
-
-def embed_text(title: str, heading: str | None, text: str) -> str:
-    """What a chunk's vector is made from: the note's title, the section heading, the text."""
-    lead = title if not heading or heading == title else f"{title}\n{heading}"
-    return f"{lead}\n{text}"
-
-
-def _text(value: Any) -> str | None:
-    if value is None or isinstance(value, list | dict):
-        return None
-    text = str(value).strip()
-    return text or None
-
-
-def _flatten(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, list):
-        return " ".join(_flatten(v) for v in value)
-    return str(value)
 
 
 def file_changed(vault: Vault, row: FileRow | None, path: str) -> bool:
