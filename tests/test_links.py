@@ -317,7 +317,7 @@ def test_an_index_of_the_old_format_gets_the_relation_column(tmp_path: Path) -> 
     db.close()
     catalog = Catalog(tmp_path / "catalog.sqlite3")
     try:
-        assert catalog.links_from("a.md") == [("b", "")]
+        assert catalog.links.links_from("a.md") == [("b", "")]
     finally:
         catalog.close()
 

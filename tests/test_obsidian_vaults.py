@@ -144,12 +144,12 @@ def test_aliases_of_every_shape_resolve_links(tmp_path: Path) -> None:
             path=path, note_id=path, title=path.removesuffix(".md").title(), category=None, topic=None,
             type=None, context=None, importance=None, tags=[], created=None, updated=None, folder="",
             managed=False, meta=meta), [])
-    assert [n.path for n in catalog.link_matches("fold", 5)] == ["one.md"]
-    assert [n.path for n in catalog.link_matches("2024", 5)] == ["number.md"]
-    assert [n.path for n in catalog.link_matches("alpha", 5)] == ["list.md"]
-    assert [n.path for n in catalog.link_matches("7", 5)] == ["list.md"]
-    assert catalog.link_matches("nested", 5) == []
-    graph = {source: resolved for source, _, _, resolved in catalog.link_graph()}
+    assert [n.path for n in catalog.links.link_matches("fold", 5)] == ["one.md"]
+    assert [n.path for n in catalog.links.link_matches("2024", 5)] == ["number.md"]
+    assert [n.path for n in catalog.links.link_matches("alpha", 5)] == ["list.md"]
+    assert [n.path for n in catalog.links.link_matches("7", 5)] == ["list.md"]
+    assert catalog.links.link_matches("nested", 5) == []
+    graph = {source: resolved for source, _, _, resolved in catalog.links.link_graph()}
     assert graph == {}  # no links written, but the query ran over every shape
     assert json.loads(json.dumps(catalog.note_at("nan.md").meta)) == {"aliases": "nan"}
     catalog.close()

@@ -69,7 +69,7 @@ class Access:
 
     def link(self, target: str) -> dict[str, Any]:
         """A link's target as the call sees it: the note it resolves to, or unresolved."""
-        found = self.catalog.resolve_link(target)
+        found = self.catalog.links.resolve_link(target)
         visible = found is not None and self.visible(found)
         return {"target": target, **(found.ref() if visible else {"resolved": False})}
 

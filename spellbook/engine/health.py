@@ -56,7 +56,7 @@ class Health:
                                  "Add tags with revise(id, tags=[...]) (or #tags in the text) so filters and "
                                  "explore_related find them."))
 
-        graph = self.catalog.link_graph()
+        graph = self.catalog.links.link_graph()
         linked = [(source, resolved) for source, _, _, resolved in graph if resolved and resolved != source]
         connected = {p for pair in linked for p in pair}
         isolated = [p for p in notes if p not in connected]

@@ -155,7 +155,7 @@ class Links:
                 f"Call get_links(id={source!r}) to see its links (unlink takes the linked memory's id, or the text "
                 "of a broken link); memorize or list_memories find ids."
             )
-        in_text = any(self._points_to(t, dst) for t, rel in self.catalog.links_from(src.path) if rel == "")
+        in_text = any(self._points_to(t, dst) for t, rel in self.catalog.links.links_from(src.path) if rel == "")
         out["note"] = (
             f"{src.path} links to {dst.path} in its text, not in a frontmatter relation; change the text with revise."
             if in_text else f"{src.path} has no {relation or 'relation'} link to {dst.path}; nothing changed."
@@ -167,8 +167,8 @@ class Links:
         self.readiness.await_first_index()
         note = self._fresh_note(id)
         links: list[dict[str, Any]] = []
-        for target, relation in self.catalog.links_from(note.path):
-            found = self.catalog.resolve_link(target)
+        for target, relation in self.catalog.links.links_from(note.path):
+            found = self.catalog.links.resolve_link(target)
             if found is not None and not self.access.visible(found):
                 found = None  # another scope's memory: as if it did not exist
             item: dict[str, Any] = {"relation": relation or WIKILINK, "target": target, "resolved": found is not None}
@@ -196,8 +196,8 @@ class Links:
             entry["score"] += weight
             entry["reasons"].append(reason)
 
-        for target, relation in self.catalog.links_from(note.path):
-            other = self.catalog.resolve_link(target)
+        for target, relation in self.catalog.links.links_from(note.path):
+            other = self.catalog.links.resolve_link(target)
             if other is not None and self.access.visible(other):
                 add(other.ref(), LINK_WEIGHT, {"kind": "links_to", "relation": relation or WIKILINK})
         for other in self._backlinks(note):
@@ -267,7 +267,7 @@ class Links:
         return note
 
     def _points_to(self, text: str, note: NoteRow) -> bool:
-        found = self.catalog.resolve_link(text)
+        found = self.catalog.links.resolve_link(text)
         return found is not None and found.path == note.path
 
     def _link_text(self, note: NoteRow) -> str:
@@ -275,7 +275,7 @@ class Links:
         wrote, that is the title), or the vault path when another note answers to that name."""
         stem = note.path.rsplit("/", 1)[-1].removesuffix(".md")
         if not _UNLINKABLE.search(stem):
-            matches = self.catalog.link_matches(stem, 2)
+            matches = self.catalog.links.link_matches(stem, 2)
             if len(matches) == 1 and matches[0].path == note.path:
                 return stem
         path = note.path.removesuffix(".md")
@@ -298,7 +298,7 @@ class Links:
     def _backlinks(self, note: NoteRow) -> list[dict[str, Any]]:
         """Notes linking to this one (that resolve to it), one entry per note and relation."""
         out: dict[tuple[str, str], dict[str, Any]] = {}
-        for other, target, relation in self.catalog.inbound(note):
+        for other, target, relation in self.catalog.links.inbound(note):
             if (other.path, relation) in out or not self.access.visible(other) or not self._points_to(target, note):
                 continue
             item = {**other.ref(), "relation": relation or WIKILINK}

@@ -204,8 +204,8 @@ class Memories:
                 "id": note_id, "path": note.path, "version": state.version, "title": note.title,
                 "metadata": self.access.scrub_data(parsed.meta)[0], "text": self.access.scrub(parsed.body)[0],
                 "chunks": [{"index": c.idx, "heading": c.heading} for c in self.catalog.chunks_of(note.path)],
-                "links": [self.access.link(target) for target in self.catalog.links_of(note.path)],
-                "backlinks": [n.ref() for n in self.catalog.backlinks(note) if self.access.visible(n)],
+                "links": [self.access.link(target) for target in self.catalog.links.links_of(note.path)],
+                "backlinks": [n.ref() for n in self.catalog.links.backlinks(note) if self.access.visible(n)],
             })
         if not memories:
             raise NoteNotFoundError(missing[0] if len(missing) == 1 else ", ".join(missing))

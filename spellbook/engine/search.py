@@ -248,7 +248,7 @@ class Search:
         """Importance, recency (off unless a half-life is set) and superseded notes nudge the order."""
         settings = self.settings
         now = time.time()
-        superseded = self.catalog.superseded(notes.values())  # targets of another note's `supersedes`
+        superseded = self.catalog.links.superseded(notes.values())  # targets of another note's `supersedes`
         out: list[tuple[str, float]] = []
         for cid, score in ranked:
             chunk = chunks.get(cid)

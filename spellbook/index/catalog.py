@@ -29,6 +29,8 @@ from typing import Any
 
 from spellbook.index.filters import HIDDEN_SQL, LIVE_SQL, NOW_SQL
 from spellbook.index.keyword import STOPWORDS, index_text, match_query, tokenize
+from spellbook.index.links import LinkQueries
+from spellbook.index.rows import NOTE_COLS, NOTE_COUNT, ChunkRow, FileRow, FolderRow, IndexedChunk, NoteRow, note_row
 from spellbook.vault.crashpoints import crash_point
 from spellbook.vault.store import private_file, private_folder
 
@@ -77,8 +79,6 @@ CREATE INDEX IF NOT EXISTS notes_session ON notes(session);
 
 # The aliases of ``notes`` (in a query over it) that can name a note: ``aliases`` may be a list,
 # one string (Obsidian accepts ``aliases: Fold``), a number or empty; json_each walks all of them.
-_ALIASES = "json_each(notes.meta, '$.aliases') WHERE type IN ('text', 'integer', 'real')"
-
 # Column weights for bm25(): title/heading, agent metadata (keywords, questions...), body.
 FTS_WEIGHTS = (3.0, 2.0, 1.0)
 HYBRID_POSTINGS = 20_000  # the commonest query tokens are left out past this many matches in all...
@@ -102,82 +102,6 @@ class _FilterEntry:
     rowids: frozenset[int] | None = None
 
 
-@dataclass(frozen=True)
-class FileRow:
-    path: str
-    version: str | None
-    mtime_ns: int
-    size: int
-    problem: str | None
-
-
-@dataclass(frozen=True)
-class NoteRow:
-    path: str
-    note_id: str
-    title: str
-    category: str | None
-    topic: str | None
-    type: str | None
-    context: str | None
-    importance: int | None
-    tags: list[str]
-    created: str | None
-    updated: str | None
-    folder: str
-    managed: bool
-    meta: dict[str, Any]
-    links: tuple[str, ...] = ()  # wikilink targets written in the note, as written
-    relations: tuple[tuple[str, str], ...] = ()  # (relation, target) from frontmatter relation keys
-    expires: str | None = None  # UTC, YYYY-MM-DDTHH:MM:SSZ (vault.fields.expires_key)
-    archived: bool = False  # under _archive/
-    user: str | None = None  # whose memory (spellbook/scope.py); None: shared
-
-    def ref(self) -> dict[str, Any]:
-        return {"id": self.note_id, "path": self.path, "title": self.title}
-
-    def live(self, now: str) -> bool:
-        """Not archived, and not expired at ``now`` (UTC, in the format of ``expires``)."""
-        return not self.archived and (self.expires is None or self.expires > now)
-
-    def compact(self) -> dict[str, Any]:
-        """The short form tools list memories in."""
-        return {
-            "id": self.note_id, "path": self.path, "title": self.title, "category": self.category,
-            "topic": self.topic, "tags": self.tags, "type": self.type, "importance": self.importance,
-            "updated": self.updated or self.created,
-        }
-
-
-@dataclass(frozen=True)
-class FolderRow:
-    """A folder note (``_about.md``, ``_overview.md``): recorded in place of a note, never searched."""
-
-    path: str
-    folder: str  # '' for the vault root
-    meta: dict[str, Any]
-    body: str
-
-
-@dataclass(frozen=True)
-class ChunkRow:
-    chunk_id: str
-    path: str
-    idx: int
-    heading: str
-    text: str
-    digest: str
-
-
-@dataclass(frozen=True)
-class IndexedChunk:
-    """A chunk as the indexer hands it over: its row, plus its keyword-index text."""
-
-    row: ChunkRow
-    fts_title: str
-    fts_meta: str
-
-
 class Catalog:
     def __init__(self, file: Path) -> None:
         private_folder(file.parent)  # the index holds every note's text: owner only
@@ -197,6 +121,7 @@ class Catalog:
                 self._db.execute(f"ALTER TABLE notes ADD COLUMN {name} {kind}")
         self._db.executescript(_LATE_INDEXES)
         self._lock = threading.RLock()
+        self.links = LinkQueries(self._db, self._lock)  # link lookups, on this connection
         self._filters: dict[tuple[str, tuple[Any, ...]], _FilterEntry] = {}  # see filtered_chunk_ids
         # Keyword search reads on its own connection (WAL: it sees every committed write), so the
         # vector side of a hybrid search does not wait behind it for the catalog.
@@ -298,7 +223,7 @@ class Catalog:
                     note = None
                 if note is not None:
                     self._db.execute(
-                        f"INSERT INTO notes ({_NOTE_COLS}) VALUES ({', '.join('?' * _NOTE_COUNT)})",
+                        f"INSERT INTO notes ({NOTE_COLS}) VALUES ({', '.join('?' * NOTE_COUNT)})",
                         (
                             note.path, note.note_id, note.title, note.category, note.topic, note.type,
                             note.context, note.importance, json.dumps(note.tags, ensure_ascii=False),
@@ -391,13 +316,13 @@ class Catalog:
 
     def notes_by_id(self, note_id: str) -> list[NoteRow]:
         with self._lock:
-            rows = self._db.execute(f"SELECT {_NOTE_COLS} FROM notes WHERE note_id = ? ORDER BY path", (note_id,))
-            return [_note(r) for r in rows.fetchall()]
+            rows = self._db.execute(f"SELECT {NOTE_COLS} FROM notes WHERE note_id = ? ORDER BY path", (note_id,))
+            return [note_row(r) for r in rows.fetchall()]
 
     def note_at(self, path: str) -> NoteRow | None:
         with self._lock:
-            row = self._db.execute(f"SELECT {_NOTE_COLS} FROM notes WHERE path = ?", (path,)).fetchone()
-        return _note(row) if row else None
+            row = self._db.execute(f"SELECT {NOTE_COLS} FROM notes WHERE path = ?", (path,)).fetchone()
+        return note_row(row) if row else None
 
     def notes_at(self, paths: Iterable[str]) -> dict[str, NoteRow]:
         wanted = list(dict.fromkeys(paths))
@@ -405,8 +330,8 @@ class Catalog:
             return {}
         marks = ",".join("?" * len(wanted))
         with self._lock:
-            rows = self._db.execute(f"SELECT {_NOTE_COLS} FROM notes WHERE path IN ({marks})", wanted).fetchall()
-        return {r[0]: _note(r) for r in rows}
+            rows = self._db.execute(f"SELECT {NOTE_COLS} FROM notes WHERE path IN ({marks})", wanted).fetchall()
+        return {r[0]: note_row(r) for r in rows}
 
     def list_notes(
         self, where: str, params: Sequence[Any], limit: int, offset: int, oldest_first: bool = False
@@ -415,10 +340,10 @@ class Catalog:
         with self._lock:
             total = self._db.execute(f"SELECT count(*) FROM notes WHERE {where}", params).fetchone()[0]
             rows = self._db.execute(
-                f"SELECT {_NOTE_COLS} FROM notes WHERE {where} ORDER BY {order} LIMIT ? OFFSET ?",
+                f"SELECT {NOTE_COLS} FROM notes WHERE {where} ORDER BY {order} LIMIT ? OFFSET ?",
                 [*params, limit, offset],
             ).fetchall()
-        return [_note(r) for r in rows], total
+        return [note_row(r) for r in rows], total
 
     def filtered_chunk_ids(self, where: str, params: Sequence[Any]) -> tuple[str, ...]:
         """Ids of the chunks of the notes matching a filter, in a tuple that stays the same object
@@ -541,111 +466,6 @@ class Catalog:
                                         [rowid for rowid, _ in ranked]).fetchall())
         return sorted(((ids[r], score) for r, score in ranked if r in ids), key=lambda kv: (-kv[1], kv[0]))
 
-    def links_of(self, path: str) -> list[str]:
-        """The link targets a note writes, as written, each once (body and frontmatter)."""
-        with self._lock:
-            rows = self._db.execute(
-                "SELECT target FROM links WHERE path = ? GROUP BY target ORDER BY min(rowid)", (path,)
-            )
-            return [r[0] for r in rows]
-
-    def links_from(self, path: str) -> list[tuple[str, str]]:
-        """(target as written, relation) for every link a note writes; relation '' = plain wikilink."""
-        with self._lock:
-            rows = self._db.execute("SELECT target, relation FROM links WHERE path = ? ORDER BY rowid", (path,))
-            return [(r[0], r[1]) for r in rows]
-
-    def resolve_link(self, target: str) -> NoteRow | None:
-        """The note a ``[[target]]`` points to, as Obsidian resolves it: a path (with or without
-        .md), a file name, a title, or an alias; case-insensitive; the shortest path wins."""
-        found = self.link_matches(target, 1)
-        return found[0] if found else None
-
-    def link_matches(self, target: str, limit: int) -> list[NoteRow]:
-        """Every note ``[[target]]`` could mean (up to ``limit``), the one it resolves to first."""
-        name = target.strip().removesuffix(".md").lower()
-        with self._lock:
-            rows = self._db.execute(
-                f"SELECT {_NOTE_COLS} FROM notes WHERE lower(path) = ? OR lower(path) LIKE ? ESCAPE '\\' "
-                f"OR lower(title) = ? OR EXISTS (SELECT 1 FROM {_ALIASES} AND lower(value) = ?) "
-                "ORDER BY length(path), path LIMIT ?",
-                (name + ".md", "%/" + _like_escape(name) + ".md", name, name, limit),
-            ).fetchall()
-        return [_note(r) for r in rows]
-
-    def backlinks(self, note: NoteRow) -> list[NoteRow]:
-        """Notes whose wikilinks point at ``note`` by path, file name, title or alias."""
-        names = _names(note)
-        marks = ",".join("?" * len(names))
-        with self._lock:
-            rows = self._db.execute(
-                f"SELECT {_NOTE_COLS} FROM notes WHERE path != ? AND path IN "
-                f"(SELECT path FROM links WHERE lower(target) IN ({marks})) ORDER BY path",
-                [note.path, *names],
-            ).fetchall()
-        return [_note(r) for r in rows]
-
-    def inbound(self, note: NoteRow) -> list[tuple[NoteRow, str, str]]:
-        """(source note, target as written, relation) for every link whose text names ``note``
-        (by path, file name, title or alias), other notes only; the caller checks resolution."""
-        names = _names(note)
-        marks = ",".join("?" * len(names))
-        with self._lock:
-            rows = self._db.execute(
-                f"SELECT l.target, l.relation, {_prefixed('n')} FROM links l "
-                f"JOIN notes n ON n.path = l.path WHERE l.path != ? AND lower(l.target) IN ({marks}) "
-                "ORDER BY l.path, l.rowid",
-                [note.path, *names],
-            ).fetchall()
-        return [(_note(r[2:]), r[0], r[1]) for r in rows]
-
-    def superseded(self, notes: Iterable[NoteRow]) -> set[str]:
-        """Paths of these notes that another note's ``supersedes`` relation points to."""
-        by_name: dict[str, list[NoteRow]] = {}
-        for note in notes:
-            for name in _names(note):
-                by_name.setdefault(name, []).append(note)
-        if not by_name:
-            return set()
-        names = list(by_name)
-        found: set[str] = set()
-        with self._lock:
-            for start in range(0, len(names), 500):
-                part = names[start : start + 500]
-                marks = ",".join("?" * len(part))
-                rows = self._db.execute(
-                    f"SELECT DISTINCT path, target FROM links WHERE relation = 'supersedes' "
-                    f"AND lower(target) IN ({marks})",
-                    part,
-                ).fetchall()
-                for source, target in rows:
-                    resolved = self.resolve_link(target)  # a name two notes share means the first
-                    if resolved is not None and resolved.path != source:
-                        found.add(resolved.path)
-        return {n.path for group in by_name.values() for n in group if n.path in found}
-
-    def link_graph(self) -> list[tuple[str, str, str, str | None]]:
-        """(source path, target as written, relation, resolved path or None) for every link in the
-        vault, resolved in one pass as ``resolve_link`` resolves them (for vault-wide checks)."""
-        resolver: dict[str, str] = {}
-        with self._lock:
-            notes = self._db.execute(
-                f"SELECT path, title, (SELECT json_group_array(value) FROM {_ALIASES}) FROM notes "
-                "ORDER BY length(path), path"
-            ).fetchall()
-            links = self._db.execute("SELECT path, target, relation FROM links ORDER BY path, rowid").fetchall()
-        for path, title, aliases in notes:  # shortest path first: the first note to claim a name keeps it
-            parts = path.removesuffix(".md").split("/")
-            names = {_ascii_lower("/".join(parts[i:])) for i in range(len(parts))}
-            names.add(_ascii_lower(title or ""))
-            names.update(_ascii_lower(str(a)) for a in json.loads(aliases or "[]"))
-            for name in names:
-                resolver.setdefault(name, path)
-        return [
-            (source, target, relation, resolver.get(target.strip().removesuffix(".md").lower()))
-            for source, target, relation in links
-        ]
-
     def overview(self) -> list[tuple[NoteRow, int]]:
         """Every live note (without its frontmatter, to stay light on large vaults) and its file's
         mtime; archived and expired notes are left out, as in search."""
@@ -655,7 +475,7 @@ class Catalog:
                 "folder, managed, '{}', expires, archived, user, coalesce(f.mtime_ns, 0) FROM notes "
                 f"LEFT JOIN files f ON f.path = notes.path WHERE {LIVE_SQL} ORDER BY notes.path"
             ).fetchall()
-        return [(_note(r[:_NOTE_COUNT]), r[_NOTE_COUNT]) for r in rows]
+        return [(note_row(r[:NOTE_COUNT]), r[NOTE_COUNT]) for r in rows]
 
     def chunk_ids_of(self, paths: Sequence[str]) -> dict[str, list[str]]:
         out: dict[str, list[str]] = {}
@@ -702,27 +522,27 @@ class Catalog:
     def same_context(self, path: str, context: str, limit: int) -> list[NoteRow]:
         with self._lock:
             rows = self._db.execute(
-                f"SELECT {_NOTE_COLS} FROM notes WHERE context = ? COLLATE NOCASE AND path != ? AND {LIVE_SQL} "
+                f"SELECT {NOTE_COLS} FROM notes WHERE context = ? COLLATE NOCASE AND path != ? AND {LIVE_SQL} "
                 "ORDER BY coalesce(updated, created, '') DESC, path LIMIT ?",
                 (context, path, limit),
             ).fetchall()
-        return [_note(r) for r in rows]
+        return [note_row(r) for r in rows]
 
     def around(self, path: str, when: str, window: int) -> tuple[list[NoteRow], list[NoteRow]]:
         """Notes created just before (newest first) and just after (oldest first) ``when``."""
         created = "coalesce(created, updated, '')"
         with self._lock:
             before = self._db.execute(
-                f"SELECT {_NOTE_COLS} FROM notes WHERE path != ? AND ({created} < ? OR ({created} = ? AND path < ?)) "
+                f"SELECT {NOTE_COLS} FROM notes WHERE path != ? AND ({created} < ? OR ({created} = ? AND path < ?)) "
                 f"ORDER BY {created} DESC, path DESC LIMIT ?",
                 (path, when, when, path, window),
             ).fetchall()
             after = self._db.execute(
-                f"SELECT {_NOTE_COLS} FROM notes WHERE path != ? AND ({created} > ? OR ({created} = ? AND path > ?)) "
+                f"SELECT {NOTE_COLS} FROM notes WHERE path != ? AND ({created} > ? OR ({created} = ? AND path > ?)) "
                 f"ORDER BY {created} ASC, path ASC LIMIT ?",
                 (path, when, when, path, window),
             ).fetchall()
-        return [_note(r) for r in before], [_note(r) for r in after]
+        return [note_row(r) for r in before], [note_row(r) for r in after]
 
     def _over_budget(self, query: str, budget: int) -> set[str]:
         """The commonest query tokens, left out so that the rest match at most ``budget`` chunk
@@ -815,47 +635,10 @@ class Catalog:
         """Notes whose ``expires`` has passed and that are not archived yet, oldest expiry first."""
         with self._lock:
             rows = self._db.execute(
-                f"SELECT {_NOTE_COLS} FROM notes WHERE archived = 0 AND expires IS NOT NULL AND expires <= {NOW_SQL} "
+                f"SELECT {NOTE_COLS} FROM notes WHERE archived = 0 AND expires IS NOT NULL AND expires <= {NOW_SQL} "
                 "ORDER BY expires, path"
             ).fetchall()
-        return [_note(r) for r in rows]
-
-
-_NOTE_COLS = (
-    "path, note_id, title, category, topic, type, context, importance, tags, created, updated, folder, managed, meta, "
-    "expires, archived, user"
-)
-_NOTE_COUNT = _NOTE_COLS.count(",") + 1
-
-
-_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
-
-
-def _ascii_lower(text: str) -> str:
-    """SQLite's lower(): ASCII letters only."""
-    return text.translate(_ASCII_LOWER)
-
-
-def _names(note: NoteRow) -> set[str]:
-    """The link texts that name a note: its path without .md and every shorter ending of it down
-    to the file name (``a/b/c``, ``b/c``, ``c``), its title, its aliases."""
-    parts = note.path.removesuffix(".md").lower().split("/")
-    names = {"/".join(parts[i:]) for i in range(len(parts))} | {note.title.lower()}
-    names.update(_alias_text(a).lower() for a in aliases_of(note.meta))
-    return names
-
-
-def aliases_of(meta: dict[str, Any]) -> list[Any]:
-    """A note's aliases as Obsidian reads them: ``aliases`` may be a list, one string, a number or
-    empty; only text and numbers name a note (as ``_ALIASES`` selects them in SQL)."""
-    value = meta.get("aliases")
-    values = value if isinstance(value, list) else [value]
-    return [a for a in values if isinstance(a, str | int | float) and not isinstance(a, bool)]
-
-
-def _alias_text(value: Any) -> str:
-    """An alias as SQLite's json_each value reads as text (``2024``, ``1.5``, ``Fold``)."""
-    return str(value)
+        return [note_row(r) for r in rows]
 
 
 def _meta_json(meta: dict[str, Any]) -> str:
@@ -874,19 +657,3 @@ def _finite(value: Any) -> Any:
         return {str(k): _finite(v) for k, v in value.items()}
     return value
 
-
-def _prefixed(table: str) -> str:
-    return ", ".join(f"{table}.{column.strip()}" for column in _NOTE_COLS.split(","))
-
-
-def _like_escape(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-
-
-def _note(row: tuple) -> NoteRow:
-    return NoteRow(
-        path=row[0], note_id=row[1], title=row[2] or "", category=row[3], topic=row[4], type=row[5],
-        context=row[6], importance=row[7], tags=json.loads(row[8] or "[]"), created=row[9], updated=row[10],
-        folder=row[11] or "", managed=bool(row[12]), meta=json.loads(row[13] or "{}"),
-        expires=row[14], archived=bool(row[15]), user=row[16],
-    )

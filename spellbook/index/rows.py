@@ -1,0 +1,101 @@
+"""The rows the catalog stores and returns: a file's ledger entry, a note, a folder note, a chunk."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class FileRow:
+    path: str
+    version: str | None
+    mtime_ns: int
+    size: int
+    problem: str | None
+
+
+@dataclass(frozen=True)
+class NoteRow:
+    path: str
+    note_id: str
+    title: str
+    category: str | None
+    topic: str | None
+    type: str | None
+    context: str | None
+    importance: int | None
+    tags: list[str]
+    created: str | None
+    updated: str | None
+    folder: str
+    managed: bool
+    meta: dict[str, Any]
+    links: tuple[str, ...] = ()  # wikilink targets written in the note, as written
+    relations: tuple[tuple[str, str], ...] = ()  # (relation, target) from frontmatter relation keys
+    expires: str | None = None  # UTC, YYYY-MM-DDTHH:MM:SSZ (vault.fields.expires_key)
+    archived: bool = False  # under _archive/
+    user: str | None = None  # whose memory (spellbook/scope.py); None: shared
+
+    def ref(self) -> dict[str, Any]:
+        return {"id": self.note_id, "path": self.path, "title": self.title}
+
+    def live(self, now: str) -> bool:
+        """Not archived, and not expired at ``now`` (UTC, in the format of ``expires``)."""
+        return not self.archived and (self.expires is None or self.expires > now)
+
+    def compact(self) -> dict[str, Any]:
+        """The short form tools list memories in."""
+        return {
+            "id": self.note_id, "path": self.path, "title": self.title, "category": self.category,
+            "topic": self.topic, "tags": self.tags, "type": self.type, "importance": self.importance,
+            "updated": self.updated or self.created,
+        }
+
+
+@dataclass(frozen=True)
+class FolderRow:
+    """A folder note (``_about.md``, ``_overview.md``): recorded in place of a note, never searched."""
+
+    path: str
+    folder: str  # '' for the vault root
+    meta: dict[str, Any]
+    body: str
+
+
+@dataclass(frozen=True)
+class ChunkRow:
+    chunk_id: str
+    path: str
+    idx: int
+    heading: str
+    text: str
+    digest: str
+
+
+@dataclass(frozen=True)
+class IndexedChunk:
+    """A chunk as the indexer hands it over: its row, plus its keyword-index text."""
+
+    row: ChunkRow
+    fts_title: str
+    fts_meta: str
+
+
+NOTE_COLS = (
+    "path, note_id, title, category, topic, type, context, importance, tags, created, updated, folder, managed, meta, "
+    "expires, archived, user"
+)
+
+
+NOTE_COUNT = NOTE_COLS.count(",") + 1
+
+
+def note_row(row: tuple) -> NoteRow:
+    return NoteRow(
+        path=row[0], note_id=row[1], title=row[2] or "", category=row[3], topic=row[4], type=row[5],
+        context=row[6], importance=row[7], tags=json.loads(row[8] or "[]"), created=row[9], updated=row[10],
+        folder=row[11] or "", managed=bool(row[12]), meta=json.loads(row[13] or "{}"),
+        expires=row[14], archived=bool(row[15]), user=row[16],
+    )
