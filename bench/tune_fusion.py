@@ -51,7 +51,7 @@ def build(name: str, embedder: str, workdir: Path):
     for q in queries:
         vector = engine.embedder.embed_query(q["q"])
         sem = engine.vectors.query(vector, DEPTH)
-        kw = engine.catalog.keyword_search(q["q"], "1", [], DEPTH)
+        kw = engine.catalog.keywords.search(q["q"], "1", [], DEPTH)
         ids = {cid for cid, _ in sem} | {cid for cid, _ in kw}
         chunks = engine.catalog.chunks(list(ids))
         notes_at = engine.catalog.notes_at(c.path for c in chunks.values())

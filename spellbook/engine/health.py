@@ -42,7 +42,7 @@ class Health:
             raise InvalidInputError("stale_days must be a whole number of days between 1 and 36500.")
         self.readiness.await_first_index()
         notes = {
-            n.path: (n, mtime) for n, mtime in self.catalog.overview()
+            n.path: (n, mtime) for n, mtime in self.catalog.browse.overview()
             if (n.category or "").lower() != "system" and self.access.visible(n)
         }
         total = len(notes)
@@ -75,7 +75,7 @@ class Health:
                                  "newer memory to it with relation 'supersedes', or erase it."))
 
         seen_tags = {t.casefold() for n, _ in notes.values() for t in n.tags}
-        tag_counts = [(t, c) for t, c in self.catalog.tag_counts() if t.casefold() in seen_tags]
+        tag_counts = [(t, c) for t, c in self.catalog.browse.tag_counts() if t.casefold() in seen_tags]
         groups = _tag_groups(tag_counts)
         for group in groups[:ISSUES_PER_KIND]:
             issues.append(self._tag_issue(group, refs))
@@ -136,7 +136,7 @@ class Health:
         """One tag spelled several ways: the notes to retag (those not using the suggested spelling)."""
         best = max(group, key=lambda tn: (tn[1], tn[0] == tn[0].lower(), -len(tn[0]), tn[0]))[0]
         others = [tag for tag, _ in group if tag != best]
-        paths = list(dict.fromkeys(p for tag in others for p in self.catalog.paths_tagged(tag, LISTED_NOTES)))
+        paths = list(dict.fromkeys(p for tag in others for p in self.catalog.browse.paths_tagged(tag, LISTED_NOTES)))
         listed = [refs[p] for p in paths if p in refs][:LISTED_NOTES]
         count = max(len(listed), sum(n for tag, n in group if tag != best))
         return {

@@ -203,12 +203,12 @@ class Links:
         for other in self._backlinks(note):
             add({k: other[k] for k in ("id", "path", "title")}, LINK_WEIGHT,
                 {"kind": "linked_from", "relation": other["relation"]})
-        for other, shared in self.catalog.sharing_tags(note.path, note.tags, limit * 3):
+        for other, shared in self.catalog.browse.sharing_tags(note.path, note.tags, limit * 3):
             if not self.access.visible(other):
                 continue
             add(other.ref(), min(TAG_WEIGHT * len(shared), TAG_WEIGHT_MAX), {"kind": "same_tags", "tags": shared})
         if note.context:
-            for other in self.catalog.same_context(note.path, note.context, limit * 3):
+            for other in self.catalog.browse.same_context(note.path, note.context, limit * 3):
                 if not self.access.visible(other):
                     continue
                 add(other.ref(), CONTEXT_WEIGHT, {"kind": "same_context", "context": other.context})

@@ -177,7 +177,7 @@ class Memories:
             raise InvalidInputError("window must be between 1 and 20.")
         note = self.access.note(id)
         when = note.created or note.updated or ""
-        before, after = self.catalog.around(note.path, when, window)
+        before, after = self.catalog.browse.around(note.path, when, window)
         before, after = [n for n in before if self.access.visible(n)], [n for n in after if self.access.visible(n)]
         return {
             "id": id, "path": note.path, "title": note.title, "created": note.created,

@@ -137,7 +137,7 @@ class Search:
         filtered = bool(spec or scope)  # a scope filters like a filter (spellbook/scope.py)
         rowids = self.catalog.filtered_rowids(where, params) if filtered and mode != "semantic" else None
         if mode == "hybrid":  # SQLite and the embedder release the GIL: run both sides at once
-            keyword_job = _POOL.submit(self.catalog.keyword_search, query, where, params, depth, True, rowids)
+            keyword_job = _POOL.submit(self.catalog.keywords.search, query, where, params, depth, True, rowids)
         if mode in ("hybrid", "semantic"):
             vector = self.embedder.embed_query(query)
             # Without a filter, archived and expired chunks are fetched and skipped below: that many more.
@@ -147,7 +147,7 @@ class Search:
             similarity = dict(found)
         if mode in ("hybrid", "keyword"):
             found = (keyword_job.result() if keyword_job
-                     else self.catalog.keyword_search(query, where, params, depth, allowed=rowids))
+                     else self.catalog.keywords.search(query, where, params, depth, allowed=rowids))
             keyword_scores = dict(found)
         # One read of the candidates' rows serves coverage, boosts and the hits.
         chunks = self.catalog.chunks(list(similarity.keys() | keyword_scores.keys()))

@@ -70,10 +70,10 @@ class Structure:
         abouts = self.abouts()
         tags: dict[tuple[str, str], list[str]] = {}
         where, params = to_sql(None)  # live notes the running call's scope sees
-        for category, topic, tag, _ in self.catalog.topic_tags(where, params):
+        for category, topic, tag, _ in self.catalog.browse.topic_tags(where, params):
             tags.setdefault((category or NONE, topic or NONE), []).append(tag)
         categories: dict[str, dict[str, Any]] = {}
-        for category, topic, notes, chunks, updated in self.catalog.topics(where, params):
+        for category, topic, notes, chunks, updated in self.catalog.browse.topics(where, params):
             category, topic = category or NONE, topic or NONE
             entry = categories.get(category) or self._category_entry(category, abouts)
             categories[category] = entry
@@ -111,7 +111,7 @@ class Structure:
                 out["description"] = _about_fields(root)["description"]
             visible, values = current_scope().sql()
             out["archived_notes"] = sum(
-                row[2] for row in self.catalog.topics(f"notes.archived = 1 AND {visible}", values)
+                row[2] for row in self.catalog.browse.topics(f"notes.archived = 1 AND {visible}", values)
             )
         if note:
             out["note"] = note
@@ -144,7 +144,7 @@ class Structure:
 
     def abouts(self) -> dict[str, FolderRow]:
         """Folder (lower case, vault-relative, '' for the root) -> its ``_about.md``."""
-        return {row.folder.lower(): row for row in self.catalog.folder_notes() if row.path.endswith(ABOUT_NAME)}
+        return {row.folder.lower(): row for row in self.catalog.browse.folder_notes() if row.path.endswith(ABOUT_NAME)}
 
     def topic_about(self, topic: str, category: str | None, rows: list[NoteRow]) -> dict[str, Any] | None:
         """The description header of a topic, for get_topic: its ``_about.md``, in full."""
@@ -255,7 +255,7 @@ class Structure:
                 written.append(path)
             elif outcome == "kept":
                 kept.append(path)
-        for row in self.catalog.folder_notes():  # categories that emptied: their overview goes to .trash/
+        for row in self.catalog.browse.folder_notes():  # categories that emptied: their overview goes to .trash/
             stale = row.path.endswith(OVERVIEW_NAME) and row.path not in wanted and "/" not in row.folder
             if stale and _is_untouched(row.meta, row.body):
                 trashed = self.vault.trash(row.path)

@@ -27,64 +27,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from spellbook.index.filters import HIDDEN_SQL, LIVE_SQL, NOW_SQL
-from spellbook.index.keyword import STOPWORDS, index_text, match_query, tokenize
+from spellbook.index.browse import BrowseQueries
+from spellbook.index.filters import HIDDEN_SQL, NOW_SQL
+from spellbook.index.fulltext import KeywordIndex
+from spellbook.index.keyword import index_text
 from spellbook.index.links import LinkQueries
 from spellbook.index.rows import NOTE_COLS, NOTE_COUNT, ChunkRow, FileRow, FolderRow, IndexedChunk, NoteRow, note_row
+from spellbook.index.schema import ADDED_COLUMNS, LATE_INDEXES, SCHEMA
 from spellbook.vault.crashpoints import crash_point
 from spellbook.vault.store import private_file, private_folder
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS files (
-    path TEXT PRIMARY KEY, version TEXT, mtime_ns INTEGER, size INTEGER, problem TEXT
-);
-CREATE TABLE IF NOT EXISTS notes (
-    path TEXT PRIMARY KEY, note_id TEXT NOT NULL, title TEXT, category TEXT, topic TEXT,
-    type TEXT, context TEXT, importance INTEGER, tags TEXT, created TEXT, updated TEXT,
-    folder TEXT, managed INTEGER, meta TEXT, expires TEXT, archived INTEGER NOT NULL DEFAULT 0
-);
-CREATE INDEX IF NOT EXISTS notes_id ON notes(note_id);
-CREATE TABLE IF NOT EXISTS folders (path TEXT PRIMARY KEY, folder TEXT NOT NULL, meta TEXT, body TEXT);
-CREATE TABLE IF NOT EXISTS chunks (
-    rowid INTEGER PRIMARY KEY, chunk_id TEXT UNIQUE NOT NULL, path TEXT NOT NULL,
-    idx INTEGER NOT NULL, heading TEXT, text TEXT, digest TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS chunks_path ON chunks(path, chunk_id);  -- covering: filters list chunk ids by note path
-CREATE INDEX IF NOT EXISTS chunks_digest ON chunks(digest);
-CREATE TABLE IF NOT EXISTS tags (path TEXT NOT NULL, tag TEXT NOT NULL COLLATE NOCASE);
-CREATE INDEX IF NOT EXISTS tags_tag ON tags(tag COLLATE NOCASE, path);
-CREATE INDEX IF NOT EXISTS tags_path ON tags(path);
-CREATE TABLE IF NOT EXISTS links (path TEXT NOT NULL, target TEXT NOT NULL, relation TEXT NOT NULL DEFAULT '');
-CREATE INDEX IF NOT EXISTS links_path ON links(path);
-CREATE INDEX IF NOT EXISTS links_target ON links(target COLLATE NOCASE);
-CREATE INDEX IF NOT EXISTS links_relation ON links(relation, target COLLATE NOCASE);
-CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(title, meta, body, tokenize='unicode61 remove_diacritics 0');
-CREATE VIRTUAL TABLE IF NOT EXISTS chunks_vocab USING fts5vocab(chunks_fts, 'row');
-"""
-
-# Columns added after a catalog was first created: added in place (the format bump rebuilds it).
-_ADDED_COLUMNS = {
-    "expires": "TEXT", "archived": "INTEGER NOT NULL DEFAULT 0", "user": "TEXT",
-    # the Claude Code session a note belongs to (spellbook/sessions), read from the frontmatter
-    "session": "TEXT GENERATED ALWAYS AS (json_extract(meta, '$.session')) VIRTUAL",
-}
-_LATE_INDEXES = """
-CREATE INDEX IF NOT EXISTS notes_expires ON notes(expires);
-CREATE INDEX IF NOT EXISTS notes_archived ON notes(archived);
-CREATE INDEX IF NOT EXISTS notes_context ON notes(context COLLATE NOCASE);
-CREATE INDEX IF NOT EXISTS notes_user ON notes(user COLLATE NOCASE);
-CREATE INDEX IF NOT EXISTS notes_session ON notes(session);
-"""
 
 # The aliases of ``notes`` (in a query over it) that can name a note: ``aliases`` may be a list,
 # one string (Obsidian accepts ``aliases: Fold``), a number or empty; json_each walks all of them.
 # Column weights for bm25(): title/heading, agent metadata (keywords, questions...), body.
-FTS_WEIGHTS = (3.0, 2.0, 1.0)
-HYBRID_POSTINGS = 20_000  # the commonest query tokens are left out past this many matches in all...
-KEYWORD_POSTINGS = 40_000  # ...(keyword mode keeps more: no vectors make up for them)...
-COMMON_MIN_CHUNKS = 2_000  # ...once the index is this large (docs/search.md)
-MAX_KEYWORD_DEPTH = 10_000  # best matches looked through before a filter is applied in SQL instead
 FILTER_CACHE_SIZE = 32
 REFILTER_LIMIT = 2_000  # (paths written) x (filters kept) above which the kept answers are dropped
 
@@ -116,17 +71,19 @@ class Catalog:
             self._db.execute("ALTER TABLE links ADD COLUMN relation TEXT NOT NULL DEFAULT ''")
         self._db.executescript(SCHEMA)
         have = {row[1] for row in self._db.execute("PRAGMA table_xinfo(notes)")}  # xinfo: generated columns too
-        for name, kind in _ADDED_COLUMNS.items():
+        for name, kind in ADDED_COLUMNS.items():
             if name not in have:
                 self._db.execute(f"ALTER TABLE notes ADD COLUMN {name} {kind}")
-        self._db.executescript(_LATE_INDEXES)
+        self._db.executescript(LATE_INDEXES)
         self._lock = threading.RLock()
         self.links = LinkQueries(self._db, self._lock)  # link lookups, on this connection
+        self.browse = BrowseQueries(self._db, self._lock, self.notes_at)  # structure and related notes
         self._filters: dict[tuple[str, tuple[Any, ...]], _FilterEntry] = {}  # see filtered_chunk_ids
         # Keyword search reads on its own connection (WAL: it sees every committed write), so the
         # vector side of a hybrid search does not wait behind it for the catalog.
         self._reader = sqlite3.connect(file, check_same_thread=False, isolation_level=None)
         self._reader_lock = threading.Lock()
+        self.keywords = KeywordIndex(self._reader, self._reader_lock)  # keyword search, on the reader
 
     def close(self) -> None:
         with self._lock, self._reader_lock:
@@ -410,73 +367,6 @@ class Catalog:
                 if expires and expires[0] and (entry.next_expiry is None or expires[0] < entry.next_expiry):
                     entry.next_expiry = expires[0]
 
-    def keyword_search(
-        self, query: str, where: str, params: Sequence[Any], limit: int, prune: bool = False,
-        allowed: frozenset[int] | None = None,
-    ) -> list[tuple[str, float]]:
-        """(chunk_id, bm25 score; higher is better) for the best keyword matches among the chunks
-        of the notes ``where`` selects (``allowed``: their row ids, when the caller has them from
-        ``filtered_rowids``). In large indexes the commonest query tokens are left out
-        (``_over_budget``); ``prune`` (hybrid search, where vectors make up for it) leaves out more."""
-        expression = match_query(query, self._over_budget(query, HYBRID_POSTINGS if prune else KEYWORD_POSTINGS))
-        if expression is None or (allowed is not None and not allowed):
-            return []
-        weights = ", ".join(str(w) for w in FTS_WEIGHTS)
-        best_sql = (
-            f"SELECT rowid, -bm25(chunks_fts, {weights}) FROM chunks_fts WHERE chunks_fts MATCH ? "
-            f"ORDER BY bm25(chunks_fts, {weights}) LIMIT ?"
-        )
-        depth = max(limit * 4, 200)
-        with self._reader_lock:
-            # The best matches from the FTS table alone first, then the filter on those: joining
-            # every match to its note before ranking costs more than the ranking (60 -> 25 ms at 100k).
-            if allowed is not None:  # the filter's chunks are known: look as deep as their share needs
-                total = self._reader.execute("SELECT max(rowid) FROM chunks").fetchone()[0] or 1
-                depth = min(MAX_KEYWORD_DEPTH, max(depth, int(depth * total / len(allowed))))
-                best = self._reader.execute(best_sql, (expression, depth)).fetchall()
-                kept = [(rowid, score) for rowid, score in best if rowid in allowed][:limit]
-                if len(kept) >= limit or len(best) < depth:
-                    return self._chunk_ids_of(kept)
-            else:
-                best = self._reader.execute(best_sql, (expression, depth)).fetchall()
-                if not best:
-                    return []
-                scores = dict(best)
-                marks = ",".join("?" * len(best))
-                passing = self._reader.execute(
-                    f"SELECT c.rowid, c.chunk_id FROM chunks c CROSS JOIN notes ON notes.path = c.path "
-                    f"WHERE c.rowid IN ({marks}) AND ({where})", [*scores, *params],
-                ).fetchall()
-                if len(passing) >= limit or len(best) < depth:
-                    ranked = sorted(((cid, scores[rowid]) for rowid, cid in passing), key=lambda kv: (-kv[1], kv[0]))
-                    return ranked[:limit]
-            # A narrow filter: too few of the best matches pass it; rank only what passes.
-            sql = (
-                f"SELECT c.chunk_id, -bm25(chunks_fts, {weights}) AS score FROM chunks_fts "
-                "CROSS JOIN chunks c ON c.rowid = chunks_fts.rowid CROSS JOIN notes ON notes.path = c.path "
-                f"WHERE chunks_fts MATCH ? AND ({where}) ORDER BY score DESC LIMIT ?"
-            )
-            return [(r[0], r[1]) for r in self._reader.execute(sql, [expression, *params, limit]).fetchall()]
-
-    def _chunk_ids_of(self, ranked: list[tuple[int, float]]) -> list[tuple[str, float]]:
-        if not ranked:
-            return []
-        marks = ",".join("?" * len(ranked))
-        ids = dict(self._reader.execute(f"SELECT rowid, chunk_id FROM chunks WHERE rowid IN ({marks})",
-                                        [rowid for rowid, _ in ranked]).fetchall())
-        return sorted(((ids[r], score) for r, score in ranked if r in ids), key=lambda kv: (-kv[1], kv[0]))
-
-    def overview(self) -> list[tuple[NoteRow, int]]:
-        """Every live note (without its frontmatter, to stay light on large vaults) and its file's
-        mtime; archived and expired notes are left out, as in search."""
-        with self._lock:
-            rows = self._db.execute(
-                "SELECT notes.path, note_id, title, category, topic, type, context, importance, tags, created, updated, "
-                "folder, managed, '{}', expires, archived, user, coalesce(f.mtime_ns, 0) FROM notes "
-                f"LEFT JOIN files f ON f.path = notes.path WHERE {LIVE_SQL} ORDER BY notes.path"
-            ).fetchall()
-        return [(note_row(r[:NOTE_COUNT]), r[NOTE_COUNT]) for r in rows]
-
     def chunk_ids_of(self, paths: Sequence[str]) -> dict[str, list[str]]:
         out: dict[str, list[str]] = {}
         with self._lock:
@@ -488,84 +378,6 @@ class Catalog:
                 ):
                     out.setdefault(path, []).append(chunk_id)
         return out
-
-    def tag_counts(self) -> list[tuple[str, int]]:
-        """(tag exactly as written, notes) for every tag; ``Deploy`` and ``deploy`` apart."""
-        with self._lock:
-            return self._db.execute(
-                "SELECT tag, count(DISTINCT path) FROM tags GROUP BY tag COLLATE BINARY ORDER BY tag COLLATE BINARY"
-            ).fetchall()
-
-    def paths_tagged(self, tag: str, limit: int) -> list[str]:
-        """Notes carrying exactly this spelling of a tag."""
-        with self._lock:
-            rows = self._db.execute(
-                "SELECT DISTINCT path FROM tags WHERE tag = ? COLLATE BINARY ORDER BY path LIMIT ?", (tag, limit)
-            )
-            return [r[0] for r in rows]
-
-    def sharing_tags(self, path: str, tags: Sequence[str], limit: int) -> list[tuple[NoteRow, list[str]]]:
-        """Other notes with any of these tags (case-insensitive), most shared first."""
-        if not tags:
-            return []
-        marks = ",".join("?" * len(tags))
-        with self._lock:
-            rows = self._db.execute(
-                f"SELECT path, group_concat(tag, char(31)), count(*) AS shared FROM tags "
-                f"WHERE tag IN ({marks}) AND path != ? AND path NOT IN (SELECT path FROM notes WHERE {HIDDEN_SQL}) "
-                "GROUP BY path ORDER BY shared DESC, path LIMIT ?",
-                [*tags, path, limit],
-            ).fetchall()
-        notes = self.notes_at(r[0] for r in rows)
-        return [(notes[p], sorted(set(t.split(chr(31))))) for p, t, _ in rows if p in notes]
-
-    def same_context(self, path: str, context: str, limit: int) -> list[NoteRow]:
-        with self._lock:
-            rows = self._db.execute(
-                f"SELECT {NOTE_COLS} FROM notes WHERE context = ? COLLATE NOCASE AND path != ? AND {LIVE_SQL} "
-                "ORDER BY coalesce(updated, created, '') DESC, path LIMIT ?",
-                (context, path, limit),
-            ).fetchall()
-        return [note_row(r) for r in rows]
-
-    def around(self, path: str, when: str, window: int) -> tuple[list[NoteRow], list[NoteRow]]:
-        """Notes created just before (newest first) and just after (oldest first) ``when``."""
-        created = "coalesce(created, updated, '')"
-        with self._lock:
-            before = self._db.execute(
-                f"SELECT {NOTE_COLS} FROM notes WHERE path != ? AND ({created} < ? OR ({created} = ? AND path < ?)) "
-                f"ORDER BY {created} DESC, path DESC LIMIT ?",
-                (path, when, when, path, window),
-            ).fetchall()
-            after = self._db.execute(
-                f"SELECT {NOTE_COLS} FROM notes WHERE path != ? AND ({created} > ? OR ({created} = ? AND path > ?)) "
-                f"ORDER BY {created} ASC, path ASC LIMIT ?",
-                (path, when, when, path, window),
-            ).fetchall()
-        return [note_row(r) for r in before], [note_row(r) for r in after]
-
-    def _over_budget(self, query: str, budget: int) -> set[str]:
-        """The commonest query tokens, left out so that the rest match at most ``budget`` chunk
-        entries in all: FTS5 scores every chunk that matches any token, so a long query of common
-        words (or Korean syllables) costs ~100 ms at 100k chunks. Common tokens carry little BM25
-        weight (low IDF): measured at 100k chunks, the top 10 stay 96% (hybrid budget) and 99%
-        (keyword budget) the same as with every token (docs/search.md). The rarest token always stays."""
-        tokens = [t for t in dict.fromkeys(tokenize(query)) if t not in STOPWORDS]
-        with self._reader_lock:
-            if len(tokens) < 2 or (self._reader.execute("SELECT max(rowid) FROM chunks").fetchone()[0] or 0) < COMMON_MIN_CHUNKS:
-                return set()
-            marks = ",".join("?" * len(tokens))
-            found = dict(self._reader.execute(f"SELECT term, doc FROM chunks_vocab WHERE term IN ({marks})", tokens).fetchall())
-        kept, total = 0, 0
-        skip: set[str] = set()
-        for token in sorted(tokens, key=lambda t: found.get(t, 0)):
-            docs = found.get(token, 0)
-            if kept and total + docs > budget:
-                skip.add(token)
-            else:
-                kept += 1
-                total += docs
-        return skip
 
     def sample_texts(self, limit: int) -> list[str]:
         """Up to ``limit`` chunk texts spread evenly over the index."""
@@ -586,43 +398,11 @@ class Catalog:
                 "warnings": one("SELECT count(*) FROM files WHERE problem IS NOT NULL AND path IN (SELECT path FROM notes)"),
             }
 
-    def categories(self) -> list[tuple[str | None, str | None, int, str | None]]:
-        with self._lock:
-            return self._db.execute(
-                "SELECT category, topic, count(*), max(coalesce(updated, created)) FROM notes "
-                "GROUP BY category, topic ORDER BY category, topic"
-            ).fetchall()
-
     # --- structure and lifecycle --------------------------------------------------------------
     def changes(self) -> int:
         """Rows changed through this catalog since it was opened: a cheap "did anything change?"."""
         with self._lock:
             return self._db.total_changes
-
-    def folder_notes(self) -> list[FolderRow]:
-        with self._lock:
-            rows = self._db.execute("SELECT path, folder, meta, body FROM folders ORDER BY path").fetchall()
-        return [FolderRow(r[0], r[1], json.loads(r[2] or "{}"), r[3] or "") for r in rows]
-
-    def topics(self, where: str, params: Sequence[Any]) -> list[tuple[str | None, str | None, int, int, str | None]]:
-        """(category, topic, notes, chunks, last update) of the notes matching ``where``."""
-        with self._lock:
-            return self._db.execute(
-                "SELECT notes.category, notes.topic, count(*), "
-                "sum((SELECT count(*) FROM chunks c WHERE c.path = notes.path)), "
-                f"max(coalesce(notes.updated, notes.created)) FROM notes WHERE {where} "
-                "GROUP BY notes.category, notes.topic ORDER BY notes.category, notes.topic",
-                params,
-            ).fetchall()
-
-    def topic_tags(self, where: str, params: Sequence[Any]) -> list[tuple[str | None, str | None, str, int]]:
-        """(category, topic, tag, notes with it), most used first."""
-        with self._lock:
-            return self._db.execute(
-                "SELECT notes.category, notes.topic, t.tag, count(*) AS n FROM tags t JOIN notes ON notes.path = t.path "
-                f"WHERE {where} GROUP BY notes.category, notes.topic, t.tag ORDER BY n DESC, t.tag",
-                params,
-            ).fetchall()
 
     def hidden_chunks(self) -> int:
         """Chunks of archived or expired notes: what an unfiltered vector query must skip."""
