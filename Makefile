@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 VAULT ?= vault
 NODE_TOOLS := .cache/node
 
-.PHONY: install node-deps run test bench clean
+.PHONY: install node-deps run test test-unit bench clean
 
 $(BIN)/spellbook: pyproject.toml
 	@test -n "$(PYTHON)" || { echo "need python3.11 on PATH (or make PYTHON=/path/to/python3.11)"; exit 1; }
@@ -18,8 +18,8 @@ $(BIN)/spellbook: pyproject.toml
 
 install: $(BIN)/spellbook
 
-# Node 22, the MCP conformance suite and Claude Code, for tests/test_conformance.py and
-# tests/test_claude_code.py (pinned in tests/node/package-lock.json; needs npm).
+# Node 22, the MCP conformance suite and Claude Code, for tests/e2e/test_conformance.py and
+# tests/e2e/test_claude_code.py (pinned in tests/node/package-lock.json; needs npm).
 $(NODE_TOOLS)/.installed: tests/node/package.json tests/node/package-lock.json tests/node/install.sh
 	tests/node/install.sh $(NODE_TOOLS)
 
@@ -30,6 +30,9 @@ run: install
 
 test: install node-deps
 	$(BIN)/python -m pytest -q
+
+test-unit: install
+	$(BIN)/python -m pytest -q tests/unit
 
 bench: install
 	$(BIN)/python bench/bench_core.py

@@ -24,7 +24,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from tests.session_data import make_transcript
+from tests.helpers.sessions import make_transcript
 
 SPELLBOOK = str(Path(sys.executable).with_name("spellbook"))
 

@@ -3,7 +3,7 @@ one note per exchange (prompt + tools + answer)? Same transcripts, same engine, 
 
     PYTHONPATH=. .venv/bin/python bench/bench_session_granularity.py [--embedder use-m3] [--sessions 12]
 
-Transcripts come from tests/session_data.py: each exchange is a concrete task whose answer holds
+Transcripts come from tests/helpers/sessions.py: each exchange is a concrete task whose answer holds
 a fact; the queries are the questions those answers settle, worded differently ("which port does
 billing use on staging"). A query succeeds at k when one of the top k hits shows the section that
 points at the right exchange (exchange@k: its prompt, tools or answer section; for per-exchange notes,
@@ -28,7 +28,7 @@ from spellbook.sessions.capture import capture
 from spellbook.sessions.notes import _exchange_md, gist, render_session
 from spellbook.sessions.transcript import read_transcript
 from spellbook.vault.template import init_vault
-from tests.session_data import TASKS, make_transcript
+from tests.helpers.sessions import TASKS, make_transcript
 
 
 def per_exchange(hub: Hub, session) -> None:

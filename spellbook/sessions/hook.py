@@ -74,7 +74,7 @@ class LightSettings:
     """What a hook needs of ``spellbook.config.Settings``, read from the flags and the environment
     without importing pydantic (a third of a second, more on a busy machine): enough to hand a
     capture over, and to forward calls to a running index owner. A hook that must open the index
-    itself builds the real Settings. tests/test_sessions.py checks both read the same values."""
+    itself builds the real Settings. tests/engine/test_sessions.py checks both read the same values."""
 
     vault_dir: Path
     index_path: Path

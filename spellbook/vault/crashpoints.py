@@ -2,7 +2,7 @@
 
 ``SPELLBOOK_TEST_CRASH_AT=<point>[:<n>]`` (read once, at import) makes the process kill itself
 with SIGKILL the n-th time (default 1st) it passes ``crash_point(<point>)``. Unset, a call costs
-one comparison. The points (tests/test_crash.py kills the owner at each, then checks that the
+one comparison. The points (tests/e2e/test_crash.py kills the owner at each, then checks that the
 next start brings the index level with the vault and loses no acknowledged write):
 
   file-written         a note file was renamed into place; nothing indexed yet

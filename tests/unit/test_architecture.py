@@ -160,3 +160,33 @@ def test_a_planted_back_edge_is_caught() -> None:
     assert back_edges("spellbook.vault.store", "import spellbook.index.catalog\n")
     assert not back_edges("spellbook.engine.search", "from spellbook.index.catalog import Catalog\n")
     assert not back_edges("spellbook.embedders.base", "if TYPE_CHECKING:\n    from spellbook.config import Settings\n")
+
+
+
+TESTS = Path(__file__).resolve().parents[1]
+
+
+def imports_reaching_into(source: str) -> list[str]:
+    """The test modules (``test_*``, ``conftest``) an import in ``source`` names."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom):
+            names = [node.module or ""] + [f"{node.module or ''}.{a.name}" for a in node.names]
+        elif isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        else:
+            continue
+        found += [n for n in names if any(part.startswith("test_") or part == "conftest" for part in n.split(".") if part)]
+    return found
+
+
+def test_no_test_module_imports_another() -> None:
+    """Shared test code lives in tests/helpers/; a test module never imports another (or conftest)."""
+    reaching = []
+    for file in sorted(TESTS.rglob("*.py")):
+        for name in imports_reaching_into(file.read_text(encoding="utf-8")):
+            reaching.append(f"{file.relative_to(TESTS)} imports {name}")
+    assert not reaching, "move what they share into tests/helpers/:\n" + "\n".join(reaching)
+    assert imports_reaching_into("from .test_mcp_stdio import call\n")  # a planted one is caught
+    assert imports_reaching_into("from tests.conftest import open_engine\n")
+    assert not imports_reaching_into("from tests.helpers.stdio import call\n")

@@ -1,0 +1,119 @@
+"""The spellbook command, as a person runs it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+from tests.helpers.processes import SPELLBOOK, child_env, run
+
+pytestmark = pytest.mark.slow
+
+
+def test_init_index_search_stats(tmp_path: Path) -> None:
+    vault = tmp_path / "notes"
+    run("init", str(vault))
+    assert (vault / "Welcome.md").exists() and (vault / ".gitignore").read_text().count(".spellbook") == 1
+    assert list((vault / "system").rglob("*.md"))
+    for n in range(30):
+        (vault / "journal").mkdir(exist_ok=True)
+        (vault / "journal" / f"Day {n}.md").write_text(f"# Day {n}\n\n## Weather\n\nDay {n} was sunny.\n\n## Food\n\nAte dish number {n}.\n")
+    (vault / "journal" / "Day 7.md").write_text("# Day 7\n\n## Trip\n\nWe hiked up Mount Hallasan on Jeju.\n")
+    common = ["--vault", str(vault), "--embedder", "hashing"]
+    indexed = run("index", *common)
+    assert "indexing: 100%" in indexed.stderr and "34/34" in indexed.stderr  # progress shown (tqdm)
+    assert "34 notes" in indexed.stderr  # then a summary
+    again = run("index", *common)
+    assert "34 notes" in again.stderr
+    found = run("search", *common, "Hallasan hike", "--mode", "keyword")
+    assert found.stdout.startswith("1. [") and "journal/Day 7.md › Day 7 > Trip" in found.stdout
+    as_json = json.loads(run("search", *common, "Hallasan", "--json").stdout)
+    assert as_json["results"][0]["path"] == "journal/Day 7.md"
+    stats = json.loads(run("stats", *common, "--json").stdout)
+    assert stats["notes"] == 34 and stats["embedder"] == "hashing-v1"
+    rebuilt = run("index", *common, "--rebuild")
+    assert "34 notes" in rebuilt.stderr
+
+
+def test_cli_reports_errors_without_a_traceback(tmp_path: Path) -> None:
+    missing = run("search", "--vault", str(tmp_path / "nope"), "x", check=False)
+    assert missing.returncode == 1 and "spellbook init" in missing.stderr and "Traceback" not in missing.stderr
+    vault = tmp_path / "v"
+    run("init", str(vault))
+    empty = run("search", "--vault", str(vault), "--embedder", "hashing", "  ", check=False)
+    assert empty.returncode == 1 and "query is empty" in empty.stderr
+
+
+def test_cli_forwards_to_a_running_server_instead_of_opening_the_index(tmp_path: Path) -> None:
+    vault = tmp_path / "vault"
+    params = StdioServerParameters(
+        command=SPELLBOOK, args=["serve", "--vault", str(vault), "--embedder", "hashing"], env=child_env()
+    )
+
+    async def main() -> None:
+        async with Client(params) as client:
+            stored = await client.call_tool("scribe", {"text": "Sourdough needs a 12 hour rise.", "title": "Bread"})
+            owner = (await client.call_tool("stats", {})).structured_content["owner_pid"]
+            out = await anyio.to_thread.run_sync(
+                lambda: run("search", "--vault", str(vault), "--embedder", "hashing", "sourdough", "--json")
+            )
+            result = json.loads(out.stdout)
+            assert result["results"][0]["id"] == stored.structured_content["id"]
+            stats = await anyio.to_thread.run_sync(lambda: run("stats", "--vault", str(vault), "--json"))
+            assert json.loads(stats.stdout)["owner_pid"] == owner  # answered by the server process
+
+    anyio.run(main)
+
+
+def test_doctor_finds_drift_and_repairs_it(tmp_path: Path) -> None:
+    from spellbook.config import Settings
+    from spellbook.embedders.hashing import HashingEmbedder
+    from spellbook.engine import Engine
+
+    vault = tmp_path / "vault"
+    run("init", str(vault))
+    common = ["--vault", str(vault), "--embedder", "hashing"]
+    run("index", *common)
+    healthy = run("doctor", *common)
+    assert healthy.stdout.startswith("index == vault")
+    # drift made while no server runs: an edit, a delete, a new file, and a lost vector
+    (vault / "Welcome.md").write_text("# Welcome\n\nRewritten by hand.\n")
+    next(vault.joinpath("system").rglob("*.md")).unlink()
+    (vault / "New.md").write_text("# New\n\nA new note.\n")
+    engine = Engine(Settings(vault=vault, embedder="hashing", watch=False), embedder=HashingEmbedder())
+    some_chunk = sorted(engine.vectors.ids())[0]
+    engine.vectors.delete([some_chunk])
+    engine.close()
+    sick = run("doctor", *common, "--json", check=False)
+    assert sick.returncode == 1
+    report = json.loads(sick.stdout)
+    assert report["counts"] == {
+        "not_indexed": 1, "deleted_but_indexed": 1, "changed": 1, "vectors_missing": 1, "orphan_vectors": 0
+    }
+    assert report["not_indexed"] == ["New.md"] and report["changed_since_indexed"] == ["Welcome.md"]
+    repaired = run("doctor", *common, "--repair")
+    assert repaired.stdout.startswith("index == vault")
+    assert run("doctor", *common).returncode == 0
+
+
+def test_install_and_uninstall_a_client(tmp_path: Path) -> None:
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / ".mcp.json").write_text('{"mcpServers": {"other": {"command": "x"}}}\n')
+    env = child_env(HOME=str(tmp_path))
+    def cli(*args):
+        return subprocess.run([SPELLBOOK, *args], capture_output=True, text=True, env=env, cwd=project, timeout=60)
+    first = cli("install", "claude-code", "--scope", "project", "--vault", "notes")
+    assert first.returncode == 0, first.stderr
+    config = json.loads((project / ".mcp.json").read_text())
+    assert config["mcpServers"]["other"] == {"command": "x"}
+    assert config["mcpServers"]["spellbook"] == {"command": SPELLBOOK, "args": ["serve", "--vault", str(project / "notes")]}
+    assert "already configured" in cli("install", "claude-code", "--scope", "project", "--vault", "notes").stdout
+    assert cli("uninstall", "claude-code", "--scope", "project").returncode == 0
+    assert json.loads((project / ".mcp.json").read_text()) == {"mcpServers": {"other": {"command": "x"}}}

@@ -1,0 +1,214 @@
+"""Session memory without Claude Code: transcript parsing, note rendering, capture through the hub
+(idempotent, concurrent), the session/event_type filters, recall context, and the hooks config."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from spellbook.config import Settings
+from spellbook.server.hub import Hub
+from spellbook.sessions import install as hooks
+from spellbook.sessions.capture import capture
+from spellbook.sessions.notes import PART_CHARS, render_session
+from spellbook.sessions.recall import estimate_tokens, prompt_context, session_context
+from spellbook.sessions.transcript import parse_entries, read_transcript
+from tests.helpers.processes import SPELLBOOK, child_env
+from tests.helpers.sessions import TASKS, make_transcript
+
+
+@pytest.fixture
+def hub(settings: Settings):
+    hub = Hub(settings, watch=False, warm_up=False)
+    hub.start(background=False)
+    yield hub
+    hub.close()
+
+
+def entry(kind: str, content, when: str, **extra) -> dict:
+    return {"type": kind, "timestamp": when, "cwd": "/work/shop", "message": {"role": kind, "content": content}, **extra}
+
+
+def test_transcript_keeps_prompts_answers_tools_and_files_and_drops_private_and_plumbing() -> None:
+    entries = [
+        entry("user", "Fix the login bug <private>my pin is 4321</private> please", "2026-11-02T09:00:00Z"),
+        entry("assistant", [{"type": "thinking", "thinking": "hmm"}], "2026-11-02T09:00:01Z"),
+        entry("assistant", [{"type": "tool_use", "id": "t1", "name": "Edit",
+                             "input": {"file_path": "/work/shop/login.py", "old_string": "a", "new_string": "b"}}],
+              "2026-11-02T09:00:02Z"),
+        entry("user", [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}], "2026-11-02T09:00:03Z",
+              toolUseResult={"ok": True}),
+        entry("assistant", [{"type": "text", "text": "Working on it"}], "2026-11-02T09:00:04Z"),
+        entry("assistant", [{"type": "text", "text": "Fixed: the session cookie lacked SameSite."}], "2026-11-02T09:00:05Z"),
+        entry("user", "<command-name>/cost</command-name>", "2026-11-02T09:00:06Z", isMeta=True),
+        entry("user", "sub-agent prompt", "2026-11-02T09:00:07Z", isSidechain=True),
+        {"type": "attachment", "timestamp": "2026-11-02T09:00:08Z"},
+    ]
+    session = parse_entries(entries, "s1")
+    assert [x.prompt for x in session.exchanges] == ["Fix the login bug  please"]
+    x = session.exchanges[0]
+    assert x.answer == "Fixed: the session cookie lacked SameSite."  # the last text: the final answer
+    assert x.files == ["/work/shop/login.py"] and x.tools[0][0] == "Edit"
+    assert (session.started, session.ended) == ("2026-11-02T09:00:00Z", "2026-11-02T09:00:06Z")  # sidechains do not count
+
+
+def test_a_long_session_is_split_into_parts_below_the_text_limit(tmp_path: Path) -> None:
+    file, session_id, _ = make_transcript(tmp_path, "/work/shop", 200, seed=1)
+    session = read_transcript(file)
+    assert session.session_id == session_id and len(session.exchanges) == 200
+    notes = render_session(session)
+    assert len(notes) > 1 and [n.part for n in notes] == list(range(1, len(notes) + 1))
+    assert all(len(n.body) < PART_CHARS + 5_000 for n in notes)
+    assert notes[1].title.endswith("(part 2)") and notes[0].fields["session"] == session_id
+    # every prompt is in exactly one part, in order
+    bodies = "\n".join(n.body for n in notes)
+    assert bodies.count("## prompt · ") == 200
+
+
+def test_capture_is_idempotent_and_updates_a_resumed_session(tmp_path: Path, hub: Hub, settings: Settings) -> None:
+    file, session_id, _ = make_transcript(tmp_path, str(tmp_path / "shop"), 6, seed=2)
+    first = capture(hub, read_transcript(file), tmp_path / "locks")
+    assert len(first["created"]) == 1
+    again = capture(hub, read_transcript(file), tmp_path / "locks")
+    assert again == {"created": [], "updated": [], "unchanged": 1}
+    # the session goes on (resumed): the same note is updated with the new exchange
+    more = json.loads(file.read_text().splitlines()[-1])
+    extra = [entry("user", "One more thing: bump the version to 2.4.1", "2026-11-02T11:00:00Z"),
+             entry("assistant", [{"type": "text", "text": "Version bumped to 2.4.1."}], "2026-11-02T11:00:09Z")]
+    with file.open("a") as f:
+        for e in extra:
+            f.write(json.dumps({**e, "sessionId": more["sessionId"]}) + "\n")
+    resumed = capture(hub, read_transcript(file), tmp_path / "locks")
+    assert resumed["updated"] == first["created"] and not resumed["created"]
+    listed = hub.call("list_memories", {"filter": {"type": "session"}})
+    assert listed["total"] == 1
+    text = (settings.vault_dir / first["created"][0]).read_text()
+    assert "Version bumped to 2.4.1." in text and f"session: {session_id}" in text
+
+
+def test_two_captures_of_one_session_at_once_write_one_note(tmp_path: Path) -> None:
+    vault = tmp_path / "vault"
+    env = child_env(SPELLBOOK_EMBEDDER="hashing")
+    subprocess.run([SPELLBOOK, "init", str(vault)], env=env, check=True, capture_output=True)
+    file, session_id, _ = make_transcript(tmp_path, str(tmp_path / "shop"), 5, seed=3)
+    payload = json.dumps({"session_id": session_id, "transcript_path": str(file), "cwd": str(tmp_path / "shop")})
+    owner = Hub(Settings(vault=vault, embedder="hashing", watch=False), watch=False, warm_up=False)
+    owner.start(background=False)  # a running server: both captures are its followers, side by side
+    try:
+        procs = [subprocess.Popen([SPELLBOOK, "hook", "capture", "--vault", str(vault)], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env) for _ in range(2)]
+        for proc in procs:
+            proc.stdin.write(payload.encode())
+            proc.stdin.close()
+        for proc in procs:
+            assert proc.wait(timeout=120) == 0 and proc.stdout.read() == b""  # nothing on stdout, ever
+    finally:
+        owner.close()
+    notes = list((vault / "sessions").rglob("*.md"))
+    assert len(notes) == 1, (vault / ".spellbook" / "hooks.log").read_text()
+
+
+def test_session_and_event_type_filters(tmp_path: Path, hub: Hub) -> None:
+    ids = []
+    for seed in (4, 5):
+        file, session_id, _ = make_transcript(tmp_path, str(tmp_path / "shop"), 8, seed=seed)
+        capture(hub, read_transcript(file), tmp_path / "locks")
+        ids.append(session_id)
+    hub.call("scribe", {"text": "An insight of the first session", "session": ids[0]})
+    both = hub.call("list_memories", {"filter": {"session": ids[0]}})
+    assert both["total"] == 2  # the session note and the scribe that carries its id
+    only = hub.call("list_memories", {"filter": {"session": ids[0], "type": "session"}})
+    assert only["total"] == 1
+    hits = hub.call("memorize", {"query": "Loki retention worker logs", "filter": {"event_type": "response"}})
+    assert hits["results"] and all(h["heading"].startswith("response · ") for h in hits["results"])
+    prompts = hub.call("memorize", {"query": "Loki worker logs", "filter": {"event_type": "prompt", "session": ids[1]}})
+    assert all(h["heading"].startswith("prompt · ") for h in prompts["results"])
+    assert {h["id"] for h in prompts["results"]} <= {m["id"] for m in hub.call(
+        "list_memories", {"filter": {"session": ids[1]}})["memories"]}
+    with pytest.raises(Exception, match="event_type"):
+        hub.call("memorize", {"query": "x", "filter": {"event_type": "thought"}})
+    listed = hub.call("list_memories", {"filter": {"type": "session"}})
+    assert [m["updated"] for m in listed["memories"]] == sorted((m["updated"] for m in listed["memories"]), reverse=True)
+
+
+def test_session_start_context_fits_its_budget_and_names_the_last_sessions(tmp_path: Path, hub: Hub) -> None:
+    for seed in range(6):
+        file, _, _ = make_transcript(tmp_path, str(tmp_path / "shop"), 4, seed=10 + seed, tasks=TASKS[seed * 2:seed * 2 + 2])
+        capture(hub, read_transcript(file), tmp_path / "locks")
+    hub.call("scribe", {"text": "Deploys of shop go through ArgoCD.", "title": "shop deploys", "context": "shop"})
+    hub.call("scribe", {"text": "Another project's secret plan.", "title": "other plan", "context": "elsewhere"})
+    text = session_context(hub, "shop", None, 1_500, semantic=True)
+    assert text.startswith("# Spellbook memory for project shop")
+    assert "## Last sessions in shop" in text and text.count("\n- ") >= 5
+    assert "shop deploys" in text and "other plan" not in text
+    assert estimate_tokens(text) <= 1_500
+    small = session_context(hub, "shop", None, 120, semantic=True)
+    assert estimate_tokens(small) <= 120 and small.startswith("# Spellbook memory")
+    assert prompt_context(hub, "shop", "how do shop deploys work", 0.99) == ""  # nothing that relevant
+
+
+def test_install_hooks_merges_is_idempotent_and_uninstall_removes_exactly_ours(tmp_path: Path) -> None:
+    file = tmp_path / ".claude" / "settings.json"
+    file.parent.mkdir()
+    theirs = {"model": "opus", "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}]}}
+    file.write_text(json.dumps(theirs))
+    commands = hooks.hook_commands("/opt/sb/bin/spellbook", tmp_path / "my vault")
+    changed, backup = hooks.install_hooks(file, commands)
+    assert changed and backup is not None and json.loads(backup.read_text()) == theirs
+    config = json.loads(file.read_text())
+    assert config["model"] == "opus" and config["hooks"]["Stop"][0] == theirs["hooks"]["Stop"][0]
+    assert set(hooks.installed_hooks(file)) == {"SessionStart", "Stop", "PreCompact", "SessionEnd"}
+    assert "'" in commands["SessionStart"]  # the vault path with a space is quoted for the shell
+    assert hooks.install_hooks(file, commands) == (False, None)  # idempotent: not even rewritten
+    hooks.install_hooks(file, hooks.hook_commands("/opt/sb/bin/spellbook", tmp_path / "v", prompt_recall=True))
+    assert len(hooks.installed_hooks(file)["SessionStart"]) == 1 and "UserPromptSubmit" in hooks.installed_hooks(file)
+    changed, _ = hooks.uninstall_hooks(file)
+    assert changed and json.loads(file.read_text()) == theirs
+    assert hooks.uninstall_hooks(file) == (False, None)
+
+
+def test_doctor_checks_the_hooks(tmp_path: Path, settings: Settings) -> None:
+    from spellbook.cli import doctor
+
+    home = tmp_path / "home"
+    assert doctor.hook_checks(settings, home=home, env={}, project=tmp_path)[0]["status"] == "info"
+    file = hooks.settings_path("user", home=home, env={})
+    hooks.install_hooks(file, hooks.hook_commands(SPELLBOOK, settings.vault_dir))
+    assert doctor.hook_checks(settings, home=home, env={}, project=tmp_path)[0]["status"] == "ok"
+    hooks.install_hooks(file, hooks.hook_commands(SPELLBOOK, tmp_path / "another"))
+    assert "not this vault" in doctor.hook_checks(settings, home=home, env={}, project=tmp_path)[0]["detail"]
+    hooks.install_hooks(file, hooks.hook_commands(str(tmp_path / "gone" / "spellbook"), settings.vault_dir))
+    assert "does not exist" in doctor.hook_checks(settings, home=home, env={}, project=tmp_path)[0]["detail"]
+
+
+def test_a_hook_with_bad_input_or_no_vault_exits_0_silently(tmp_path: Path) -> None:
+    env = child_env(SPELLBOOK_EMBEDDER="hashing")
+    for stdin, vault in ((b"not json", tmp_path), (b"{}", tmp_path / "missing")):
+        result = subprocess.run([SPELLBOOK, "hook", "SessionStart", "--vault", str(vault)], input=stdin,
+                                capture_output=True, env=env, timeout=60, check=False)
+        assert result.returncode == 0 and result.stdout == b""
+    assert not (tmp_path / "missing").exists()
+    assert "failed" in (tmp_path / ".spellbook" / "hooks.log").read_text()
+
+
+def test_light_settings_read_what_settings_read(tmp_path: Path) -> None:
+    """The hook's pydantic-free settings (sessions/hook.py) agree with Settings, flags and env alike."""
+    import argparse
+
+    from spellbook.config import settings_from
+    from spellbook.sessions.hook import light_settings
+
+    env = {"SPELLBOOK_VAULT": str(tmp_path / "v"), "SPELLBOOK_SESSION_CONTEXT_TOKENS": "900",
+           "SPELLBOOK_SESSION_PROMPT_RECALL": "true", "SPELLBOOK_SESSION_PROMPT_MIN_RELEVANCE": "0.7",
+           "CLAUDE_CODE_SESSION_ID": "abc", "SPELLBOOK_CONTEXT": "shop", "SPELLBOOK_EMBEDDER": "hashing"}
+    for args in (argparse.Namespace(), argparse.Namespace(vault=tmp_path / "w", index_dir=tmp_path / "i", user="ana")):
+        with pytest.MonkeyPatch.context() as mp:
+            for key, value in env.items():
+                mp.setenv(key, value)
+            light, full = light_settings(args), settings_from(args)
+        for name in ("vault_dir", "index_path", "embedder", "chroma_url", "context", "user", "session_id",
+                     "session_context_tokens", "session_prompt_recall", "session_prompt_min_relevance"):
+            assert getattr(light, name) == getattr(full, name), name
