@@ -12,6 +12,7 @@ the scope rule, the privacy filter and the id lookup exist once):
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from typing import Any
 
 from spellbook.config import Settings
@@ -20,6 +21,8 @@ from spellbook.index.catalog import Catalog, NoteRow
 from spellbook.index.indexer import SyncReport
 from spellbook.vault.privacy import KINDS, Redaction, redact, redact_data
 from spellbook.scope import current as current_scope
+
+SCRUB_CACHE = 4096  # sections; a few MB at most
 
 
 class Access:
@@ -33,10 +36,29 @@ class Access:
             redact("", **self.privacy)  # a typo in a disabled kind or a bad regex fails now
         except ValueError as exc:
             raise InvalidInputError(f"Privacy settings: {exc}. Known kinds: {', '.join(KINDS)}.") from None
+        self._scrubbed: OrderedDict[str, str] = OrderedDict()  # section text -> the same text scrubbed
+        self._scrubbed_lock = threading.Lock()
 
     def scrub(self, text: str) -> tuple[str, list[Redaction]]:
         """Secrets out of text going into the vault or out in an answer (unless disabled)."""
         return redact(text, **self.privacy) if self.enabled else (text, [])
+
+    def scrubbed(self, text: str) -> str:
+        """``scrub(text)``'s text, remembered for the last SCRUB_CACHE texts: search scrubs the
+        same sections again and again (a quarter of a query's time before)."""
+        if not self.enabled:
+            return text
+        with self._scrubbed_lock:
+            clean = self._scrubbed.get(text)
+            if clean is not None:
+                self._scrubbed.move_to_end(text)
+                return clean
+        clean = redact(text, **self.privacy)[0]
+        with self._scrubbed_lock:
+            self._scrubbed[text] = clean
+            if len(self._scrubbed) > SCRUB_CACHE:
+                self._scrubbed.popitem(last=False)
+        return clean
 
     def scrub_data(self, value: Any) -> tuple[Any, list[str]]:
         return redact_data(value, **self.privacy) if self.enabled else (value, [])

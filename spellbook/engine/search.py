@@ -176,7 +176,7 @@ class Search:
         for cid, score, chunk, note in _best_per_note(ranked, chunks, notes, limit):
             hit = {
                 "id": note.note_id, "path": note.path, "title": note.title, "score": round(score, 4),
-                "snippet": self.access.scrub(_snippet(chunk.text, terms))[0], "category": note.category, "topic": note.topic,
+                "snippet": _snippet(self.access.scrubbed(chunk.text), terms), "category": note.category, "topic": note.topic,
                 "tags": note.tags, "type": note.type, "updated": note.updated or note.created,
             }
             if chunk.heading:

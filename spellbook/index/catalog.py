@@ -32,7 +32,9 @@ from spellbook.index.filters import HIDDEN_SQL, NOW_SQL
 from spellbook.index.fulltext import KeywordIndex
 from spellbook.index.keyword import index_text
 from spellbook.index.links import LinkQueries
-from spellbook.index.rows import NOTE_COLS, NOTE_COUNT, ChunkRow, FileRow, FolderRow, IndexedChunk, NoteRow, note_row
+from spellbook.index.rows import (
+    NOTE_CACHE, NOTE_COLS, NOTE_COUNT, ChunkRow, FileRow, FolderRow, IndexedChunk, KeptRows, NoteRow, note_row,
+)
 from spellbook.index.schema import ADDED_COLUMNS, LATE_INDEXES, SCHEMA
 from spellbook.vault.crashpoints import crash_point
 from spellbook.vault.store import private_file, private_folder
@@ -76,7 +78,9 @@ class Catalog:
                 self._db.execute(f"ALTER TABLE notes ADD COLUMN {name} {kind}")
         self._db.executescript(LATE_INDEXES)
         self._lock = threading.RLock()
-        self.links = LinkQueries(self._db, self._lock)  # link lookups, on this connection
+        self.generation = 0  # committed (or rolled back) write transactions: caches below check it
+        self._notes = KeptRows(NOTE_CACHE)  # path -> note row, until the next write
+        self.links = LinkQueries(self._db, self._lock, lambda: self.generation)  # link lookups, on this connection
         self.browse = BrowseQueries(self._db, self._lock, self.notes_at)  # structure and related notes
         self._filters: dict[tuple[str, tuple[Any, ...]], _FilterEntry] = {}  # see filtered_chunk_ids
         # Keyword search reads on its own connection (WAL: it sees every committed write), so the
@@ -92,10 +96,9 @@ class Catalog:
 
     @contextmanager
     def _write(self) -> Iterator[None]:
-        """One transaction: all of it or none of it, also under kill -9. (The connection is in
-        autocommit mode, where ``with connection:`` opens no transaction and every statement
-        commits on its own: a kill between a file's ledger row and its note row left the file
-        marked as indexed with no note, and no reconcile ever looked at it again.)"""
+        """One transaction: all or none of it, also under kill -9 (in autocommit mode ``with
+        connection:`` opens none: a kill between a file's ledger row and its note row once left the
+        file marked indexed with no note)."""
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
             try:
@@ -104,8 +107,10 @@ class Catalog:
             except BaseException:
                 self._db.execute("ROLLBACK")
                 self._filters.clear()  # kept filter answers may hold rows that were rolled back
+                self.generation += 1
                 raise
             self._db.execute("COMMIT")
+            self.generation += 1
 
     def incomplete_files(self) -> list[str]:
         """Ledger rows that claim a file was indexed while its note is missing (left by the
@@ -282,13 +287,19 @@ class Catalog:
         return note_row(row) if row else None
 
     def notes_at(self, paths: Iterable[str]) -> dict[str, NoteRow]:
+        """The notes at these paths. The last NOTE_CACHE rows read are kept until the next write
+        (a search reads the rows of its ~100 candidates: a tenth of its time before)."""
         wanted = list(dict.fromkeys(paths))
         if not wanted:
             return {}
-        marks = ",".join("?" * len(wanted))
-        with self._lock:
-            rows = self._db.execute(f"SELECT {NOTE_COLS} FROM notes WHERE path IN ({marks})", wanted).fetchall()
-        return {r[0]: note_row(r) for r in rows}
+        with self._lock:  # writes hold it too: no row is kept across a write
+            out = self._notes.get(self.generation, wanted)
+            missing = [p for p in wanted if p not in out]
+            if missing:
+                marks = ",".join("?" * len(missing))
+                rows = self._db.execute(f"SELECT {NOTE_COLS} FROM notes WHERE path IN ({marks})", missing).fetchall()
+                out.update(self._notes.put((r[0], note_row(r)) for r in rows))
+        return {p: out[p] for p in wanted if p in out}
 
     def list_notes(
         self, where: str, params: Sequence[Any], limit: int, offset: int, oldest_first: bool = False

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from spellbook.index.rows import NOTE_COLS, NoteRow, note_row
@@ -56,9 +56,11 @@ def _like_escape(text: str) -> str:
 class LinkQueries:
     """Link lookups over the catalog's tables (``links``, ``notes``)."""
 
-    def __init__(self, db: sqlite3.Connection, lock: threading.RLock) -> None:
+    def __init__(self, db: sqlite3.Connection, lock: threading.RLock, generation: Callable[[], int]) -> None:
         self._db = db
         self._lock = lock
+        self._generation = generation  # the catalog's write count: what is kept below is good until it moves
+        self._superseding: tuple[int, frozenset[str]] = (-1, frozenset())
 
     def links_of(self, path: str) -> list[str]:
         """The link targets a note writes, as written, each once (body and frontmatter)."""
@@ -126,7 +128,15 @@ class LinkQueries:
                 by_name.setdefault(name, []).append(note)
         if not by_name:
             return set()
-        names = list(by_name)
+        with self._lock:
+            generation, targets = self._superseding
+            if generation != self._generation():  # a search asks this every time: one read per write
+                rows = self._db.execute("SELECT DISTINCT lower(target) FROM links WHERE relation = 'supersedes'")
+                targets = frozenset(r[0] for r in rows)
+                self._superseding = (self._generation(), targets)
+        names = [name for name in by_name if name in targets]
+        if not names:
+            return set()
         found: set[str] = set()
         with self._lock:
             for start in range(0, len(names), 500):

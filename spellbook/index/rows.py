@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -99,3 +101,29 @@ def note_row(row: tuple) -> NoteRow:
         folder=row[11] or "", managed=bool(row[12]), meta=json.loads(row[13] or "{}"),
         expires=row[14], archived=bool(row[15]), user=row[16],
     )
+
+
+NOTE_CACHE = 2048  # note rows kept between writes (a few MB)
+
+
+class KeptRows:
+    """Rows kept until the catalog's next write: ``get`` with the catalog's write count drops
+    them all when it moved. The caller holds the catalog's lock (writes take it too)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._rows: OrderedDict[str, Any] = OrderedDict()
+        self._generation = -1
+
+    def get(self, generation: int, keys: Iterable[str]) -> dict[str, Any]:
+        if generation != self._generation:
+            self._rows.clear()
+            self._generation = generation
+        return {k: self._rows[k] for k in keys if k in self._rows}
+
+    def put(self, items: Iterable[tuple[str, Any]]) -> list[tuple[str, Any]]:
+        added = list(items)
+        self._rows.update(added)
+        while len(self._rows) > self.size:
+            self._rows.popitem(last=False)
+        return added
