@@ -228,11 +228,12 @@ class Search:
         vectors = list(self.vectors.vectors(chunk_ids).values()) if chunk_ids else []
         if not vectors:
             return []
-        dims = len(vectors[0])
-        mean = [sum(v[i] for v in vectors) / len(vectors) for i in range(dims)]
-        norm = sum(x * x for x in mean) ** 0.5 or 1.0
+        import numpy as np
+
+        mean = np.asarray(vectors, dtype=np.float32).mean(axis=0)
+        mean /= max(float(np.linalg.norm(mean)), 1e-12)
         allowed = self.catalog.filtered_chunk_ids(*to_sql(None)) if current_scope() else None
-        found = self.vectors.query([x / norm for x in mean], limit * 4 + len(chunk_ids), ids=allowed)
+        found = self.vectors.query(mean.tolist(), limit * 4 + len(chunk_ids), ids=allowed)
         chunks = self.catalog.chunks([cid for cid, _ in found])
         now = expires_key(dt.datetime.now(dt.UTC))
         notes = {

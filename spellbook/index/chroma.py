@@ -2,24 +2,36 @@
 
 Spellbook always passes vectors: the collection has no embedding function, so Chroma never tries
 to download its default model. Records carry no documents; text lives in the catalog.
+
+Writes can be left behind (``upsert(..., wait=False)``): a background thread writes them to Chroma
+while every read of this class sees them already (read-your-writes). A crash before they are
+written loses nothing: the catalog has the chunks and Chroma lacks their vectors, so the next
+start finds them missing and embeds them again (``Indexer._drop_orphan_vectors``).
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from spellbook.vault.crashpoints import crash_point
 from spellbook.vault.store import private_folder
 
 log = logging.getLogger(__name__)
 
 COLLECTION = "spellbook"
 MAX_BATCH = 5_000  # Chroma refuses more than 5,461 records per call
+FLUSH_SECONDS = 10.0  # how long a count or a close waits for the writer (a Chroma server may be down)
+QUERY_BEHIND = 256  # a query scores up to this many vectors left behind itself; above, it waits for them
+QUIET_SECONDS = 0.05  # the writer waits for this long without a new vector...
+LATEST_SECONDS = 1.0  # ...but not longer than this after the first one
+MAX_BEHIND = 20_000  # vectors waiting for Chroma before a writer waits too (~40 MB at 512 dimensions)
 GATHER_SHARE = 0.25  # below this share of all rows, score only the rows asked for; above, score all
 
 
@@ -131,6 +143,12 @@ class VectorIndex:
         self._count: int | None = None
         self._matrix: VectorMatrix | None = None  # loaded on the first filtered query
         self._matrix_lock = threading.Lock()
+        self._behind: dict[str, tuple[list[float], dict]] = {}  # chunk id -> (vector, metadata) not in Chroma yet
+        self._behind_changed = threading.Condition()  # guards _behind
+        self._write_lock = threading.Lock()  # one Chroma write at a time: a delete never meets a write under way
+        self._writer: threading.Thread | None = None
+        self._closing = False
+        self._hurry = False  # someone waits for the writer (flush)
 
     @classmethod
     def embedded(cls, folder: Path) -> VectorIndex:
@@ -167,12 +185,22 @@ class VectorIndex:
         )
 
     def close(self) -> None:
+        left = self.flush(FLUSH_SECONDS)
+        with self._behind_changed:
+            self._closing = True
+            self._behind_changed.notify_all()
+        if self._writer is not None:
+            self._writer.join(FLUSH_SECONDS)  # not inside a write when the client goes
+        if left:
+            log.warning("%d vectors were not written to Chroma; the next start embeds them again", left)
         close = getattr(self._client, "close", None)
         if close is not None:
             close()  # releases Chroma's SQLite handles; the same folder can be reopened later
 
     def reset(self) -> None:
         """Drop every vector (for a rebuild)."""
+        with self._write_lock, self._behind_changed:
+            self._behind.clear()
         try:
             self._client.delete_collection(self._name)
         except Exception:  # noqa: BLE001 - a missing collection is what we want anyway
@@ -184,11 +212,13 @@ class VectorIndex:
                 self._matrix.clear()
 
     def count(self) -> int:
+        self.flush(FLUSH_SECONDS)
         if self._count is None:
             self._count = self._collection.count()
         return self._count
 
     def ids(self) -> set[str]:
+        self.flush(FLUSH_SECONDS)
         out: set[str] = set()
         offset = 0
         while True:
@@ -199,7 +229,9 @@ class VectorIndex:
             offset += MAX_BATCH
 
     def vectors(self, ids: Sequence[str]) -> dict[str, list[float]]:
-        out: dict[str, list[float]] = {}
+        with self._behind_changed:
+            out = {cid: self._behind[cid][0] for cid in ids if cid in self._behind}
+        ids = [cid for cid in ids if cid not in out]
         for start in range(0, len(ids), MAX_BATCH):
             got = self._collection.get(ids=list(ids[start : start + MAX_BATCH]), include=["embeddings"])
             for chunk_id, vector in zip(got["ids"], got["embeddings"]):
@@ -212,24 +244,98 @@ class VectorIndex:
         return [list(v) for v in got["embeddings"]] if got["embeddings"] is not None else []
 
     def delete(self, ids: Sequence[str]) -> None:
-        self._count = None
-        for start in range(0, len(ids), MAX_BATCH):
-            self._collection.delete(ids=list(ids[start : start + MAX_BATCH]))
+        with self._write_lock:  # after the write under way, which may hold these ids
+            with self._behind_changed:
+                for chunk_id in ids:
+                    self._behind.pop(chunk_id, None)
+                self._behind_changed.notify_all()
+            self._count = None
+            for start in range(0, len(ids), MAX_BATCH):
+                self._collection.delete(ids=list(ids[start : start + MAX_BATCH]))
         with self._matrix_lock:  # after a load in progress, so the matrix misses nothing
             if self._matrix is not None:
                 self._matrix.remove(ids)
 
-    def upsert(self, ids: Sequence[str], vectors: Sequence[Sequence[float]], metadatas: Sequence[dict]) -> None:
-        for start in range(0, len(ids), MAX_BATCH):
-            end = start + MAX_BATCH
-            self._collection.upsert(
-                ids=list(ids[start:end]), embeddings=[list(v) for v in vectors[start:end]],
-                metadatas=list(metadatas[start:end]),
-            )
-        self._count = None
+    def upsert(
+        self, ids: Sequence[str], vectors: Sequence[Sequence[float]], metadatas: Sequence[dict], wait: bool = True
+    ) -> None:
+        """Store these vectors. ``wait=False``: return at once and let the writer thread put them
+        in Chroma (reads here see them meanwhile); a writer waits only while MAX_BEHIND are behind."""
+        if wait:
+            with self._write_lock:
+                self._write(list(ids), [list(v) for v in vectors], list(metadatas))
+        else:
+            with self._behind_changed:
+                self._behind_changed.wait_for(lambda: len(self._behind) < MAX_BEHIND or self._closing)
+                for chunk_id, vector, meta in zip(ids, vectors, metadatas, strict=True):
+                    self._behind[chunk_id] = (list(vector), meta)
+                self._start_writer()
+                self._behind_changed.notify_all()
         with self._matrix_lock:
             if self._matrix is not None:
                 self._matrix.put(ids, vectors)
+
+    def _write(self, ids: list[str], vectors: list[list[float]], metadatas: list[dict]) -> None:
+        for start in range(0, len(ids), MAX_BATCH):
+            end = start + MAX_BATCH
+            self._collection.upsert(ids=ids[start:end], embeddings=vectors[start:end], metadatas=metadatas[start:end])
+        self._count = None
+
+    def flush(self, timeout: float | None = None) -> int:
+        """Wait until every vector left behind is in Chroma; returns how many are still not."""
+        with self._behind_changed:
+            if self._behind:
+                self._hurry = True  # the writer stops batching
+                self._behind_changed.notify_all()
+            self._behind_changed.wait_for(lambda: not self._behind or self._closing, timeout)
+            return len(self._behind)
+
+    def behind(self) -> int:
+        """Vectors not yet written to Chroma (``stats``)."""
+        with self._behind_changed:
+            return len(self._behind)
+
+    def _start_writer(self) -> None:
+        if self._writer is None or not self._writer.is_alive():
+            self._writer = threading.Thread(target=self._write_behind, name="spellbook-vectors", daemon=True)
+            self._writer.start()
+
+    def _write_behind(self) -> None:
+        """The writer thread: Chroma gets what ``upsert(wait=False)`` left, a batch at a time."""
+        pause = 0.0
+        while True:
+            with self._behind_changed:
+                self._behind_changed.wait_for(lambda: self._behind or self._closing)
+                if self._closing:
+                    return
+                # Batch what comes in quick succession, and stay off the CPU (and the GIL) while the
+                # writes arrive: Chroma costs ~10 ms a call, per call more than per record.
+                first = time.monotonic()
+                while (not self._hurry and self._behind_changed.wait(QUIET_SECONDS) and not self._hurry
+                       and not self._closing and len(self._behind) < MAX_BATCH
+                       and time.monotonic() - first < LATEST_SECONDS):
+                    pass
+                self._hurry = False
+            time.sleep(pause)
+            with self._write_lock:
+                with self._behind_changed:  # a delete may have taken some since
+                    batch = dict(list(self._behind.items())[:MAX_BATCH])
+                if not batch:
+                    continue
+                crash_point("vectors-behind")
+                try:
+                    self._write(list(batch), [v for v, _ in batch.values()], [m for _, m in batch.values()])
+                except Exception as exc:  # noqa: BLE001 - a server down: keep them, try again
+                    pause = min(max(pause * 2, 0.5), 30.0)
+                    log.warning("could not write %d vectors to Chroma (%s); trying again in %.1f s",
+                                len(batch), exc, pause)
+                    continue
+                pause = 0.0
+                with self._behind_changed:
+                    for chunk_id, entry in batch.items():
+                        if self._behind.get(chunk_id) is entry:  # not replaced meanwhile
+                            del self._behind[chunk_id]
+                    self._behind_changed.notify_all()
 
     def query(self, vector: Sequence[float], limit: int, ids: Sequence[str] | None = None) -> list[tuple[str, float]]:
         """(chunk_id, cosine similarity) nearest first. Unrestricted: Chroma's HNSW index.
@@ -238,13 +344,27 @@ class VectorIndex:
             return []
         if ids is not None:
             return self.matrix().query(vector, limit, ids) if ids else []
-        result = self._collection.query(query_embeddings=[list(vector)], n_results=limit, include=["distances"])
-        return [(cid, 1.0 - float(dist)) for cid, dist in zip(result["ids"][0], result["distances"][0])]
+        if self.behind() > QUERY_BEHIND:  # an import under way: let the writer catch up
+            self.flush(FLUSH_SECONDS)
+        with self._behind_changed:
+            behind = {cid: v for cid, (v, _) in self._behind.items()}
+        result = self._collection.query(
+            query_embeddings=[list(vector)], n_results=limit + len(behind), include=["distances"]
+        )
+        found = [(cid, 1.0 - float(d)) for cid, d in zip(result["ids"][0], result["distances"][0]) if cid not in behind]
+        if behind:  # not in Chroma yet (or an older vector is): score them here
+            q = np.asarray(vector, dtype=np.float32)
+            q /= max(float(np.linalg.norm(q)), 1e-12)
+            m = np.asarray(list(behind.values()), dtype=np.float32)
+            m /= np.clip(np.linalg.norm(m, axis=1, keepdims=True), 1e-12, None)
+            found += zip(behind, (float(x) for x in m @ q))
+            found.sort(key=lambda kv: -kv[1])
+        return found[:limit]
 
     def matrix(self) -> VectorMatrix:
         """The in-memory copy of every vector, read from Chroma once, then kept in step by
         ``upsert``/``delete``/``reset``."""
-        with self._matrix_lock:
+        with self._matrix_lock, self._write_lock:  # no write lands between the read and the overlay
             if self._matrix is None:
                 # One BLAS thread, as for the embedder (spellbook/embedders/use.py): a second one
                 # spins against the other work of a 2-core machine (measured: 2,000 rows of 512
@@ -261,5 +381,9 @@ class VectorIndex:
                     if len(page["ids"]) < MAX_BATCH:
                         break
                     offset += MAX_BATCH
+                with self._behind_changed:
+                    behind = list(self._behind.items())
+                if behind:
+                    matrix.put([cid for cid, _ in behind], [v for _, (v, _) in behind])
                 self._matrix = matrix
             return self._matrix

@@ -359,7 +359,10 @@ class Indexer:
         with_vectors = [c for c, _ in all_chunks if c.row.chunk_id in vectors]
         if with_vectors:
             ids = [c.row.chunk_id for c in with_vectors]
-            self.vectors.upsert(ids, [vectors[i] for i in ids], [{"path": c.row.path} for c in with_vectors])
+            # Chroma gets them in the background (searches see them at once); a crash before it
+            # has them leaves them missing, and the next start embeds them again.
+            self.vectors.upsert(ids, [vectors[i] for i in ids], [{"path": c.row.path} for c in with_vectors],
+                                wait=False)
             self.missing.difference_update(ids)
             crash_point("vectors-written")
         if len(with_vectors) < len(all_chunks):

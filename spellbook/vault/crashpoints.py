@@ -6,7 +6,8 @@ one comparison. The points (tests/e2e/test_crash.py kills the owner at each, the
 next start brings the index level with the vault and loses no acknowledged write):
 
   file-written         a note file was renamed into place; nothing indexed yet
-  vectors-written      its chunk vectors are in Chroma; the catalog not yet
+  vectors-written      its chunk vectors are handed to the vector writer; the catalog not yet
+  vectors-behind       the vector writer is about to put vectors in Chroma (the note may be acknowledged)
   catalog-transaction  inside the catalog transaction, every row written, before COMMIT
   git-commit           inside a git commit of a tool's write (the index already done)
 """
@@ -16,7 +17,7 @@ from __future__ import annotations
 import os
 import signal
 
-POINTS = ("file-written", "vectors-written", "catalog-transaction", "git-commit")
+POINTS = ("file-written", "vectors-written", "vectors-behind", "catalog-transaction", "git-commit")
 
 _point, _, _nth = os.environ.get("SPELLBOOK_TEST_CRASH_AT", "").partition(":")
 _left = int(_nth or 1) if _point else 0

@@ -1,0 +1,81 @@
+"""Vectors written behind the reply (spellbook/index/chroma.py): a search sees a note's vectors the
+moment its write returns, while the writer thread has not put them in Chroma yet; a delete or a
+second write meanwhile leaves Chroma with exactly what the catalog has."""
+
+from __future__ import annotations
+
+import pytest
+
+from spellbook.config import Settings
+from spellbook.index import chroma
+from tests.helpers.engine import open_engine
+
+
+@pytest.fixture
+def held(settings: Settings, monkeypatch):
+    """An engine whose vector writer waits (batching) until a flush tells it to write."""
+    monkeypatch.setattr(chroma, "QUIET_SECONDS", 60.0)
+    monkeypatch.setattr(chroma, "LATEST_SECONDS", 60.0)
+    engine = open_engine(settings)
+    yield engine
+    engine.close()
+
+
+def _in_chroma(engine, ids) -> set[str]:
+    return set(engine.vectors._collection.get(ids=list(ids), include=[])["ids"])
+
+
+def test_a_search_finds_a_note_whose_vectors_are_not_in_chroma_yet(held) -> None:
+    engine = held
+    out = engine.scribe("Walruses haul out on sea ice to rest between dives.", title="Walrus rest", category="zoo")
+    engine.scribe("Kettles boil water for tea.", title="Kettle", category="kitchen")
+    chunk_ids = engine.catalog.chunk_ids(out["path"])
+    assert engine.vectors.behind() >= len(chunk_ids) and not _in_chroma(engine, chunk_ids)
+    for filter_ in (None, {"category": "zoo"}):  # Chroma's HNSW, and the in-memory matrix behind filters
+        hits = engine.memorize("walruses haul out on sea ice", mode="semantic", filter=filter_)["results"]
+        assert hits and hits[0]["id"] == out["id"], filter_
+    assert engine.vectors.vectors(chunk_ids).keys() == set(chunk_ids)
+    assert engine.vectors.flush(10) == 0  # a flush makes the writer write now
+    assert _in_chroma(engine, chunk_ids) == set(chunk_ids)
+    assert engine.check()["consistent"]
+
+
+def test_an_erase_before_the_write_leaves_no_vector_behind(held) -> None:
+    engine = held
+    out = engine.scribe("Narwhals have one long tusk.", title="Narwhal", category="zoo")
+    chunk_ids = engine.catalog.chunk_ids(out["path"])
+    engine.erase(out["id"])
+    assert not engine.memorize("narwhals tusk", mode="semantic")["results"] or all(
+        h["id"] != out["id"] for h in engine.memorize("narwhals tusk", mode="semantic")["results"])
+    engine.vectors.flush(10)
+    assert not _in_chroma(engine, chunk_ids)  # not written after the erase: no orphan vector
+    assert engine.vectors.ids() == engine.catalog.all_chunk_ids()
+    assert engine.check()["consistent"]
+
+
+def test_a_revise_before_the_write_stores_the_new_vectors_only(held) -> None:
+    engine = held
+    out = engine.scribe("Otters hold hands while they sleep.", title="Otters", category="zoo")
+    first = engine.vectors.vectors(engine.catalog.chunk_ids(out["path"]))
+    engine.revise(out["id"], text="Otters crack shellfish open with stones.")
+    chunk_ids = engine.catalog.chunk_ids(out["path"])
+    latest = engine.vectors.vectors(chunk_ids)  # from what is behind
+    assert latest and latest != first
+    engine.vectors.flush(10)
+    assert engine.vectors.ids() == engine.catalog.all_chunk_ids()
+    stored = engine.vectors._collection.get(ids=chunk_ids, include=["embeddings"])
+    for chunk_id, vector in zip(stored["ids"], stored["embeddings"]):
+        assert list(vector) == pytest.approx(latest[chunk_id], abs=1e-6)
+    assert engine.memorize("shellfish stones", mode="semantic")["results"][0]["id"] == out["id"]
+
+
+def test_close_writes_what_is_behind(settings: Settings) -> None:
+    engine = open_engine(settings)
+    out = engine.scribe("Puffins nest in burrows on cliffs.", title="Puffins", category="zoo")
+    engine.close()  # no wait: the writer batches for up to a second, close flushes it
+    engine = open_engine(settings)
+    try:
+        assert engine.catalog.chunk_ids(out["path"])[0] in _in_chroma(engine, engine.catalog.chunk_ids(out["path"]))
+        assert engine.indexer.missing == set()
+    finally:
+        engine.close()
