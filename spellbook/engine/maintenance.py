@@ -24,6 +24,7 @@ from spellbook.engine.search import mostly_latin
 from spellbook.errors import EmbedderError, SpellbookError
 from spellbook.git.committer import Committer
 from spellbook.index.catalog import Catalog
+from spellbook.index.chroma import trim_heap
 from spellbook.index.indexer import Indexer, Progress, SyncReport
 from spellbook.vault.store import Vault
 
@@ -67,7 +68,9 @@ class Maintenance:
     def start(self, progress: Progress | None = None) -> SyncReport:
         """prepare(), then reconcile the index with the vault."""
         self.prepare()
-        return self.reconcile(progress)
+        report = self.reconcile(progress)
+        trim_heap()  # what the scan of every file and vector left behind
+        return report
 
     def reconcile(self, progress: Progress | None = None) -> SyncReport:
         def track(done: int, total: int) -> None:
