@@ -11,6 +11,7 @@ indexes what it wrote by reading it back, as ``scribe`` does.
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -46,6 +47,7 @@ EXPORTS_DIR = "exports"  # relative export/import paths live in <index dir>/expo
 INLINE_EXPORT_CHARS = 100_000  # larger exports must go to a file (path=...)
 MAX_IMPORT_BYTES = 200 * 2**20
 REPORT_ITEMS = 100  # per list in an import report; counts are always complete
+IMPORT_BATCH = 128  # files indexed together while the next ones are written
 
 
 class Exchange:
@@ -155,15 +157,25 @@ class Exchange:
         self.readiness.await_first_index()
         run = _ImportRun(on_conflict, dry_run)
         run.kinds += named_kinds
-        for entry in entries:
-            try:
-                self._import_entry(entry, run)
-            except (SpellbookError, OSError) as exc:
-                message = f"{exc.path} changed on disk during the import; not overwritten" if isinstance(
-                    exc, ConflictError) else str(exc)
-                run.record("failed", entry, entry.path, error=message)
+        # A batch is indexed (embedded) in a thread while the next one is written: the two overlap
+        # on two cores (measured: import at 65% of the embedder's own texts/s before).
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="spellbook-import") as indexing:
+            batches, sent = [], 0
+            for entry in entries:
+                try:
+                    self._import_entry(entry, run)
+                except (SpellbookError, OSError) as exc:
+                    message = f"{exc.path} changed on disk during the import; not overwritten" if isinstance(
+                        exc, ConflictError) else str(exc)
+                    run.record("failed", entry, entry.path, error=message)
+                if len(run.written) - sent >= IMPORT_BATCH:
+                    batches.append(indexing.submit(self.indexer.sync_paths, run.written[sent:]))
+                    sent = len(run.written)
+            if len(run.written) > sent:
+                batches.append(indexing.submit(self.indexer.sync_paths, run.written[sent:]))
+            for batch in batches:
+                batch.result()
         if run.written:
-            self.indexer.sync_paths(run.written)
             self._commit_import(file, run.written)
         out: dict[str, Any] = {
             "file": str(file), "format": format, "on_conflict": on_conflict, "dry_run": dry_run,
