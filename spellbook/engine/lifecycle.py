@@ -28,6 +28,7 @@ from spellbook.engine.structure import Structure, folder_key
 from spellbook.errors import InvalidInputError, SpellbookError
 from spellbook.git.committer import Change, Committer
 from spellbook.index.catalog import Catalog, NoteRow
+from spellbook.index.chroma import trim_heap
 from spellbook.index.indexer import Indexer
 from spellbook.scope import current as current_scope
 from spellbook.vault.fields import expires_in, expires_key, parse_expires
@@ -37,6 +38,7 @@ from spellbook.vault.store import Vault
 
 log = logging.getLogger(__name__)
 _MAINTAIN_LOCK = threading.Lock()  # the owner's loop and a reconcile never maintain at once
+TRIM_SECONDS = 30.0  # the owner gives freed heap memory back this often (engine/maintain)
 
 
 class Lifecycle:
@@ -59,6 +61,7 @@ class Lifecycle:
         self.git = git
         self.recorder = recorder
         self.structure = structure
+        self._last_trim = 0.0
         self._last_sweep = -math.inf
 
     # --- the sweep ----------------------------------------------------------------------------
@@ -100,6 +103,9 @@ class Lifecycle:
                 self.sweep_expired()
             if self.settings.overview_notes:
                 self.structure.write_overviews(force=force)
+            if time.monotonic() - self._last_trim >= TRIM_SECONDS:
+                self._last_trim = time.monotonic()
+                trim_heap()  # what writes and searches freed since goes back to the system
 
     # --- erasing a topic ----------------------------------------------------------------------
     def erase_topic(self, topic: str, category: str | None = None, confirm: bool = False) -> dict[str, Any]:
