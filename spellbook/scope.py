@@ -84,3 +84,28 @@ def resolve(asked_context: Any, asked_user: Any, default_context: str | None, de
             )
         values[name] = asked or default or None
     return Scope(values["context"], values["user"])
+
+
+# --- who is calling: recorded with each write in the activity log (engine/activity.py) -------------
+@dataclass(frozen=True)
+class Actor:
+    """The client (its MCP ``clientInfo`` name, or ``cli``/``web``) and session behind a call."""
+
+    client: str | None = None
+    session: str | None = None
+
+
+_ACTOR: ContextVar[Actor] = ContextVar("spellbook_actor", default=Actor())  # noqa: B039 - frozen
+
+
+def actor() -> Actor:
+    return _ACTOR.get()
+
+
+@contextlib.contextmanager
+def acting(who: Actor) -> Iterator[None]:
+    token = _ACTOR.set(who)
+    try:
+        yield
+    finally:
+        _ACTOR.reset(token)

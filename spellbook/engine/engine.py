@@ -20,7 +20,10 @@ from spellbook.config import Settings
 from spellbook.embedders.base import Embedder
 from spellbook.embedders.registry import load_embedder
 from spellbook.engine.access import Access, Readiness
+from spellbook.engine.activity import FILE_NAME as ACTIVITY_FILE
+from spellbook.engine.activity import ActivityLog
 from spellbook.engine.exchange import Exchange
+from spellbook.engine.graph import Graph
 from spellbook.engine.health import Health
 from spellbook.engine.history import History, Recorder
 from spellbook.engine.lifecycle import Lifecycle
@@ -54,7 +57,8 @@ class Engine:
         self.progress = self.readiness.progress
 
         base = (self.vault, self.catalog, self.indexer)
-        recorder = Recorder(self.git)
+        self.activity_log = ActivityLog(settings.index_path / ACTIVITY_FILE)
+        recorder = Recorder(self.git, self.activity_log)
         self.structure = Structure(*base, self.access, self.readiness, recorder)
         self.lifecycle = Lifecycle(settings, *base, self.git, recorder, self.structure)
         self.maintenance = Maintenance(settings, self.vault, self.catalog, self.vectors, self.embedder, self.indexer,
@@ -65,7 +69,8 @@ class Engine:
         self.links = Links(*base, self.access, self.readiness, recorder, self.search)
         self.health = Health(settings, self.catalog, self.vectors, self.access, self.readiness)
         self.history_service = History(*base, self.git, self.access, recorder)
-        self.exchange = Exchange(settings, *base, self.git, self.access, self.readiness)
+        self.exchange = Exchange(settings, *base, self.git, self.access, self.readiness, self.activity_log)
+        self.graph_service = Graph(self.catalog, self.access, self.readiness)
 
         # What the tools, the CLI and the hub call (server/hub.py METHODS), by service.
         memories = self.memories
@@ -82,6 +87,7 @@ class Engine:
         self.analyze_knowledge = self.health.analyze_knowledge
         self.history, self.restore = self.history_service.history, self.history_service.restore
         self.export, self.import_memories = self.exchange.export, self.exchange.import_memories
+        self.activity, self.graph = self.activity_log.read, self.graph_service.graph
         upkeep = self.maintenance
         self.prepare, self.start, self.reconcile = upkeep.prepare, upkeep.start, upkeep.reconcile
         self.check, self.repair, self.rebuild_index = upkeep.check, upkeep.repair, upkeep.rebuild_index

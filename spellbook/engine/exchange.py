@@ -32,6 +32,7 @@ from spellbook.engine.exchange_formats import (
 )
 from spellbook.engine.memory_graph import looks_like_memory_graph, memory_graph_entries
 from spellbook.errors import ConflictError, InvalidInputError, SpellbookError, VaultPathError
+from spellbook.engine.activity import ActivityLog
 from spellbook.git.committer import Change, Committer
 from spellbook.index.catalog import Catalog
 from spellbook.index.filters import Filter, parse_filter, to_sql
@@ -62,8 +63,10 @@ class Exchange:
         git: Committer,
         access: Access,
         readiness: Readiness,
+        activity: ActivityLog | None = None,
     ) -> None:
         self.settings = settings
+        self.activity = activity
         self.vault = vault
         self.catalog = catalog
         self.indexer = indexer
@@ -193,8 +196,9 @@ class Exchange:
 
     # --- helpers ------------------------------------------------------------------------------
     def _commit_import(self, file: Path, written: list[str]) -> None:
-        """One commit for everything an import wrote (in a git vault with commits on)."""
-        if not self.git.enabled:
+        """One commit for everything an import wrote (in a git vault with commits on), and a line
+        for each memory in the activity log."""
+        if not self.git.enabled and self.activity is None:
             return
         files: dict[str, bytes | None] = {}
         for path in written:
@@ -202,8 +206,19 @@ class Exchange:
                 files[path] = self.vault.file(path).read_bytes()
             except OSError:
                 continue
-        if files:
-            self.git.submit(Change("import", files, f"{len(files)} memories from {file.name}", ""))
+        activity = self.activity
+        lines = [activity.entry("import", path, None, "", f"from {file.name}", (data or b"").decode("utf-8", "replace"))
+                 for path, data in files.items()] if activity is not None else []
+
+        def log(change: Change | None) -> None:
+            commit = change.result.get("commit") if change is not None else None
+            for line in lines:
+                activity.append({**line, "commit": commit})  # type: ignore[union-attr]
+
+        if not self.git.enabled:
+            log(None)
+        elif files:
+            self.git.submit(Change("import", files, f"{len(files)} memories from {file.name}", "", on_done=log))
 
     def _import_entry(self, entry: Entry, run: _ImportRun) -> None:
         body, found = self.access.scrub(entry.body)

@@ -10,10 +10,12 @@ its id in the history (``git log -S"id: <id>"``) and can be restored too.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from spellbook.engine.access import Access
+from spellbook.engine.activity import ActivityLog
 from spellbook.errors import ConflictError, InvalidInputError, NoteNotFoundError, VersionControlError
 from spellbook.git.committer import Change, Committer
 from spellbook.git.repo import Repo, Version
@@ -28,17 +30,22 @@ MAX_HISTORY = 100
 
 
 class Recorder:
-    """The commit after each write (gitlayer's ``Committer`` does it in the background)."""
+    """The commit after each write (gitlayer's ``Committer`` does it in the background), and its
+    line in the activity log (engine/activity.py), written once the commit is made or skipped."""
 
-    def __init__(self, git: Committer) -> None:
+    def __init__(self, git: Committer, activity: ActivityLog | None = None) -> None:
         self.git = git
+        self.activity = activity
 
     def after_write(self, tool: str, path: str, title: str | None, note_id: str, after: str | None,
                      before: str | Path | None = None, detail: str = "") -> None:
         """Queue the commit of what a tool just wrote (a no-op when commits are off or git is absent).
         ``after``: the text written to ``path`` (None: the file was removed); ``before``: the file's
         text just before the write (a ``Path`` to where it now lives, for erase)."""
+        entry = self.activity.entry(tool, path, title, note_id, detail, after, before) if self.activity else None
         if not self.git.enabled:
+            if entry is not None and self.activity is not None:
+                self.activity.append(entry)
             return
         old: bytes | None = None
         if isinstance(before, Path):
@@ -49,7 +56,14 @@ class Recorder:
         elif isinstance(before, str):
             old = before.encode("utf-8")
         new = None if after is None else after.encode("utf-8")
-        self.git.submit(Change(tool, {path: new}, title or Path(path).stem, note_id, old, detail))
+        self.git.submit(Change(tool, {path: new}, title or Path(path).stem, note_id, old, detail,
+                               on_done=self._log(entry)))
+
+    def _log(self, entry: dict[str, Any] | None) -> Callable[[Change], None] | None:
+        activity = self.activity
+        if entry is None or activity is None:
+            return None
+        return lambda change: activity.append({**entry, "commit": change.result.get("commit")})
 
 
 class History:

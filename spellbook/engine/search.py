@@ -187,6 +187,8 @@ class Search:
                 mu, sigma = baseline
                 meaning = min(1.0, max(0.0, (similarity[cid] - mu) / sigma / RELEVANCE_SIGMAS))
             hit["relevance"] = round(max(meaning, covers(chunk)), 3)
+            hit["found_by"] = [side for side, found in (("keywords", keyword_scores), ("meaning", similarity))
+                               if cid in found]
             hits.append(hit)
         return hits
 

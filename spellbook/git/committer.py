@@ -33,6 +33,7 @@ import os
 import queue
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -56,6 +57,16 @@ class Change:
     detail: str = ""  # appended to the subject, e.g. "to 3f9c2a7b1d4e"
     done: threading.Event = field(default_factory=threading.Event)
     result: dict[str, Any] = field(default_factory=dict)
+    on_done: Callable[[Change], None] | None = None  # called once the commit is made or skipped
+
+    def finish(self, result: dict[str, Any]) -> None:
+        self.result = result
+        self.done.set()
+        if self.on_done is not None:
+            try:
+                self.on_done(self)
+            except Exception:  # noqa: BLE001 - a listener must never stop the commit queue
+                log.exception("git: the listener of a commit failed")
 
 
 class Committer:
@@ -81,8 +92,7 @@ class Committer:
 
     def submit(self, change: Change) -> Change:
         if not self.enabled:
-            change.result = {"skipped": "git commits are off"}
-            change.done.set()
+            change.finish({"skipped": "git commits are off"})
             return change
         with self._idle:
             self._pending += 1
@@ -132,15 +142,16 @@ class Committer:
             change = self._queue.get()
             if change is None:
                 return
+            result: dict[str, Any] = {"failed": "interrupted"}
             try:
-                change.result = self.commit(change)
+                result = self.commit(change)
             except Exception as exc:  # noqa: BLE001 - a failed commit must never stop the queue
                 log.warning("git: could not commit %s: %s", list(change.files), exc)
-                change.result = {"failed": str(exc)}
+                result = {"failed": str(exc)}
                 self.counts["failed"] += 1
                 self.last_skip = {"tool": change.tool, "paths": list(change.files), "reason": str(exc)}
             finally:
-                change.done.set()
+                change.finish(result)
                 with self._idle:
                     self._pending -= 1
                     self._idle.notify_all()

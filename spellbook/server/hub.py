@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from spellbook.errors import IndexUnavailableError, RemoteError
-from spellbook.scope import Scope, resolve, scoped
+from spellbook.scope import Actor, Scope, acting, actor, resolve, scoped
 from spellbook.server import channel
 from spellbook.vault.fields import new_id
 
@@ -48,9 +48,10 @@ METHODS = frozenset(
      "export", "import_memories",
      "history", "restore",
      "link", "unlink", "get_links", "explore_related", "analyze_knowledge",
-     "fill_missing_vectors", "probe_embedder"}
+     "fill_missing_vectors", "probe_embedder", "activity", "graph"}
 )
 SCOPE_KEY = "_scope"
+ACTOR_KEY = "_actor"
 HANDOVER_SECONDS = 30.0
 MAINTAIN_SECONDS = 2.0  # the owner calls engine.maintain() this often (the sweep has its own interval)
 OPEN_TIMEOUT_SECONDS = 300.0
@@ -68,6 +69,7 @@ class Hub:
         warm_up: bool = True,
         open_delay: float = 0.0,
         transport: str = "auto",
+        client: str | None = None,
     ):
         self.settings = settings
         self.watch = settings.watch if watch is None else watch
@@ -82,6 +84,7 @@ class Hub:
         self._open_error: BaseException | None = None
         self._lock_fd: int | None = None
         self.transport = transport  # "auto" (Unix socket, else TCP) or "tcp"
+        self.client = client  # who calls through this hub when the call does not say (e.g. "cli")
         self._channel: channel.ChannelServer | None = None
         self._watcher: Any = None
         self._maintainer: threading.Thread | None = None
@@ -200,6 +203,8 @@ class Hub:
         scope = resolve(params.pop("context", None), params.pop("user", None), self.settings.context, self.settings.user)
         if scope:
             params[SCOPE_KEY] = {"context": scope.context, "user": scope.user}
+        who = actor()  # the MCP client (server/tools.py), else this process's own label
+        params[ACTOR_KEY] = {"client": who.client or self.client, "session": who.session or self.settings.session_id}
         if method == "scribe":  # a retry after the owner died must not write the note twice
             params.setdefault("_id", new_id())
         deadline = time.monotonic() + HANDOVER_SECONDS
@@ -222,7 +227,7 @@ class Hub:
         if self._open_error is not None:
             raise IndexUnavailableError(f"The index could not be opened: {self._open_error}") from self._open_error
         params = dict(params)
-        with scoped(Scope(**params.pop(SCOPE_KEY, {}))):
+        with scoped(Scope(**params.pop(SCOPE_KEY, {}))), acting(_actor_of(params.pop(ACTOR_KEY, None))):
             return getattr(self.engine, method)(**params)
 
     # --- serving followers --------------------------------------------------------------------
@@ -235,6 +240,14 @@ class Hub:
         with os.fdopen(fd, "w") as f:
             json.dump(info, f)
         os.replace(tmp, target)
+
+
+def _actor_of(value: Any) -> Actor:
+    """The client and session a forwarded call carries (short strings, or nothing)."""
+    if not isinstance(value, dict):
+        return Actor()
+    client, session = value.get("client"), value.get("session")
+    return Actor(client[:100] if isinstance(client, str) else None, session[:100] if isinstance(session, str) else None)
 
 
 def owner_pid(index_dir: Path) -> int | None:

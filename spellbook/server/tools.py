@@ -19,6 +19,7 @@ from pydantic import Field
 from spellbook import __version__
 from spellbook.errors import SpellbookError
 from spellbook.index.filters import Filter
+from spellbook.scope import Actor, acting
 from spellbook.server.models import core as m
 from spellbook.server.hub import Hub
 from spellbook.server.resources import add_resources_and_prompts
@@ -87,8 +88,30 @@ def internal_error_text(method: str, params: dict[str, Any], exc: BaseException)
     )
 
 
+class _Server(MCPServer):
+    """The SDK's server, telling the hub which client and session each tool call comes from (the
+    activity log records them with every write)."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        with acting(_caller(context)):  # anyio's worker threads copy the context: hub.call sees it
+            return await super().call_tool(name, arguments, context)
+
+
+def _caller(context: Any) -> Actor:
+    try:
+        request = context.request_context
+        params = request.session.client_params
+        info = getattr(params, "client_info", None) or getattr(params, "clientInfo", None)
+        client = getattr(info, "name", None)
+        headers = getattr(request.request, "headers", None) or {}
+        session = headers.get("mcp-session-id")
+    except Exception:  # noqa: BLE001 - no request context (a direct call): the hub's own label
+        return Actor()
+    return Actor(client[:100] if isinstance(client, str) else None, session[:100] if isinstance(session, str) else None)
+
+
 def build_server(hub: Hub) -> MCPServer:
-    server = MCPServer("spellbook", version=__version__, instructions=INSTRUCTIONS)
+    server = _Server("spellbook", version=__version__, instructions=INSTRUCTIONS)
     call = hub_caller(hub)
     for add_tools in (add_core_tools, add_structure_tools, add_exchange_tools, add_history_tools, add_knowledge_tools):
         add_tools(server, call)

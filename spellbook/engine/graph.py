@@ -1,0 +1,81 @@
+"""The memory graph for the web view: memories as nodes, their links (wikilinks and typed
+relations) as edges, filtered by category, topic, tag and the running call's scope.
+
+Above ``limit`` nodes the graph is sampled, not cut at random: the memories with the most links
+(in and out, within the filter) are kept, ties going to the most recently updated, and only the
+edges between kept nodes are returned. The answer says how many there were (``total``) and how
+many are shown, so the page can say so. Everything comes from the catalog in two queries (the
+notes and the resolved link graph); nothing reads a file.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from spellbook.engine.access import Access, Readiness
+from spellbook.errors import InvalidInputError
+from spellbook.index.catalog import Catalog
+
+DEFAULT_LIMIT = 1500
+MAX_LIMIT = 5000
+TOP_TAGS = 60
+
+
+class Graph:
+    def __init__(self, catalog: Catalog, access: Access, readiness: Readiness) -> None:
+        self.catalog = catalog
+        self.access = access
+        self.readiness = readiness
+
+    def graph(self, category: str | None = None, topic: str | None = None, tag: str | None = None,
+              limit: int = DEFAULT_LIMIT) -> dict[str, Any]:
+        if not 1 <= limit <= MAX_LIMIT:
+            raise InvalidInputError(f"limit must be between 1 and {MAX_LIMIT} nodes.")
+        self.readiness.await_first_index()
+        visible = [n for n, _ in self.catalog.browse.overview() if self.access.visible(n)]
+        facets = _facets(visible)
+        fold = str.casefold
+        notes = {
+            n.path: n for n in visible
+            if (not category or fold(n.category or "") == fold(category))
+            and (not topic or fold(n.topic or "") == fold(topic))
+            and (not tag or any(fold(t) == fold(tag) for t in n.tags))
+        }
+        edges: dict[tuple[str, str], set[str]] = {}
+        for source, _, relation, resolved in self.catalog.links.link_graph():
+            if resolved and resolved != source and source in notes and resolved in notes:
+                edges.setdefault((source, resolved), set()).add(relation or "wikilink")
+        degree: Counter[str] = Counter()
+        for source, target in edges:
+            degree[source] += 1
+            degree[target] += 1
+        total = len(notes)
+        if total > limit:
+            ranked = sorted(notes.values(), key=lambda n: (-degree[n.path], _negated(n.updated or n.created), n.path))
+            notes = {n.path: n for n in ranked[:limit]}
+        nodes = [
+            {"id": n.note_id, "path": n.path, "title": n.title, "category": n.category, "topic": n.topic,
+             "tags": n.tags[:8], "degree": degree[n.path]}
+            for n in notes.values()
+        ]
+        ids = {path: n.note_id for path, n in notes.items()}
+        links = [
+            {"source": ids[s], "target": ids[t], "relations": sorted(rel)}
+            for (s, t), rel in edges.items() if s in ids and t in ids
+        ]
+        return {"nodes": nodes, "edges": links, "total": total, "shown": len(nodes), "sampled": total > len(nodes),
+                "filter": {"category": category, "topic": topic, "tag": tag}, **facets}
+
+
+def _facets(notes: list[Any]) -> dict[str, Any]:
+    """The categories, topics and most used tags the filter can choose from (in the caller's scope)."""
+    categories = sorted({n.category for n in notes if n.category})
+    topics = sorted({n.topic for n in notes if n.topic})
+    tags = Counter(t for n in notes for t in n.tags)
+    return {"categories": categories, "topics": topics, "tags": [t for t, _ in tags.most_common(TOP_TAGS)]}
+
+
+def _negated(when: str | None) -> tuple[int, ...]:
+    """Sort key putting later ISO times first."""
+    return tuple(-ord(c) for c in (when or ""))
