@@ -1,4 +1,4 @@
-"""The ``spellbook`` command: init, serve, index, search, stats.
+"""The ``spellbook`` command: init, serve, ui, index, search, stats.
 
 Settings are built here once (flags over ``SPELLBOOK_*`` environment over defaults) and passed
 down. Under ``serve`` nothing is written to stdout but MCP messages: logs go to stderr.
@@ -17,6 +17,7 @@ from typing import Any
 from spellbook import __version__
 from spellbook.cli.commands_exchange import export, import_
 from spellbook.cli.commands_setup import doctor, install
+from spellbook.cli.commands_web import add_ui_parser, serve_http
 from spellbook.cli.common import ProgressBar, open_hub, running_owner, settings_from
 from spellbook.embedders.registry import REGISTRY
 from spellbook.errors import SpellbookError
@@ -69,13 +70,15 @@ def _parser() -> argparse.ArgumentParser:
     vault_args(p)
     p.add_argument("--no-watch", action="store_true", help="do not watch the vault for changes")
     p.add_argument("--http", action="store_true",
-                   help="serve streamable HTTP at /mcp (and legacy SSE at /sse) instead of stdio")
+                   help="serve streamable HTTP at /mcp (legacy SSE at /sse, the web view at /) instead of stdio")
     p.add_argument("--host", default="127.0.0.1", help="HTTP address (default 127.0.0.1; others need SPELLBOOK_TOKEN)")
     p.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765)")
     p.add_argument("--no-token", action="store_true",
                    help="HTTP on loopback without a bearer token (unsafe on a shared machine: any local user "
                    "can call it)")
     p.set_defaults(run=_serve)
+
+    add_ui_parser(sub, vault_args)
 
     p = sub.add_parser("index", help="bring the index up to date with the vault")
     vault_args(p)
@@ -172,38 +175,12 @@ def _serve(args: argparse.Namespace) -> int:
 
     settings = settings_from(args, watch=False if args.no_watch else None, no_token=args.no_token or None)
     if args.http:
-        from spellbook.server.http import check_bind
-
-        check_bind(args.host, settings.token)  # before anything is created
+        return serve_http(settings, args.host, args.port, OPEN_DELAY_SECONDS)
     if not settings.vault_dir.exists():
         init_vault(settings.vault_dir)
         log.info("created a new vault at %s from the template", settings.vault_dir)
-    token = settings.token
-    if args.http and not token:
-        from spellbook.server.http import ensure_token, token_file
-
-        if settings.no_token:
-            log.warning("HTTP without a token (--no-token): any user of this machine can call the tools")
-        else:
-            token = ensure_token(settings.index_path)
-            log.info("clients must send 'Authorization: Bearer <token>' (token in %s; `spellbook install "
-                     "<client> --http URL` writes it into the client's config)", token_file(settings.index_path))
     hub = Hub(settings, open_delay=OPEN_DELAY_SECONDS)
     server = build_server(hub)
-    if args.http:
-        import uvicorn
-
-        from spellbook.server.http import http_app
-
-        app = http_app(server, hub, args.host, args.port, token, settings.allowed_origins)
-        hub.start(background=True)
-        log.info("serving %s at http://%s:%d/mcp (legacy SSE clients: /sse) (%s)", settings.vault_dir, args.host,
-                 args.port, hub.role)
-        try:
-            uvicorn.run(app, host=args.host, port=args.port, log_level="warning", lifespan="on")
-        finally:
-            hub.close()
-        return 0
     hub.start(background=True)
     log.info("serving %s over stdio (%s)", settings.vault_dir, hub.role)
     if sys.stdin.isatty():

@@ -19,6 +19,7 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -40,8 +41,9 @@ MAX_LIMIT = 200
 class ActivityLog:
     """Appends and reads ``activity.jsonl``; thread-safe within the owner process (the only writer)."""
 
-    def __init__(self, file: Path) -> None:
+    def __init__(self, file: Path, settle: Callable[[], Any] | None = None) -> None:
         self.file = file
+        self.settle = settle  # called before a read: lets queued commits land (their lines are written then)
         self._lock = threading.Lock()
 
     def entry(self, tool: str, path: str, title: str | None, note_id: str, detail: str = "",
@@ -81,6 +83,8 @@ class ActivityLog:
         if offset < 0:
             raise InvalidInputError("offset must be 0 or more.")
         scope = current_scope()
+        if self.settle is not None:
+            self.settle()
         lines = self._tail()
         visible = []
         for line in reversed(lines):

@@ -57,7 +57,7 @@ class Engine:
         self.progress = self.readiness.progress
 
         base = (self.vault, self.catalog, self.indexer)
-        self.activity_log = ActivityLog(settings.index_path / ACTIVITY_FILE)
+        self.activity_log = ActivityLog(settings.index_path / ACTIVITY_FILE, settle=self.git.flush)
         recorder = Recorder(self.git, self.activity_log)
         self.structure = Structure(*base, self.access, self.readiness, recorder)
         self.lifecycle = Lifecycle(settings, *base, self.git, recorder, self.structure)
@@ -86,6 +86,7 @@ class Engine:
         self.explore_related = self.links.explore_related
         self.analyze_knowledge = self.health.analyze_knowledge
         self.history, self.restore = self.history_service.history, self.history_service.restore
+        self.diff = self.history_service.diff
         self.export, self.import_memories = self.exchange.export, self.exchange.import_memories
         self.activity, self.graph = self.activity_log.read, self.graph_service.graph
         upkeep = self.maintenance

@@ -27,6 +27,7 @@ from spellbook.vault.note import content_version, parse_note, render_note
 from spellbook.vault.store import Vault
 
 MAX_HISTORY = 100
+MAX_DIFF_BYTES = 200_000
 
 
 class Recorder:
@@ -137,6 +138,24 @@ class History:
         self.recorder.after_write("restore", path, title, id, text, detail=f"to {commit[:12]}")
         return {"id": id, "path": path, "version": new_version, "restored": commit[:12], "erased_before": erased,
                 "committing": self.git.enabled}
+
+    def diff(self, id: str, version: str) -> dict[str, Any]:
+        """What one version of a memory changed: ``git show`` of that commit, for the note's file only."""
+        repo = self._repo()
+        commit = self.git.git.resolve((version or "").strip())
+        path, title, versions, _ = self._versions(repo, id, None)
+        index = next((i for i, v in enumerate(versions) if v.commit == commit), None)
+        if commit is None or index is None:
+            raise InvalidInputError(f"Version {version!r} is not in the history of memory {id!r}; call history(id) "
+                                    "for its versions.")
+        match = versions[index]
+        earlier = next((v.path for v in versions[index + 1:] if v.path), None)
+        paths = sorted({p for p in (match.path, earlier) if p})
+        out = self.git.git.run("show", "--no-ext-diff", "--no-textconv", "--no-color", "--format=", "-M", commit, "--",
+                               *paths, check=False)
+        text = out.stdout[:MAX_DIFF_BYTES].decode("utf-8", "replace")
+        return {"id": id, "title": title, "path": path, "commit": commit, **match.data(),
+                "diff": self.access.scrubbed(text), "truncated": len(out.stdout) > MAX_DIFF_BYTES}
 
     # --- helpers ------------------------------------------------------------------------------
     def _repo(self) -> Repo:

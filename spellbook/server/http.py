@@ -13,6 +13,9 @@ Safety rules, the same for both transports:
 * On loopback, the SDK's DNS-rebinding protection accepts only loopback Host headers and
   loopback (or ``SPELLBOOK_ALLOWED_ORIGINS``) Origins, so a web page cannot drive the server.
 * Request bodies are limited to 4 MiB (the SDK's limit).
+
+Every other path is the web view (server/web/), behind the same Host check and token (a browser
+signs in once with ``/?token=...`` and then carries an HttpOnly cookie; server/web/guard.py).
 """
 
 from __future__ import annotations
@@ -32,12 +35,14 @@ from starlette.requests import Request
 from spellbook import __version__
 from spellbook.errors import SpellbookError
 from spellbook.server.hub import Hub
+from spellbook.server.web import Guard, web_app
 from spellbook.vault.store import atomic_write, private_folder
 
 LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 SSE_PATH = "/sse"
 MESSAGES_PATH = "/messages/"
 TOKEN_FILE = "http.token"
+MCP_PATHS = frozenset({"/mcp", SSE_PATH, MESSAGES_PATH.rstrip("/"), "/healthz"})
 CORS_HEADERS = "authorization, content-type, mcp-session-id, mcp-protocol-version, last-event-id"
 
 
@@ -101,7 +106,8 @@ def http_app(server: MCPServer, hub: Hub, host: str, port: int, token: str | Non
     app = server.streamable_http_app(transport_security=security, host=host)
     # The SSE app gets the same Host/Origin settings and the same 4 MiB body limit (the SDK's default).
     sse = server.sse_app(sse_path=SSE_PATH, message_path=MESSAGES_PATH, transport_security=security, host=host)
-    return _Gate(app, sse, hub, token, set(local_origins + origins), TransportSecurityMiddleware(security))
+    pages = web_app(hub, Guard(token, set(security.allowed_hosts) if loopback else None, set(local_origins + origins)))
+    return _Gate(app, sse, hub, token, set(local_origins + origins), TransportSecurityMiddleware(security), pages)
 
 
 class _Gate:
@@ -112,9 +118,11 @@ class _Gate:
     """
 
     def __init__(
-        self, app: Any, sse: Any, hub: Hub, token: str | None, origins: set[str], security: TransportSecurityMiddleware
+        self, app: Any, sse: Any, hub: Hub, token: str | None, origins: set[str], security: TransportSecurityMiddleware,
+        pages: Any = None,
     ) -> None:
         self.app = app
+        self.pages = pages
         self.sse = sse
         self.security = security
         self.hub = hub
@@ -129,6 +137,9 @@ class _Gate:
         scope = {**scope, "headers": [(k, v.strip(b" \t")) for k, v in scope["headers"]]}
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         path, method = scope["path"].rstrip("/") or "/", scope["method"]
+        if self.pages is not None and path not in MCP_PATHS:
+            await self.pages(scope, receive, send)  # the web view: its own gate (server/web/guard.py)
+            return
         origin = headers.get("origin")
         cors = self._cors(origin)
         if method == "OPTIONS":

@@ -48,7 +48,7 @@ METHODS = frozenset(
      "export", "import_memories",
      "history", "restore",
      "link", "unlink", "get_links", "explore_related", "analyze_knowledge",
-     "fill_missing_vectors", "probe_embedder", "activity", "graph"}
+     "fill_missing_vectors", "probe_embedder", "activity", "graph", "diff"}
 )
 SCOPE_KEY = "_scope"
 ACTOR_KEY = "_actor"

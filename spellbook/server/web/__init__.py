@@ -1,0 +1,34 @@
+"""The web view: pages at ``/`` of ``spellbook serve --http`` and ``spellbook ui``.
+
+Overview, Activity, Search, Memory, Graph and Care, rendered on the server (no build step, nothing
+fetched from the internet: the one script and the style sheet ship in ``static/``). Who may see
+and change what is decided in ``guard.py``; every page asks the hub (``app.Ask.call``).
+"""
+
+from __future__ import annotations
+
+from spellbook.server.hub import Hub
+from spellbook.server.web import care, graph_page, memory, pages
+from spellbook.server.web.app import WebApp
+from spellbook.server.web.guard import Guard
+
+ID = r"(?P<id>[^/]+)"
+ROUTES = [
+    ("GET", "/", pages.overview),
+    ("GET", "/activity", pages.activity),
+    ("GET", "/search", pages.search),
+    ("GET", "/graph", graph_page.graph),
+    ("GET", "/care", care.care),
+    ("POST", "/care/merge", care.merge),
+    ("GET", f"/memory/{ID}", memory.memory),
+    ("POST", f"/memory/{ID}/restore", memory.restore),
+    ("POST", f"/memory/{ID}/erase", memory.erase),
+    ("GET", f"/memory/{ID}/diff/(?P<commit>[0-9a-fA-F]{{4,40}})", memory.diff),
+]
+
+
+def web_app(hub: Hub, guard: Guard) -> WebApp:
+    return WebApp(hub, guard, ROUTES)
+
+
+__all__ = ["Guard", "WebApp", "web_app"]
