@@ -22,7 +22,7 @@ def open_hub(args: argparse.Namespace, progress: Any = None):
     settings = settings_from(args, watch=False)
     if not settings.vault_dir.is_dir():
         raise SpellbookError(f"No vault at {settings.vault_dir}; run `spellbook init {settings.vault_dir}` first.")
-    hub = Hub(settings, watch=False, warm_up=False)  # the model loads only if something needs embedding
+    hub = Hub(settings, watch=False, warm_up=False, client="cli")  # the model loads only if something needs embedding
     hub.start(background=False, progress=progress)
     return hub
 

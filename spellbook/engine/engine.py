@@ -30,6 +30,7 @@ from spellbook.engine.lifecycle import Lifecycle
 from spellbook.engine.links import Links
 from spellbook.engine.maintenance import Maintenance
 from spellbook.engine.memories import Memories
+from spellbook.engine.memo import Memo
 from spellbook.engine.search import Search
 from spellbook.engine.structure import Structure
 from spellbook.errors import IndexUnavailableError, VaultPathError
@@ -67,10 +68,11 @@ class Engine:
                              self.access, self.readiness, self.maintenance)
         self.memories = Memories(settings, *base, self.access, self.readiness, recorder, self.search, self.structure)
         self.links = Links(*base, self.access, self.readiness, recorder, self.search)
-        self.health = Health(settings, self.catalog, self.vectors, self.access, self.readiness)
+        self.memo = Memo(self.catalog.changes)  # whole-vault answers (health, graph), kept until the index changes
+        self.health = Health(settings, self.catalog, self.vectors, self.access, self.readiness, self.memo)
         self.history_service = History(*base, self.git, self.access, recorder)
         self.exchange = Exchange(settings, *base, self.git, self.access, self.readiness, self.activity_log)
-        self.graph_service = Graph(self.catalog, self.access, self.readiness)
+        self.graph_service = Graph(self.catalog, self.access, self.readiness, self.memo)
 
         # What the tools, the CLI and the hub call (server/hub.py METHODS), by service.
         memories = self.memories
@@ -81,7 +83,6 @@ class Engine:
         self.get_index, self.describe = self.structure.get_index, self.structure.describe
         self.write_overviews = self.structure.write_overviews
         self.sweep_expired, self.erase_topic = self.lifecycle.sweep_expired, self.lifecycle.erase_topic
-        self.maintain = self.lifecycle.maintain
         self.link, self.unlink, self.get_links = self.links.link, self.links.unlink, self.links.get_links
         self.explore_related = self.links.explore_related
         self.analyze_knowledge = self.health.analyze_knowledge
@@ -94,6 +95,11 @@ class Engine:
         self.check, self.repair, self.rebuild_index = upkeep.check, upkeep.repair, upkeep.rebuild_index
         self.fill_missing_vectors, self.probe_embedder = upkeep.fill_missing_vectors, upkeep.probe_embedder
         self.stats = upkeep.stats
+
+    def maintain(self, force: bool = False) -> None:
+        """The owner's periodic upkeep (server/hub.py): the lifecycle's, then the memo's refresh."""
+        self.lifecycle.maintain(force)
+        self.memo.refresh()
 
     def close(self) -> None:
         self.indexer.close()  # lets the write under way finish, refuses new ones

@@ -14,6 +14,7 @@ from collections import Counter
 from typing import Any
 
 from spellbook.engine.access import Access, Readiness
+from spellbook.engine.memo import Memo
 from spellbook.errors import InvalidInputError
 from spellbook.index.catalog import Catalog
 
@@ -23,16 +24,23 @@ TOP_TAGS = 60
 
 
 class Graph:
-    def __init__(self, catalog: Catalog, access: Access, readiness: Readiness) -> None:
+    def __init__(self, catalog: Catalog, access: Access, readiness: Readiness, memo: Memo | None = None) -> None:
         self.catalog = catalog
         self.access = access
         self.readiness = readiness
+        self.memo = memo
 
     def graph(self, category: str | None = None, topic: str | None = None, tag: str | None = None,
               limit: int = DEFAULT_LIMIT) -> dict[str, Any]:
+        """Nodes, edges and the filter's choices (kept by the memo until the index changes)."""
         if not 1 <= limit <= MAX_LIMIT:
             raise InvalidInputError(f"limit must be between 1 and {MAX_LIMIT} nodes.")
         self.readiness.await_first_index()
+        if self.memo is None:
+            return self._graph(category, topic, tag, limit)
+        return self.memo.get("graph", (category, topic, tag, limit), lambda: self._graph(category, topic, tag, limit))
+
+    def _graph(self, category: str | None, topic: str | None, tag: str | None, limit: int) -> dict[str, Any]:
         visible = [n for n, _ in self.catalog.browse.overview() if self.access.visible(n)]
         facets = _facets(visible)
         fold = str.casefold
@@ -52,7 +60,8 @@ class Graph:
             degree[target] += 1
         total = len(notes)
         if total > limit:
-            ranked = sorted(notes.values(), key=lambda n: (-degree[n.path], _negated(n.updated or n.created), n.path))
+            ranked = sorted(notes.values(), key=lambda n: n.updated or n.created or "", reverse=True)
+            ranked.sort(key=lambda n: degree[n.path], reverse=True)  # stable: newest first among equals
             notes = {n.path: n for n in ranked[:limit]}
         nodes = [
             {"id": n.note_id, "path": n.path, "title": n.title, "category": n.category, "topic": n.topic,
@@ -74,8 +83,3 @@ def _facets(notes: list[Any]) -> dict[str, Any]:
     topics = sorted({n.topic for n in notes if n.topic})
     tags = Counter(t for n in notes for t in n.tags)
     return {"categories": categories, "topics": topics, "tags": [t for t, _ in tags.most_common(TOP_TAGS)]}
-
-
-def _negated(when: str | None) -> tuple[int, ...]:
-    """Sort key putting later ISO times first."""
-    return tuple(-ord(c) for c in (when or ""))

@@ -15,6 +15,7 @@ from typing import Any
 from spellbook.config import Settings
 from spellbook.engine.access import Access, Readiness
 from spellbook.engine.links import WIKILINK
+from spellbook.engine.memo import Memo
 from spellbook.errors import InvalidInputError
 from spellbook.index.catalog import Catalog
 
@@ -29,7 +30,9 @@ WEIGHTS = {"untagged": 20, "isolated": 25, "stale": 15, "near_duplicate": 15, "b
 class Health:
     """A health score of the vault's memories, and the issues behind it."""
 
-    def __init__(self, settings: Settings, catalog: Catalog, vectors: Any, access: Access, readiness: Readiness) -> None:
+    def __init__(self, settings: Settings, catalog: Catalog, vectors: Any, access: Access, readiness: Readiness,
+                 memo: Memo | None = None) -> None:
+        self.memo = memo  # keeps the answer until the index changes (engine/memo.py)
         self.settings = settings
         self.catalog = catalog
         self.vectors = vectors
@@ -41,6 +44,11 @@ class Health:
         if not isinstance(stale_days, int) or not 1 <= stale_days <= 36_500:
             raise InvalidInputError("stale_days must be a whole number of days between 1 and 36500.")
         self.readiness.await_first_index()
+        if self.memo is not None:
+            return self.memo.get("analyze_knowledge", (stale_days,), lambda: self._analyze(stale_days))
+        return self._analyze(stale_days)
+
+    def _analyze(self, stale_days: int) -> dict[str, Any]:
         notes = {
             n.path: (n, mtime) for n, mtime in self.catalog.browse.overview()
             if (n.category or "").lower() != "system" and self.access.visible(n)

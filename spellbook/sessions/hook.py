@@ -162,7 +162,7 @@ def _print(text: str) -> None:
 def _open_hub(settings: Any) -> Any:
     from spellbook.server.hub import Hub
 
-    hub = Hub(settings.model_copy(update={"watch": False}), watch=False, warm_up=False)
+    hub = Hub(settings.model_copy(update={"watch": False}), watch=False, warm_up=False, client="claude-code hook")
     hub.start(background=False)
     return hub
 

@@ -1,0 +1,79 @@
+"""Answers of whole-vault reads (``analyze_knowledge``, ``graph``), kept until the index changes.
+
+At 10,000 notes ``analyze_knowledge`` takes ~0.6 s and ``graph`` ~0.4 s (bench/bench_web.py),
+too slow for a page a person clicks through. Both depend only on the catalog (and, for stale
+notes, on the day), so an answer is kept, per scope and arguments, until the catalog's change
+counter moves (``Catalog.changes()``: any file indexed, touched or removed) or ``TTL_SECONDS``
+pass. ``refresh()``, run from the owner's maintenance loop, recomputes in the background the
+answers someone asked for in the last ``WARM_SECONDS`` once the index has changed, at most every
+``REFRESH_SECONDS``, so the next page view finds them ready. Answers are shared, not copied:
+callers must not change them.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from spellbook.scope import Scope, scoped
+from spellbook.scope import current as current_scope
+
+TTL_SECONDS = 300.0
+WARM_SECONDS = 600.0
+REFRESH_SECONDS = 10.0
+MAX_ENTRIES = 32
+
+
+@dataclass
+class _Entry:
+    compute: Callable[[], Any]
+    scope: Scope
+    mark: int
+    made: float
+    used: float
+    value: Any
+
+
+class Memo:
+    def __init__(self, changes: Callable[[], int]) -> None:
+        self.changes = changes
+        self._entries: OrderedDict[tuple, _Entry] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, name: str, args: tuple, compute: Callable[[], Any]) -> Any:
+        """The kept answer of ``name(*args)`` in the running call's scope, or ``compute()``'s."""
+        scope = current_scope()
+        key = (name, scope, args)
+        now, mark = time.monotonic(), self.changes()
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is not None and entry.mark == mark and now - entry.made < TTL_SECONDS:
+                entry.used = now
+                self._entries.move_to_end(key)
+                return entry.value
+        value = compute()
+        with self._lock:
+            self._entries[key] = _Entry(compute, scope, mark, now, now, value)
+            self._entries.move_to_end(key)
+            while len(self._entries) > MAX_ENTRIES:
+                self._entries.popitem(last=False)
+        return value
+
+    def refresh(self) -> int:
+        """Recompute the recently used answers the index has changed under; returns how many."""
+        now, mark = time.monotonic(), self.changes()
+        with self._lock:
+            due = [(key, e) for key, e in self._entries.items()
+                   if now - e.used < WARM_SECONDS and (e.mark != mark or now - e.made >= TTL_SECONDS)
+                   and now - e.made >= REFRESH_SECONDS]
+        for key, entry in due:
+            with scoped(entry.scope):
+                value = entry.compute()
+            with self._lock:
+                if key in self._entries:
+                    self._entries[key] = _Entry(entry.compute, entry.scope, mark, now, entry.used, value)
+        return len(due)
