@@ -125,6 +125,23 @@ class Vault:
         """Move a note to the vault's ``.trash/`` (as Obsidian does); returns where it went."""
         return self._move_under(TRASH_DIR, path)
 
+    def untrash(self, trash_path: str, path: str) -> bool:
+        """Move a file ``trash`` put in ``.trash/`` back to ``path``, never over a file that took its
+        place meanwhile (False then: it stays in the trash)."""
+        source, target = self.file(trash_path), self.file(path)
+        self._make_folders(target.parent)
+        try:
+            os.link(source, target)  # atomic, and fails if the name is taken
+        except FileExistsError:
+            return False
+        except OSError:  # file systems without hard links
+            if target.exists():
+                return False
+            os.replace(source, target)
+            return True
+        source.unlink()
+        return True
+
     def archive(self, path: str) -> str:
         """Move an expired note to ``_archive/<path>``, bytes unchanged; returns where it went."""
         return self._move_under(ARCHIVE_DIR, path)
