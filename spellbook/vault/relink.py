@@ -6,8 +6,8 @@ Pure functions over a note's text, no I/O. Only the target changes: ``[[Old|show
 code (fenced blocks, inline code) stay as they are, since the index does not read them either.
 In the frontmatter only the keys that hold links are touched (``links`` and the relation keys,
 docs/note-format.md), in place, so the rest of a hand-written frontmatter keeps its bytes; a key
-whose result cannot be written that way (a bare name in ``links``, a list that now names the new
-target twice) is written again by ``render_note``, as ``revise`` writes a key it changes.
+whose result cannot be written that way (a bare name in ``links``, a renamed ``link_reasons``
+entry) is written again by ``render_note``, as ``revise`` writes a key it changes.
 ``link_reasons`` follows its links. Names are compared as the catalog resolves them
 (``link_key``): trimmed, without ``.md``, case-insensitive.
 """
@@ -52,8 +52,8 @@ def relink_text(text: str, names: set[str], new: str) -> tuple[str, int]:
 
 
 def relink_meta(meta: dict[str, Any], names: set[str], new: str) -> tuple[dict[str, Any], int]:
-    """A copy of ``meta`` whose link keys point at ``new`` instead of ``names`` (each link once per
-    key), with ``link_reasons`` renamed to match; and how many links changed."""
+    """A copy of ``meta`` whose link keys point at ``new`` instead of ``names``, with
+    ``link_reasons`` renamed to match; and how many links changed."""
     meta = copy.deepcopy(meta)
     changed = 0
     for key in LINK_KEYS:
@@ -69,8 +69,7 @@ def relink_meta(meta: dict[str, Any], names: set[str], new: str) -> tuple[dict[s
                 if not n and key == "links" and link_key(item) in names:  # `links` may hold bare names
                     item, n = new, 1
                 count += n
-            if item not in rewritten or not isinstance(item, str):
-                rewritten.append(item)
+            rewritten.append(item)  # a list that now names the new note twice is left so: the index reads it once
         if count:
             changed += count
             meta[key] = rewritten[0] if isinstance(value, str) and len(rewritten) == 1 else rewritten
@@ -101,7 +100,7 @@ def relink_note(text: str, names: set[str], new: str) -> tuple[str, int]:
     front = "".join(relink_text(block, names, new)[0] if key in LINK_KEYS else block for key, block in parsed.blocks)
     candidate = text[:start] + front + head[start + len(parsed.frontmatter) :] + body
     again = parse_note(candidate)
-    if again.meta != meta or again.body != body:  # bare names, a link now listed twice, reasons: write the keys
+    if again.meta != meta or again.body != body:  # bare names, reasons: write those keys
         candidate = render_note(meta, body, original=parsed)
     return candidate, changed + in_meta
 
