@@ -79,7 +79,8 @@ class Merging:
         target = self.links.link_text(survivor)
         names = self._names(others)
         sources = self._linking(others, {survivor.path, *(o.path for o in others)})
-        self._compose(survivor, parsed, [(o, _parsed(o.path, self._read(o).text)) for o in others], text, names, target)
+        first = [(o, _parsed(o.path, self._read(o).text)) for o in others]
+        self._compose(survivor, parsed, first, text, names, target)  # every check, before a file moves
 
         trashed: dict[str, str] = {}
         try:
