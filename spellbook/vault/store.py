@@ -130,16 +130,9 @@ class Vault:
         place meanwhile (False then: it stays in the trash)."""
         source, target = self.file(trash_path), self.file(path)
         self._make_folders(target.parent)
-        try:
-            os.link(source, target)  # atomic, and fails if the name is taken
-        except FileExistsError:
+        if not _place(source, target):
             return False
-        except OSError:  # file systems without hard links
-            if target.exists():
-                return False
-            os.replace(source, target)
-            return True
-        source.unlink()
+        source.unlink(missing_ok=True)  # linked: the trash copy goes
         return True
 
     def archive(self, path: str) -> str:
@@ -204,14 +197,8 @@ def atomic_write(target: Path, text: str, exclusive: bool = False, mode: int | N
             os.fsync(f.fileno())
         os.chmod(tmp, mode)
         if exclusive:
-            try:
-                os.link(tmp, target)  # atomic, and fails if the name exists
-            except FileExistsError:
+            if not _place(tmp, target):
                 return False
-            except OSError:  # file systems without hard links
-                if target.exists():
-                    return False
-                os.replace(tmp, target)
         else:
             os.replace(tmp, target)
         _fsync_dir(target.parent)
@@ -219,6 +206,21 @@ def atomic_write(target: Path, text: str, exclusive: bool = False, mode: int | N
         return True
     finally:
         Path(tmp).unlink(missing_ok=True)
+
+
+def _place(source: Path, target: Path) -> bool:
+    """Put ``source``'s file at ``target`` unless that name is taken (False): a hard link, atomic and
+    refused when the name exists (``source`` stays, for the caller to remove), or a rename on file
+    systems without hard links."""
+    try:
+        os.link(source, target)
+    except FileExistsError:
+        return False
+    except OSError:  # file systems without hard links
+        if target.exists():
+            return False
+        os.replace(source, target)
+    return True
 
 
 def new_file_mode(folder: Path) -> int:

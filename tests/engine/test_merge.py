@@ -255,3 +255,25 @@ def test_a_memory_of_another_scope_cannot_be_merged(engine: Engine, vault: Path)
         with pytest.raises(NoteNotFoundError, match=shop["id"]):
             engine.merge([blog["id"], shop["id"]])
     assert (vault / shop["path"]).exists() and (vault / blog["path"]).exists()
+
+
+def test_a_merged_note_whose_place_was_taken_stays_in_the_trash(engine: Engine, vault: Path, notes, monkeypatch) -> None:
+    """The survivor is saved during the merge (so the others go back), but a new file already took
+    one of the others' places: neither file is overwritten; that note stays in .trash/."""
+    tea, steep = notes["tea"], notes["steep"]
+    survivor, other = vault / tea["path"], vault / steep["path"]
+    original = other.read_bytes()
+    trash = engine.vault.trash
+
+    def trash_then_the_place_is_taken(path: str) -> str:
+        moved = trash(path)
+        other.write_text("A new note at the same place.\n")
+        survivor.write_text(survivor.read_text() + "Saved meanwhile.\n")
+        return moved
+
+    monkeypatch.setattr(engine.vault, "trash", trash_then_the_place_is_taken)
+    with pytest.raises(ConflictError):
+        engine.merge([tea["id"], steep["id"]])
+    assert other.read_text() == "A new note at the same place.\n"
+    assert (vault / ".trash" / steep["path"]).read_bytes() == original
+    assert survivor.read_text().endswith("Saved meanwhile.\n")
