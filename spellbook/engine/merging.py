@@ -112,11 +112,17 @@ class Merging:
             "relinked": [{**row.ref(), "links": n} for row, _, n in relinked if self.access.visible(row)],
             "committing": self.recorder.git.enabled,
         }
+        return self._remarks(out, failed, target, report.embedder_error if report.vectors_missing else None, found)
+
+    def _remarks(self, out: dict[str, Any], failed: list[tuple[NoteRow, str]], target: str, embedder_error: str | None,
+                 found: list[Any]) -> dict[str, Any]:
+        """The optional keys of the result: notes not relinked (that the call may see), vectors
+        missing, and what the privacy filter replaced in the text passed."""
         failed = [(row, why) for row, why in failed if self.access.visible(row)]
         notes = [f"{row.path} still links to a merged memory ({why}); point it at [[{target}]] by hand."
                  for row, why in failed]
-        if report.vectors_missing:
-            notes.append(f"Saved, and findable by keyword search, but not embedded yet: {report.embedder_error}")
+        if embedder_error is not None:
+            notes.append(f"Saved, and findable by keyword search, but not embedded yet: {embedder_error}")
         if failed:
             out["not_relinked"] = [{**row.ref(), "reason": why} for row, why in failed]
         if notes:

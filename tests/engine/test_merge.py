@@ -277,3 +277,20 @@ def test_a_merged_note_whose_place_was_taken_stays_in_the_trash(engine: Engine, 
     assert other.read_text() == "A new note at the same place.\n"
     assert (vault / ".trash" / steep["path"]).read_bytes() == original
     assert survivor.read_text().endswith("Saved meanwhile.\n")
+
+
+def test_a_note_that_keeps_changing_is_reported_not_relinked(engine: Engine, vault: Path, notes, monkeypatch) -> None:
+    hand = vault / "Brew notes.md"
+    write = engine.vault.write
+
+    def write_after_every_save(path: str, text: str, expected_version: str | None = None) -> str:
+        if path == "Brew notes.md":
+            hand.write_text(hand.read_text() + "x\n")  # a person (or a sync tool) saving it again and again
+        return write(path, text, expected_version=expected_version)
+
+    monkeypatch.setattr(engine.vault, "write", write_after_every_save)
+    out = engine.merge([notes["tea"]["id"], notes["steep"]["id"]])
+    assert [(n["path"], n["reason"]) for n in out["not_relinked"]] == [("Brew notes.md", "it kept changing on disk (3 tries)")]
+    assert "Brew notes.md still links to a merged memory" in out["note"] and "[[Green tea]]" in out["note"]
+    assert hand.read_text() == HAND + "x\nx\nx\n"  # every save kept, no link changed
+    assert [r["path"] for r in out["relinked"]] == ["kitchen/Oolong.md"]
