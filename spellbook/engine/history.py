@@ -51,6 +51,14 @@ class Recorder:
         new = None if after is None else after.encode("utf-8")
         self.git.submit(Change(tool, {path: new}, title or Path(path).stem, note_id, old, detail))
 
+    def after_writes(self, tool: str, files: dict[str, str | None], title: str, note_id: str, before: str | None,
+                     detail: str = "") -> None:
+        """Queue one commit for what a tool wrote to several files (``merge``): path -> the text
+        written (None: removed). ``before`` is the first file's text just before the write."""
+        if self.git.enabled:
+            data = {p: None if t is None else t.encode("utf-8") for p, t in files.items()}
+            self.git.submit(Change(tool, data, title, note_id, None if before is None else before.encode("utf-8"), detail))
+
 
 class History:
     """A memory's versions (``history``) and putting one back (``restore``)."""
