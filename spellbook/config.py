@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any, Literal
 
@@ -9,6 +10,11 @@ from pydantic import AliasChoices, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 INDEX_DIRNAME = ".spellbook"
+
+
+def _user_cache() -> Path:
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return Path(xdg) if xdg else Path.home() / ".cache"
 
 
 class Settings(BaseSettings):
@@ -86,6 +92,10 @@ class Settings(BaseSettings):
     allowed_origins: list[str] = Field(default_factory=list, description="Extra browser Origins allowed over HTTP.")
     git_commit: Literal["auto", "true", "false"] = Field(
         default="auto", description="Commit each tool write when the vault is a git repository (auto/true/false)."
+    )
+    cache_dir: Path = Field(
+        default_factory=lambda: _user_cache() / "spellbook",
+        description="Files Spellbook derives from installed packages (the model's table); default ~/.cache/spellbook.",
     )
     log_level: str = "INFO"
     session_id: str | None = Field(

@@ -85,7 +85,8 @@ class NoteNotFoundError(SpellbookError, LookupError):
 class ConflictError(SpellbookError):
     """The note changed on disk after the caller read it; nothing was written."""
 
-    def __init__(self, path: str, expected: str, current: str, content: str, note_id: str = "") -> None:
+    def __init__(self, path: str, expected: str, current: str, content: str, note_id: str = "",
+                 retry: str = "revise") -> None:
         self.note_id = note_id
         self.path = path
         self.expected_version = expected
@@ -95,7 +96,7 @@ class ConflictError(SpellbookError):
         super().__init__(
             f"{what} changed on disk since you read it "
             f"(you passed version {expected!r}, the file is now at {current!r}). Nothing was written. "
-            f"Merge your change into the current content below and call revise again with "
+            f"Merge your change into the current content below and call {retry} again with "
             f"version={current!r}.\n--- current content ---\n{content}"
         )
 

@@ -147,6 +147,14 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--prompt-recall", action="store_true", help="UserPromptSubmit: add relevant memories")
     p.set_defaults(run=_hook)
 
+    p = sub.add_parser("merge", help="merge memories into one (the first id, or --into, keeps its id and file)")
+    vault_args(p)
+    p.add_argument("ids", nargs="+", help="ids of the memories to merge (2 to 50)")
+    p.add_argument("--into", help="id of the memory that keeps its id and file (default: the first id)")
+    p.add_argument("--version", dest="expected_version", help="refuse if the survivor changed since this version")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(run=_merge)
+
     p = sub.add_parser("stats", help="index health and file problems")
     vault_args(p)
     p.add_argument("--json", action="store_true", help="print JSON")
@@ -249,6 +257,24 @@ def _search(args: argparse.Namespace) -> int:
         heading = f" › {hit['heading']}" if hit.get("heading") else ""
         print(f"{n}. [{hit['score']:.3f}] {hit['title']}  ({hit['path']}{heading})")
         print(f"   {hit['snippet']}")
+    return 0
+
+
+def _merge(args: argparse.Namespace) -> int:
+    hub = open_hub(args)
+    try:
+        result = hub.call("merge", {"ids": args.ids, "into": args.into, "version": args.expected_version})
+    finally:
+        hub.close()
+    if args.json:
+        print(json.dumps(result, ensure_ascii=False, indent=2))
+        return 0
+    for merged in result["merged"]:
+        print(f"merged {merged['path']} -> {result['path']} (moved to {merged['trash_path']})")
+    for note in result["relinked"]:
+        print(f"relinked {note['path']} ({note['links']} links)")
+    if result.get("note"):
+        print(f"note: {result['note']}", file=sys.stderr)
     return 0
 
 

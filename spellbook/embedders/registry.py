@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 def _use_m3(settings: Settings) -> Embedder:
     from spellbook.embedders.use import USEEmbedder
 
-    return USEEmbedder()
+    return USEEmbedder(cache_dir=settings.cache_dir.expanduser())
 
 
 def _minilm(settings: Settings) -> Embedder:

@@ -2,7 +2,7 @@
 
 Each concern is a service in its own module, given what it needs in its constructor
 (``engine/memories.py``, ``search.py``, ``structure.py``, ``lifecycle.py``, ``links.py``,
-``health.py``, ``history.py``, ``exchange.py``, ``maintenance.py``); the scope rule, the privacy
+``health.py``, ``history.py``, ``exchange.py``, ``maintenance.py``, ``merging.py``); the scope rule, the privacy
 filter and the id lookup live once, in ``access.py``. ``Engine`` owns the shared components
 (vault store, catalog, vectors, embedder, indexer, git committer), wires the services in the one
 order their needs allow, and re-exposes their public methods under the names the MCP tools, the
@@ -31,6 +31,7 @@ from spellbook.engine.links import Links
 from spellbook.engine.maintenance import Maintenance
 from spellbook.engine.memories import Memories
 from spellbook.engine.memo import Memo
+from spellbook.engine.merging import Merging
 from spellbook.engine.search import Search
 from spellbook.engine.structure import Structure
 from spellbook.errors import IndexUnavailableError, VaultPathError
@@ -68,6 +69,7 @@ class Engine:
                              self.access, self.readiness, self.maintenance)
         self.memories = Memories(settings, *base, self.access, self.readiness, recorder, self.search, self.structure)
         self.links = Links(*base, self.access, self.readiness, recorder, self.search)
+        self.merging = Merging(settings, *base, self.access, self.readiness, recorder, self.links)
         self.memo = Memo(self.catalog.changes)  # whole-vault answers (health, graph), kept until the index changes
         self.health = Health(settings, self.catalog, self.vectors, self.access, self.readiness, self.memo)
         self.history_service = History(*base, self.git, self.access, recorder)
@@ -85,6 +87,7 @@ class Engine:
         self.sweep_expired, self.erase_topic = self.lifecycle.sweep_expired, self.lifecycle.erase_topic
         self.link, self.unlink, self.get_links = self.links.link, self.links.unlink, self.links.get_links
         self.explore_related = self.links.explore_related
+        self.merge = self.merging.merge
         self.analyze_knowledge = self.health.analyze_knowledge
         self.history, self.restore = self.history_service.history, self.history_service.restore
         self.diff = self.history_service.diff

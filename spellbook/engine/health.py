@@ -94,8 +94,9 @@ class Health:
         for similarity, a, b in pairs[:ISSUES_PER_KIND]:
             issues.append({
                 "kind": "near_duplicate", "similarity": round(similarity, 4), "notes": [refs[a], refs[b]],
-                "action": "Merge them: revise one with what the other adds and erase the other, or, if one "
-                          "replaces the other, link(newer, older, 'supersedes').",
+                "action": f"Merge them: merge(ids=[{refs[a]['id']!r}, {refs[b]['id']!r}]) keeps the first "
+                          "(pass into= to keep the other), or, if one replaces the other, link(newer, older, "
+                          "'supersedes').",
             })
         if pair_count > ISSUES_PER_KIND:
             more["near_duplicate"] = pair_count - ISSUES_PER_KIND

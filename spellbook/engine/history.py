@@ -58,13 +58,35 @@ class Recorder:
             old = before.encode("utf-8")
         new = None if after is None else after.encode("utf-8")
         self.git.submit(Change(tool, {path: new}, title or Path(path).stem, note_id, old, detail,
-                               on_done=self._log(entry)))
+                               on_done=self._log_all([entry] if entry is not None else [])))
 
-    def _log(self, entry: dict[str, Any] | None) -> Callable[[Change], None] | None:
+    def after_writes(self, tool: str, files: dict[str, str | None], title: str, note_id: str, before: str | None,
+                     detail: str = "", removed: dict[str, str] | None = None) -> None:
+        """Queue one commit for what a tool wrote to several files (``merge``): path -> the text
+        written (None: removed). ``before`` is the first file's text just before the write;
+        ``removed``: the last text of each removed file (the activity log reads its scope there)."""
+        lines = []
+        if self.activity is not None:
+            for n, (path, text) in enumerate(files.items()):
+                if text is None:
+                    lines.append(self.activity.entry(tool, path, None, "", f"into {note_id}", None,
+                                                     (removed or {}).get(path)))
+                else:
+                    lines.append(self.activity.entry(tool, path, title if n == 0 else None, note_id if n == 0 else "",
+                                                     detail if n == 0 else "link updated", text))
+        if self.git.enabled:
+            data = {p: None if t is None else t.encode("utf-8") for p, t in files.items()}
+            self.git.submit(Change(tool, data, title, note_id, None if before is None else before.encode("utf-8"), detail,
+                                   on_done=self._log_all(lines)))
+        elif self.activity is not None:
+            for line in lines:
+                self.activity.append(line)
+
+    def _log_all(self, lines: list[dict[str, Any]]) -> Callable[[Change], None] | None:
         activity = self.activity
-        if entry is None or activity is None:
+        if not lines or activity is None:
             return None
-        return lambda change: activity.append({**entry, "commit": change.result.get("commit")})
+        return lambda change: [activity.append({**line, "commit": change.result.get("commit")}) for line in lines]
 
 
 class History:

@@ -103,7 +103,8 @@ class Lifecycle:
                 self.sweep_expired()
             if self.settings.overview_notes:
                 self.structure.write_overviews(force=force)
-            if time.monotonic() - self._last_trim >= TRIM_SECONDS:
+            rested = self.indexer.vectors.rest()  # an idle embedded Chroma lets go of its graph
+            if rested or time.monotonic() - self._last_trim >= TRIM_SECONDS:
                 self._last_trim = time.monotonic()
                 trim_heap()  # what writes and searches freed since goes back to the system
 

@@ -71,7 +71,7 @@ class Links:
         dst = self.access.note_as(target, "link target")
         if src.path == dst.path:
             raise InvalidInputError(f"A memory cannot link to itself ({src.path}); pass two different ids.")
-        text = self._link_text(dst)
+        text = self.link_text(dst)
         written: dict[str, str] = {}
 
         def change(meta: dict[str, Any]) -> bool:
@@ -270,7 +270,7 @@ class Links:
         found = self.catalog.links.resolve_link(text)
         return found is not None and found.path == note.path
 
-    def _link_text(self, note: NoteRow) -> str:
+    def link_text(self, note: NoteRow) -> str:
         """What to write inside [[...]]: the file name, as Obsidian links (for memories Spellbook
         wrote, that is the title), or the vault path when another note answers to that name."""
         stem = note.path.rsplit("/", 1)[-1].removesuffix(".md")

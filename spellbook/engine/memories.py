@@ -250,16 +250,7 @@ class Memories:
 
     # --- helpers ------------------------------------------------------------------------------
     def _check_text(self, text: str) -> str:
-        if not isinstance(text, str) or not text.strip():
-            raise InvalidInputError("text is empty: pass the memory's content as markdown.")
-        if len(text) > self.settings.max_text_chars:
-            raise InvalidInputError(
-                f"text is {len(text):,} characters; the limit is {self.settings.max_text_chars:,}. "
-                "Split it into several memories (one idea each) and scribe them separately."
-            )
-        if "\x00" in text:
-            raise InvalidInputError("text contains NUL characters; pass plain text.")
-        return text
+        return check_text(text, self.settings.max_text_chars)
 
     def _fields(self, fields: dict[str, Any]) -> dict[str, Any]:
         """Validate and normalise metadata fields; absent (None) and empty values are left out."""
@@ -292,6 +283,20 @@ class Memories:
             elif name != "title":
                 raise InvalidInputError(f"Unknown field {name!r}.")
         return {k: v for k, v in out.items() if v not in (None, "", [])}
+
+
+def check_text(text: str, limit: int) -> str:
+    """A memory's text as a tool passes it: a non-empty string of at most ``limit`` characters."""
+    if not isinstance(text, str) or not text.strip():
+        raise InvalidInputError("text is empty: pass the memory's content as markdown.")
+    if len(text) > limit:
+        raise InvalidInputError(
+            f"text is {len(text):,} characters; the limit is {limit:,}. "
+            "Split it into several memories (one idea each) and scribe them separately."
+        )
+    if "\x00" in text:
+        raise InvalidInputError("text contains NUL characters; pass plain text.")
+    return text
 
 
 def _stamp(scope: Any, fields: dict[str, Any]) -> dict[str, Any]:

@@ -196,7 +196,7 @@ class Search:
         """(mean, standard deviation) of the cosine similarity between stored chunks, i.e. what
         two unrelated notes score with this embedder; recomputed when the index grows or shrinks
         by a quarter. Makes ``relevance`` (and ``min_score``) mean the same for every embedder."""
-        count = self.vectors.count()
+        count = self.vectors.size()
         cached = self._baseline
         if cached and abs(count - cached[2]) <= max(cached[2], 40) // 4:
             return cached[0], cached[1]

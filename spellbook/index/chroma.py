@@ -14,12 +14,14 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from spellbook.index.matrix import VectorMatrix
 from spellbook.vault.crashpoints import crash_point
 from spellbook.vault.store import private_folder
 
@@ -34,139 +36,23 @@ QUERY_BEHIND = 256  # a query scores up to this many vectors left behind itself;
 QUIET_SECONDS = 0.05  # the writer waits for this long without a new vector...
 LATEST_SECONDS = 1.0  # ...but not longer than this after the first one
 MAX_BEHIND = 20_000  # vectors waiting for Chroma before a writer waits too (~40 MB at 512 dimensions)
-GATHER_SHARE = 0.25  # below this share of all rows, score only the rows asked for; above, score all
-
-
-class VectorMatrix:
-    """Every stored vector, normalised, in one float32 matrix: the exact search behind filters.
-
-    Chroma's HNSW answers unfiltered queries fast, but a ``where`` or ``ids`` restriction costs it
-    ~100 ms at 100k records (../shared/RESEARCH.md). A matrix product over the allowed rows is
-    exact and costs ~1 ms per 10k rows of 512 dimensions. Memory: 4 bytes x dimensions per chunk
-    (200 MB at 100k chunks of 512 dimensions). Rows of deleted vectors are reused.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._rows: dict[str, int] = {}
-        self._ids: list[str | None] = []
-        self._free: list[int] = []
-        self._data = np.zeros((0, 0), dtype=np.float32)
-        self._version = 0  # bumped when rows are added or removed
-        self._last: tuple[Sequence[str], int, np.ndarray] | None = None  # ids -> rows of the last query
-
-    def __len__(self) -> int:
-        return len(self._rows)
-
-    def put(self, ids: Sequence[str], vectors: Sequence[Sequence[float]]) -> None:
-        if not ids:
-            return
-        block = np.asarray(vectors, dtype=np.float32)
-        block /= np.clip(np.linalg.norm(block, axis=1, keepdims=True), 1e-12, None)
-        with self._lock:
-            if self._data.shape[1] != block.shape[1]:
-                if self._rows:  # another model's vectors: the index is being rebuilt
-                    self._clear()
-                self._data = np.zeros((0, block.shape[1]), dtype=np.float32)
-            for chunk_id, vector in zip(ids, block, strict=True):
-                row = self._rows.get(chunk_id)
-                if row is None:
-                    self._version += 1
-                    row = self._free.pop() if self._free else self._grow()
-                    self._rows[chunk_id] = row
-                    self._ids[row] = chunk_id
-                self._data[row] = vector
-
-    def remove(self, ids: Sequence[str]) -> None:
-        with self._lock:
-            for chunk_id in ids:
-                row = self._rows.pop(chunk_id, None)
-                if row is not None:
-                    self._version += 1
-                    self._ids[row] = None
-                    self._data[row] = 0.0
-                    self._free.append(row)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._clear()
-
-    def _clear(self) -> None:
-        self._version += 1
-        self._rows.clear()
-        self._ids = []
-        self._free = []
-        self._data = np.zeros((0, self._data.shape[1]), dtype=np.float32)
-
-    def reserve(self, rows: int, dimensions: int) -> None:
-        """Room for ``rows`` vectors in one allocation (a load, instead of doubling as it goes)."""
-        with self._lock:
-            if self._data.shape[1] != dimensions:
-                self._data = np.zeros((0, dimensions), dtype=np.float32)
-            if rows > len(self._data):
-                bigger = np.zeros((rows, dimensions), dtype=np.float32)
-                bigger[: len(self._ids)] = self._data[: len(self._ids)]
-                self._data = bigger
-
-    def _grow(self) -> int:
-        used = len(self._ids)
-        if used == len(self._data):
-            bigger = np.zeros((max(1024, used * 2), self._data.shape[1]), dtype=np.float32)
-            bigger[:used] = self._data[:used]
-            self._data = bigger
-        self._ids.append(None)
-        return used
-
-    def _rows_of(self, ids: Sequence[str]) -> np.ndarray:
-        """Matrix rows of ``ids``; remembered for the same ids object (the catalog hands out one
-        tuple per filter until the next write) while no row is added or removed."""
-        last = self._last
-        if last is not None and last[0] is ids and last[1] == self._version:
-            return last[2]
-        rows = np.fromiter((r for r in map(self._rows.get, ids) if r is not None), dtype=np.int64)
-        self._last = (ids, self._version, rows)
-        return rows
-
-    def query_all(self, vector: Sequence[float], limit: int) -> list[tuple[str, float]]:
-        """(chunk_id, cosine similarity) of the ``limit`` best of all rows, best first."""
-        q = np.asarray(vector, dtype=np.float32)
-        q /= max(float(np.linalg.norm(q)), 1e-12)
-        with self._lock:
-            n = len(self._ids)
-            if not self._rows or limit <= 0:
-                return []
-            scores = self._data[:n] @ q
-            k = min(n, limit + len(self._free))  # free rows are zeros: room to skip them
-            best = np.argpartition(-scores, k - 1)[:k] if n > k else np.arange(n)
-            best = best[np.argsort(-scores[best], kind="stable")]
-            found = [(self._ids[i], float(scores[i])) for i in best if self._ids[i] is not None]
-        return found[:limit]  # type: ignore[return-value]
-
-    def query(self, vector: Sequence[float], limit: int, ids: Sequence[str]) -> list[tuple[str, float]]:
-        """(chunk_id, cosine similarity) of the ``limit`` best among ``ids``, best first."""
-        q = np.asarray(vector, dtype=np.float32)
-        q /= max(float(np.linalg.norm(q)), 1e-12)
-        with self._lock:
-            rows = self._rows_of(ids)
-            if not len(rows) or limit <= 0:
-                return []
-            if len(rows) < GATHER_SHARE * len(self._ids):
-                scores = self._data[rows] @ q
-            else:
-                scores = (self._data[: len(self._ids)] @ q)[rows]
-            if len(rows) > limit:
-                best = np.argpartition(-scores, limit - 1)[:limit]
-            else:
-                best = np.arange(len(rows))
-            best = best[np.argsort(-scores[best], kind="stable")]
-            return [(self._ids[rows[i]], float(scores[i])) for i in best]
+REST_SECONDS = 20.0  # an embedded Chroma untouched this long is closed until it is needed again
 
 
 class VectorIndex:
-    def __init__(self, client: Any, collection: str = COLLECTION) -> None:
-        self._client = client
+    """Chroma, with the matrix in front of it. An embedded Chroma holds its HNSW graph and every
+    vector in memory once anything reads or writes them (~30 MB at 10k vectors of 512 dimensions),
+    though queries up to ``EXACT_ROWS`` never need them: ``rest`` closes an idle embedded client,
+    which gives that memory back, and the next call opens it again (~0 ms; the first write after
+    that loads the graph, ~50 ms at 10k, in the writer thread)."""
+
+    def __init__(self, client: Any, collection: str = COLLECTION, connect: Callable[[], Any] | None = None) -> None:
+        self._client: Any = client
+        self._connect = connect  # makes a new client after a rest (None: never rests)
         self._name = collection
-        self._collection = self._open()
+        self._chroma_lock = threading.RLock()  # held through every Chroma call, so a rest never closes one under way
+        self._last_used = time.monotonic()
+        self._collection: Any = self._open()
         self._count: int | None = None
         self._matrix: VectorMatrix | None = None  # loaded on the first filtered query
         self._matrix_lock = threading.Lock()
@@ -183,10 +69,13 @@ class VectorIndex:
         from chromadb.config import Settings as ChromaSettings
 
         private_folder(folder)  # vectors and documents of every note: owner only
-        client = chromadb.PersistentClient(
-            path=str(folder), settings=ChromaSettings(anonymized_telemetry=False, allow_reset=True)
-        )
-        return cls(client)
+
+        def connect() -> Any:
+            return chromadb.PersistentClient(
+                path=str(folder), settings=ChromaSettings(anonymized_telemetry=False, allow_reset=True)
+            )
+
+        return cls(connect(), connect=connect)
 
     @classmethod
     def server(cls, url: str, collection: str) -> VectorIndex:
@@ -211,6 +100,32 @@ class VectorIndex:
             self._name, embedding_function=None, configuration={"hnsw": {"space": "cosine"}}
         )
 
+    @contextmanager
+    def _chroma(self) -> Iterator[Any]:
+        """The collection, opened again if it rested; no rest closes it until the block ends."""
+        with self._chroma_lock:
+            if self._collection is None:
+                if self._connect is None:
+                    raise RuntimeError("the vector index was closed")
+                self._client = self._connect()
+                self._collection = self._open()
+            try:
+                yield self._collection
+            finally:
+                self._last_used = time.monotonic()
+
+    def rest(self, idle_seconds: float = REST_SECONDS) -> bool:
+        """Close an embedded Chroma that nothing has used for ``idle_seconds`` and that has no
+        vectors waiting (the owner's maintenance calls this); True if it closed it."""
+        if self._connect is None or self._behind or self._collection is None:
+            return False
+        with self._chroma_lock:
+            if self._collection is None or self._behind or time.monotonic() - self._last_used < idle_seconds:
+                return False
+            self._collection = None
+            self._client.close()
+        return True
+
     def close(self) -> None:
         left = self.flush(FLUSH_SECONDS)
         with self._behind_changed:
@@ -220,19 +135,23 @@ class VectorIndex:
             self._writer.join(FLUSH_SECONDS)  # not inside a write when the client goes
         if left:
             log.warning("%d vectors were not written to Chroma; the next start embeds them again", left)
-        close = getattr(self._client, "close", None)
-        if close is not None:
-            close()  # releases Chroma's SQLite handles; the same folder can be reopened later
+        with self._chroma_lock:
+            close = getattr(self._client, "close", None)
+            if close is not None and self._collection is not None:
+                close()  # releases Chroma's SQLite handles; the same folder can be reopened later
+            self._collection = None
+            self._connect = None  # closed for good: a late call fails instead of reopening
 
     def reset(self) -> None:
         """Drop every vector (for a rebuild)."""
         with self._write_lock, self._behind_changed:
             self._behind.clear()
-        try:
-            self._client.delete_collection(self._name)
-        except Exception:  # noqa: BLE001 - a missing collection is what we want anyway
-            pass
-        self._collection = self._open()
+        with self._chroma():
+            try:
+                self._client.delete_collection(self._name)
+            except Exception:  # noqa: BLE001 - a missing collection is what we want anyway
+                pass
+            self._collection = self._open()
         self._count = None
         with self._matrix_lock:
             if self._matrix is not None:
@@ -241,7 +160,8 @@ class VectorIndex:
     def count(self) -> int:
         self.flush(FLUSH_SECONDS)
         if self._count is None:
-            self._count = self._collection.count()
+            with self._chroma() as collection:
+                self._count = collection.count()
         return self._count
 
     def ids(self) -> set[str]:
@@ -249,7 +169,8 @@ class VectorIndex:
         out: set[str] = set()
         offset = 0
         while True:
-            page = self._collection.get(include=[], limit=MAX_BATCH, offset=offset)
+            with self._chroma() as collection:
+                page = collection.get(include=[], limit=MAX_BATCH, offset=offset)
             out.update(page["ids"])
             if len(page["ids"]) < MAX_BATCH:
                 return out
@@ -260,14 +181,27 @@ class VectorIndex:
             out = {cid: self._behind[cid][0] for cid in ids if cid in self._behind}
         ids = [cid for cid in ids if cid not in out]
         for start in range(0, len(ids), MAX_BATCH):
-            got = self._collection.get(ids=list(ids[start : start + MAX_BATCH]), include=["embeddings"])
+            with self._chroma() as collection:
+                got = collection.get(ids=list(ids[start : start + MAX_BATCH]), include=["embeddings"])
             for chunk_id, vector in zip(got["ids"], got["embeddings"]):
                 out[chunk_id] = list(vector)
         return out
 
+    def size(self) -> int:
+        """How many vectors there are, counting those still on their way to Chroma: the matrix's
+        count once it is loaded (no wait for the writer, no call to Chroma), else ``count()``."""
+        with self._matrix_lock:
+            matrix = self._matrix
+        return len(matrix) if matrix is not None else self.count()
+
     def sample(self, limit: int) -> list[list[float]]:
-        """Up to ``limit`` stored vectors (in storage order), for calibrating similarities."""
-        got = self._collection.get(limit=limit, include=["embeddings"])
+        """Up to ``limit`` stored vectors, for calibrating similarities (from the matrix once loaded)."""
+        with self._matrix_lock:
+            matrix = self._matrix
+        if matrix is not None:
+            return matrix.sample(limit)
+        with self._chroma() as collection:
+            got = collection.get(limit=limit, include=["embeddings"])
         return [list(v) for v in got["embeddings"]] if got["embeddings"] is not None else []
 
     def delete(self, ids: Sequence[str]) -> None:
@@ -278,7 +212,8 @@ class VectorIndex:
                 self._behind_changed.notify_all()
             self._count = None
             for start in range(0, len(ids), MAX_BATCH):
-                self._collection.delete(ids=list(ids[start : start + MAX_BATCH]))
+                with self._chroma() as collection:
+                    collection.delete(ids=list(ids[start : start + MAX_BATCH]))
         with self._matrix_lock:  # after a load in progress, so the matrix misses nothing
             if self._matrix is not None:
                 self._matrix.remove(ids)
@@ -305,7 +240,8 @@ class VectorIndex:
     def _write(self, ids: list[str], vectors: list[list[float]], metadatas: list[dict]) -> None:
         for start in range(0, len(ids), MAX_BATCH):
             end = start + MAX_BATCH
-            self._collection.upsert(ids=ids[start:end], embeddings=vectors[start:end], metadatas=metadatas[start:end])
+            with self._chroma() as collection:
+                collection.upsert(ids=ids[start:end], embeddings=vectors[start:end], metadatas=metadatas[start:end])
         self._count = None
 
     def flush(self, timeout: float | None = None) -> int:
@@ -379,9 +315,10 @@ class VectorIndex:
             self.flush(FLUSH_SECONDS)
         with self._behind_changed:
             behind = {cid: v for cid, (v, _) in self._behind.items()}
-        result = self._collection.query(
-            query_embeddings=[list(vector)], n_results=limit + len(behind), include=["distances"]
-        )
+        with self._chroma() as collection:
+            result = collection.query(
+                query_embeddings=[list(vector)], n_results=limit + len(behind), include=["distances"]
+            )
         found = [(cid, 1.0 - float(d)) for cid, d in zip(result["ids"][0], result["distances"][0]) if cid not in behind]
         if behind:  # not in Chroma yet (or an older vector is): score them here
             q = np.asarray(vector, dtype=np.float32)
@@ -404,9 +341,11 @@ class VectorIndex:
 
                 threadpool_limits(1, user_api="blas")
                 matrix = VectorMatrix()
-                total, offset = self._collection.count(), 0
+                with self._chroma() as collection:
+                    total, offset = collection.count(), 0
                 while True:  # small pages: Chroma hands out float64, twice what is kept
-                    page = self._collection.get(include=["embeddings"], limit=LOAD_PAGE, offset=offset)
+                    with self._chroma() as collection:
+                        page = collection.get(include=["embeddings"], limit=LOAD_PAGE, offset=offset)
                     if page["ids"]:
                         if not len(matrix):
                             matrix.reserve(total + total // 8 + 256, len(page["embeddings"][0]))

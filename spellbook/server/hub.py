@@ -47,7 +47,7 @@ METHODS = frozenset(
      "describe", "erase_topic", "sweep_expired",
      "export", "import_memories",
      "history", "restore",
-     "link", "unlink", "get_links", "explore_related", "analyze_knowledge",
+     "link", "unlink", "get_links", "explore_related", "analyze_knowledge", "merge",
      "fill_missing_vectors", "probe_embedder", "activity", "graph", "diff"}
 )
 SCOPE_KEY = "_scope"

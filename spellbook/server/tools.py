@@ -48,7 +48,7 @@ INSTRUCTIONS = """Spellbook is your long-term memory: a markdown vault the user 
 - Store one idea per memory (scribe) with a clear title, category, topic, tags and the questions it answers.
 - memorize returns short hits; call get_memories with their ids for the full text and a version.
 - To change a memory, revise it with the version you read; if the person edited it since, you get the current text to merge.
-- When scribe reports a near-duplicate, revise that memory instead; when a memory replaces another, link(new, old, "supersedes").
+- When scribe reports a near-duplicate, merge the two (its answer names the call) or revise that memory instead; when a memory replaces another, link(new, old, "supersedes").
 - Working for one project or person in a shared vault: pass context (project) and/or user on every call."""
 
 Expires = Annotated[
@@ -74,6 +74,11 @@ def hub_caller(hub: Hub) -> Call:
             raise ToolError(internal_error_text(method, params, exc)) from exc
 
     return call
+
+
+def merge_call(survivor: str, other: str) -> str:
+    """The merge that folds a new near-duplicate into the memory that was there first."""
+    return f'merge(ids=["{survivor}", "{other}"])'
 
 
 def internal_error_text(method: str, params: dict[str, Any], exc: BaseException) -> str:
@@ -148,9 +153,10 @@ def add_core_tools(server: MCPServer, call: Call) -> None:
             text += f" Privacy filter: {data['redacted']}."
         dupes = [s for s in data["similar"] if s["near_duplicate"]]
         if dupes:
-            text += " Near-duplicates (consider revising one instead): " + "; ".join(
+            text += " Near-duplicates: " + "; ".join(
                 f"{d['title']} (id {d['id']}, similarity {d['similarity']:.2f})" for d in dupes
             )
+            text += f". To keep one memory, call {merge_call(dupes[0]['id'], data['id'])}, or revise {dupes[0]['id']}."
         elif data["similar"]:
             text += " Related: " + "; ".join(f"{s['title']} (id {s['id']})" for s in data["similar"])
         return tool_result(text, data)

@@ -1,5 +1,6 @@
-"""MCP tools for links between memories and knowledge health: thin adapters over the engine's
-``Links`` and ``Health`` services (spellbook/engine/links.py, health.py). ``build_server`` registers them."""
+"""MCP tools for links between memories, merging them and knowledge health: thin adapters over the
+engine's ``Links``, ``Merging`` and ``Health`` services (spellbook/engine/links.py, merging.py,
+health.py). ``build_server`` registers them."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ Relation = Literal["related", "supersedes", "contradicts", "extends", "depends_o
 _READ = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 _LINK = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 _UNLINK = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False)
+_MERGE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False)
 
 SHOWN_ISSUE_NOTES = 5  # notes named per issue in the text; all listed ones are in the structured content
 
@@ -82,6 +84,28 @@ def add_knowledge_tools(server: MCPServer, call: Call) -> None:
         lines = [f"Related to {data['title']} ({data['path']}):"]
         lines += [f"{n}. {r['title']} (id {r['id']}): {r['why']}" for n, r in enumerate(data["related"], 1)]
         return tool_result("\n".join(lines), data)
+
+    @server.tool(annotations=_MERGE)
+    async def merge(
+        ids: Annotated[list[str], Field(min_length=2, max_length=50, description="The memories to merge, in order.")],
+        into: Annotated[str | None, Field(description="Id of the memory that keeps its id and file (default: the "
+                                                      "first of ids).")] = None,
+        version: Annotated[str | None, Field(description="The survivor's version you read (get_memories); refuses "
+                                                         "if it changed since.")] = None,
+        text: Annotated[str | None, Field(description="The merged body; omit to append the others' text under "
+                                                      "their titles.")] = None,
+        context: ScopeContext = None,
+        user: ScopeUser = None,
+    ) -> Annotated[CallToolResult, m.MergeResult]:
+        """Merge near-duplicate memories into one: it gets their text, tags, keywords, questions and links; the
+        others go to .trash/ and every link to them points at it."""
+        data = await call("merge", context=context, user=user, ids=ids, into=into, version=version, text=text)
+        names = ", ".join(f"{n['title']} (id {n['id']})" for n in data["merged"])
+        text = (f"Merged {names} into {data['title']} (id {data['id']}, {data['path']}), now version "
+                f"{data['version']}; {len(data['relinked'])} note(s) relinked to it.")
+        for extra in (data.get("note"), data.get("redacted") and f"Privacy filter: {data['redacted']}."):
+            text += f" {extra}" if extra else ""
+        return tool_result(text, data)
 
     @server.tool(annotations=_READ)
     async def analyze_knowledge(

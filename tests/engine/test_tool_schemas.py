@@ -111,7 +111,9 @@ def test_every_tool_returns_the_engine_dict_valid_and_declared_in_its_schema(tmp
                               category="kitchen", topic="tea", tags=["Tea", "teas"], importance=4)
             await call("scribe", text="Deploys go out on Tuesdays. See [[Nowhere note]].", title="Deploy day",
                        category="ops", tags=["deploy"], ttl_days=30)
-            await call("scribe", text="An untagged thought.", title="Loose")
+            loose = await call("scribe", text="An untagged thought.", title="Loose")
+            again = await call("scribe", text="An untagged thought, again. token=ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+                               title="Loose again")
             await call("memorize", query="green tea brewing")
             await call("memorize", query="deploy", mode="keyword", filter={"category": "ops"})
             full = await call("get_memories", ids=[tea["id"], "no-such-id"])
@@ -144,6 +146,8 @@ def test_every_tool_returns_the_engine_dict_valid_and_declared_in_its_schema(tmp
             await call("export", path="all.json")
             await call("import", path="all.json", dry_run=True)
             await call("import", path="all.json", on_conflict="new_id")
+            await call("merge", ids=[loose["id"], again["id"]],
+                       text="One untagged thought. password=hunter2secret")
             await call("erase", id=tea2["id"])
             await call("history", id=tea2["id"])
             await call("erase_topic", topic="tea")
@@ -162,6 +166,7 @@ def test_every_tool_returns_the_engine_dict_valid_and_declared_in_its_schema(tmp
     assert "note" in seen_keys["unlink"] and "unchanged" in seen_keys["restore"]
     assert {"path", "bytes", "content"} <= seen_keys["export"]
     assert {"would_remove", "removed", "note"} <= seen_keys["erase_topic"]
+    assert "redacted" in seen_keys["merge"]
 
 
 def test_every_tool_in_tools_list_has_an_output_schema_over_stdio(tmp_path: Path) -> None:

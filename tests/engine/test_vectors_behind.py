@@ -79,3 +79,34 @@ def test_close_writes_what_is_behind(settings: Settings) -> None:
         assert engine.indexer.missing == set()
     finally:
         engine.close()
+
+
+def test_an_idle_chroma_rests_and_opens_again_when_needed(settings: Settings) -> None:
+    """``rest`` closes an idle embedded Chroma (its graph and vectors leave memory); searches go on
+    from the matrix, and the next write, count or read opens it again with nothing lost."""
+    engine = open_engine(settings)
+    try:
+        first = engine.scribe("Puffins nest in burrows on cliffs.", title="Puffins", category="zoo")
+        assert not engine.vectors.rest(0)  # its vectors are still behind: no rest
+        engine.memorize("puffin burrows", mode="semantic")  # the first search reads the matrix from Chroma
+        engine.vectors.flush(10)
+        assert engine.vectors.rest(0) and engine.vectors._collection is None
+        assert not engine.vectors.rest(0)  # already resting
+        assert engine.memorize("puffin burrows", mode="semantic")["results"][0]["id"] == first["id"]
+        assert engine.vectors._collection is None  # a search up to EXACT_ROWS never needs Chroma
+        second = engine.scribe("Gannets dive from thirty metres.", title="Gannets", category="zoo")
+        engine.vectors.flush(10)
+        assert engine.vectors._collection is not None  # the writer opened it again
+        assert engine.vectors.ids() == engine.catalog.all_chunk_ids()
+        assert engine.vectors.rest(0)
+        assert engine.vectors.count() == len(engine.catalog.all_chunk_ids())
+        assert engine.memorize("diving seabirds", mode="semantic")["results"][0]["id"] == second["id"]
+        assert not engine.vectors.rest(60)  # used just now
+        assert engine.check()["consistent"]
+    finally:
+        engine.close()
+    engine = open_engine(settings)  # everything was written before each rest
+    try:
+        assert engine.vectors.ids() == engine.catalog.all_chunk_ids() and engine.indexer.missing == set()
+    finally:
+        engine.close()

@@ -123,3 +123,26 @@ class AnalyzeKnowledgeResult(Out):
     near_duplicates_checked: DuplicatesChecked
     issues: list[KnowledgeIssue]
     more_issues: dict[str, int]  # issue kind -> issues not listed
+
+
+class MergedNote(NoteRef):
+    trash_path: str
+
+
+class RelinkedNote(NoteRef):
+    links: int  # links in it that now point at the survivor
+
+
+class NotRelinkedNote(NoteRef):
+    reason: str
+
+
+class MergeResult(NoteRef):
+    version: str
+    updated: str
+    merged: list[MergedNote]
+    relinked: list[RelinkedNote]
+    committing: bool
+    not_relinked: list[NotRelinkedNote] | None = None  # notes that still link to a merged one
+    note: str | None = None
+    redacted: str | None = None  # what the privacy filter replaced in the text passed
