@@ -58,13 +58,18 @@ def current() -> Scope:
     return _CURRENT.get()
 
 
+def scoped(scope: Scope) -> contextlib.AbstractContextManager[None]:
+    return _bound(_CURRENT, scope)
+
+
 @contextlib.contextmanager
-def scoped(scope: Scope) -> Iterator[None]:
-    token = _CURRENT.set(scope)
+def _bound(var: ContextVar[Any], value: Any) -> Iterator[None]:
+    """``var`` is ``value`` for the block (and in threads started from it with the context copied)."""
+    token = var.set(value)
     try:
         yield
     finally:
-        _CURRENT.reset(token)
+        var.reset(token)
 
 
 def resolve(asked_context: Any, asked_user: Any, default_context: str | None, default_user: str | None) -> Scope:
@@ -102,10 +107,5 @@ def actor() -> Actor:
     return _ACTOR.get()
 
 
-@contextlib.contextmanager
-def acting(who: Actor) -> Iterator[None]:
-    token = _ACTOR.set(who)
-    try:
-        yield
-    finally:
-        _ACTOR.reset(token)
+def acting(who: Actor) -> contextlib.AbstractContextManager[None]:
+    return _bound(_ACTOR, who)

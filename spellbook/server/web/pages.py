@@ -6,6 +6,7 @@ from typing import Any
 
 from spellbook.server.web.app import Answer, Ask
 from spellbook.server.web.html import card, esc, memory_url, message, note_link, pager, table, tags, url, when
+from spellbook.server.web.memory import diff_url
 
 ACTIVITY_PAGE = 50
 TOOLS = ("scribe", "revise", "erase", "link", "unlink", "restore", "merge", "import", "describe", "overview")
@@ -74,9 +75,13 @@ async def activity(ask: Ask) -> Answer:
     data = await ask.call("activity", limit=ACTIVITY_PAGE, offset=offset, tool=tool)
     rows = []
     for e in data["entries"]:
-        memory = f'<a href="{memory_url(e["id"])}">{esc(e.get("title"))}</a>' if e.get("id") else esc(e.get("title"))
-        diff = (f'<a href="{esc(_diff_url(e))}">{esc(e["commit"][:10])}</a>' if e.get("commit") and e.get("id")
-                else '<span class=muted>no commit</span>')
+        linkable = bool(e.get("id")) and "/" not in e["id"]  # folder notes (_about.md, _overview.md) have no page
+        memory = f'<a href="{memory_url(e["id"])}">{esc(e.get("title"))}</a>' if linkable else esc(e.get("title"))
+        if e.get("commit"):
+            diff = f'<a href="{esc(diff_url(e["id"], e["commit"]))}">{esc(e["commit"][:10])}</a>' if linkable else \
+                f'<code>{esc(e["commit"][:10])}</code>'
+        else:
+            diff = '<span class=muted>no commit</span>'
         rows.append((when(e.get("time")), f'<span class="tool {esc(e.get("tool"))}">{esc(e.get("tool"))}</span>',
                      f'{memory}<br><small class=muted>{esc(e.get("path"))}</small>'
                      + (f' <small>{esc(e["detail"])}</small>' if e.get("detail") else ""),
@@ -94,11 +99,6 @@ async def activity(ask: Ask) -> Answer:
     )
     return ask.html("Activity", "/activity", body)
 
-
-def _diff_url(entry: dict[str, Any]) -> str:
-    from urllib.parse import quote
-
-    return f"/memory/{quote(entry['id'], safe='')}/diff/{quote(entry['commit'], safe='')}"
 
 
 async def search(ask: Ask) -> Answer:

@@ -1,0 +1,58 @@
+"""The web view's gate (spellbook/server/web/guard.py) and escaping (html.py), without a server;
+tests/e2e/test_web.py drives the same rules through a real browser."""
+
+from __future__ import annotations
+
+from spellbook.server.web.guard import COOKIE, Guard
+from spellbook.server.web.html import esc, markdown, url
+
+TOKEN = "t" * 43
+ORIGIN = "http://127.0.0.1:8765"
+
+
+def guard(token: str | None = TOKEN) -> Guard:
+    return Guard(token, {"127.0.0.1:8765", "localhost:8765"}, {ORIGIN})
+
+
+def test_sign_in_swaps_the_token_for_a_cookie_and_drops_it_from_the_address() -> None:
+    g = guard()
+    assert not g.signed_in({}) and not g.token_in_query("token=wrong") and not g.token_in_query("")
+    assert g.token_in_query(f"q=x&token={TOKEN}")
+    headers = dict(g.sign_in_headers("/search", f"q=a+b&token={TOKEN}"))
+    assert headers[b"location"] == b"/search?q=a+b"
+    cookie = headers[b"set-cookie"].decode()
+    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and TOKEN not in cookie
+    value = cookie.split(";")[0].split("=", 1)[1]
+    assert g.signed_in({"cookie": f"other=1; {COOKIE}={value}"})
+    assert g.signed_in({"authorization": f"Bearer {TOKEN}"})
+    assert not g.signed_in({"cookie": f"{COOKIE}={value[:-1]}0"})
+    assert not guard("u" * 43).signed_in({"cookie": f"{COOKIE}={value}"})  # another server's cookie
+    assert guard(None).signed_in({})  # --no-token: open, like /mcp
+
+
+def test_host_is_checked_on_loopback_only() -> None:
+    assert guard().host_ok({"host": "127.0.0.1:8765"})
+    assert not guard().host_ok({"host": "evil.example"}) and not guard().host_ok({})
+    assert Guard(TOKEN, None, set()).host_ok({"host": "anything"})
+
+
+def test_a_change_needs_the_page_origin_and_the_csrf_token_of_this_browser() -> None:
+    g = guard()
+    mine = {"cookie": f"{COOKIE}={g.cookie_value()}", "origin": ORIGIN}
+    form = {"csrf": g.csrf(mine)}
+    assert g.post_refusal(mine, form) is None
+    assert "no Origin" in g.post_refusal({k: v for k, v in mine.items() if k != "origin"}, form)
+    assert "evil" in g.post_refusal({**mine, "origin": "http://evil.example"}, form)
+    assert "null" in g.post_refusal({**mine, "origin": "null"}, form)
+    assert "CSRF" in g.post_refusal(mine, {})
+    other = {"cookie": f"{COOKIE}=someone-else", "origin": ORIGIN}
+    assert "CSRF" in g.post_refusal(other, form)  # bound to the cookie
+    assert g.csrf(mine) != guard("u" * 43).csrf(mine)
+
+
+def test_text_from_the_vault_is_escaped() -> None:
+    assert esc('<script>"x"</script>') == "&lt;script&gt;&quot;x&quot;&lt;/script&gt;"
+    html = markdown('<script>alert(1)</script>\n\n<img src=x onerror="alert(2)">\n\n[a](javascript:alert(3))')
+    assert "<script" not in html and "<img" not in html and "href" not in html
+    assert "&lt;script&gt;" in html
+    assert url("/search", q='"><b>', tag=None) == "/search?q=%22%3E%3Cb%3E"
