@@ -23,7 +23,10 @@ import tempfile
 import time
 from pathlib import Path
 
+import anyio
 import httpx2
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -79,6 +82,19 @@ def main() -> int:
                 if flag:
                     slow.append(name)
                 print(f"{name:22} {first_ms:9.1f} {p50:8.1f} {p95:8.1f} {size / 1024:6.0f}{flag}")
+            print("\nright after a write (scribe over MCP): the kept answers are stale, the page computes them")
+            for name, path in (("care", "/care"), ("graph", "/graph"), ("overview", "/")):
+                anyio.run(_scribe, f"{base}/mcp", token, name)
+                t = time.perf_counter()
+                http.get(path)
+                print(f"{name:22} {(time.perf_counter() - t) * 1000:9.1f} ms")
+            anyio.run(_scribe, f"{base}/mcp", token, "refresh")
+            time.sleep(12)  # the owner's loop recomputes what was viewed (engine/memo.py)
+            print("12 s after a write (the owner's loop has recomputed them)")
+            for name, path in (("care", "/care"), ("graph", "/graph")):
+                t = time.perf_counter()
+                http.get(path)
+                print(f"{name:22} {(time.perf_counter() - t) * 1000:9.1f} ms")
             graph = http.get("/graph").text
             summary = graph.split('id=graph-summary>', 1)[1].split("</p>", 1)[0]
             print(f"\ngraph: {summary}")
@@ -91,6 +107,13 @@ def main() -> int:
     if slow:
         print(f"over the target: {', '.join(slow)}")
     return 1 if slow else 0
+
+
+async def _scribe(url: str, token: str, what: str) -> None:
+    async with (httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http,
+                Client(streamable_http_client(url, http_client=http)) as client):
+        done = await client.call_tool("scribe", {"text": f"Bench write before {what}.", "title": f"Bench {what}"})
+        assert not done.is_error, done
 
 
 def _measure(http: httpx2.Client, path: str, rounds: int) -> tuple[float, list[float], int]:

@@ -26,9 +26,9 @@ log = logging.getLogger("spellbook")
 
 
 def serve_http(settings: Settings, host: str, port: int, open_delay: float = 0.0,
-               ready: Callable[[int, str | None], None] | None = None) -> int:
+               ready: Callable[[int, str | None], None] | None = None, warm_pages: bool = False) -> int:
     """Serve MCP and the pages on ``host:port`` (0: a free port) until stopped; ``ready(port, token)``
-    is called once the socket listens."""
+    is called once the socket listens; ``warm_pages``: compute what the first pages need meanwhile."""
     import uvicorn
 
     from spellbook.server.http import check_bind, ensure_token, http_app, token_file
@@ -54,6 +54,10 @@ def serve_http(settings: Settings, host: str, port: int, open_delay: float = 0.0
     hub = Hub(settings, open_delay=open_delay)
     app = http_app(build_server(hub), hub, host, port, token, settings.allowed_origins)
     hub.start(background=True)
+    if warm_pages:
+        from spellbook.server.web import warm
+
+        threading.Thread(target=warm, args=(hub,), name="spellbook-web-warm", daemon=True).start()
     log.info("serving %s at http://%s:%d/ (MCP: /mcp, legacy SSE: /sse, web view: /) (%s)", settings.vault_dir,
              host, port, hub.role)
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
@@ -79,7 +83,7 @@ def ui(args: argparse.Namespace) -> int:
         if not webbrowser.open(sign_in):
             print(f"Open this address in your browser: {sign_in}", file=sys.stderr, flush=True)
 
-    return serve_http(settings, "127.0.0.1", args.port, ready=opened)
+    return serve_http(settings, "127.0.0.1", args.port, ready=opened, warm_pages=True)
 
 
 def add_ui_parser(sub: Any, vault_args: Callable[[argparse.ArgumentParser], None]) -> None:

@@ -82,4 +82,5 @@ def _facets(notes: list[Any]) -> dict[str, Any]:
     categories = sorted({n.category for n in notes if n.category})
     topics = sorted({n.topic for n in notes if n.topic})
     tags = Counter(t for n in notes for t in n.tags)
-    return {"categories": categories, "topics": topics, "tags": [t for t, _ in tags.most_common(TOP_TAGS)]}
+    return {"categories": categories, "topics": topics, "tags": [t for t, _ in tags.most_common(TOP_TAGS)],
+            "contexts": sorted({n.context for n in notes if n.context}), "users": sorted({n.user for n in notes if n.user})}

@@ -23,8 +23,8 @@ from spellbook.scope import Scope, scoped
 from spellbook.scope import current as current_scope
 
 TTL_SECONDS = 300.0
-WARM_SECONDS = 600.0
-REFRESH_SECONDS = 10.0
+WARM_SECONDS = 300.0
+REFRESH_SECONDS = 5.0
 MAX_ENTRIES = 32
 
 

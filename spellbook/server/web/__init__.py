@@ -7,11 +7,15 @@ and change what is decided in ``guard.py``; every page asks the hub (``app.Ask.c
 
 from __future__ import annotations
 
+import logging
+
+from spellbook.scope import acting
 from spellbook.server.hub import Hub
 from spellbook.server.web import care, graph_page, memory, pages
-from spellbook.server.web.app import WebApp
+from spellbook.server.web.app import WEB_CLIENT, WebApp
 from spellbook.server.web.guard import Guard
 
+log = logging.getLogger(__name__)
 ID = r"(?P<id>[^/]+)"
 ROUTES = [
     ("GET", "/", pages.overview),
@@ -31,4 +35,16 @@ def web_app(hub: Hub, guard: Guard) -> WebApp:
     return WebApp(hub, guard, ROUTES)
 
 
-__all__ = ["Guard", "WebApp", "web_app"]
+def warm(hub: Hub) -> None:
+    """Compute the whole-vault answers the first pages need (Care's analysis, the unfiltered
+    graph) before anyone asks, so ``spellbook ui``'s first views are quick; the engine keeps them
+    until the index changes (engine/memo.py). Runs in a thread; failures only cost speed."""
+    try:
+        with acting(WEB_CLIENT):
+            hub.call("analyze_knowledge", {})
+            hub.call("graph", {"limit": graph_page.LIMIT})
+    except Exception:  # noqa: BLE001 - e.g. the index failed to open: the pages will say so
+        log.debug("could not warm the web view's answers", exc_info=True)
+
+
+__all__ = ["Guard", "WebApp", "warm", "web_app"]

@@ -64,6 +64,13 @@ class Ask:
         parts = [f"{name} {value}" for name, value in (("context", s.context), ("user", s.user)) if value]
         return ", ".join(parts) or None
 
+    def scope_filter(self) -> dict[str, str]:
+        """The scope a page was asked to show (``?context=&user=``: that scope's memories and the
+        shared ones); a scoped server always shows its own scope, and ignores these."""
+        if self.scope:
+            return {}
+        return {k: v for k in ("context", "user") if (v := " ".join((self.query.get(k) or "").split()))}
+
     async def call(self, method: str, **params: Any) -> Any:
         params = {k: v for k, v in params.items() if v is not None}
 
@@ -77,6 +84,19 @@ class Ask:
                     raise
 
         return await anyio.to_thread.run_sync(run)
+
+    async def gather(self, *jobs: Callable[[], Awaitable[Any]]) -> list[Any]:
+        """Run several hub calls at once (git, SQLite and numpy release the GIL); their answers in
+        order. The first error is raised."""
+        out: list[Any] = [None] * len(jobs)
+
+        async def one(i: int, job: Callable[[], Awaitable[Any]]) -> None:
+            out[i] = await job()
+
+        async with anyio.create_task_group() as group:
+            for i, job in enumerate(jobs):
+                group.start_soon(one, i, job)
+        return out
 
     def html(self, title: str, active: str, body: str, status: int = 200, script: str | None = None) -> Answer:
         return Answer(status, page(title, active, body, self.scope, script).encode())

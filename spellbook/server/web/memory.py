@@ -37,8 +37,9 @@ async def memory(ask: Ask) -> Answer:
         return ask.html("Not found", "", message(f"No memory with id {note_id!r} (it may have been erased or "
                                                  "merged; see Activity).", "error"), 404)
     m = found["memories"][0]
-    links = await ask.call("get_links", id=note_id)
-    related = await ask.call("related", id=note_id, limit=8)
+    links, related, history = await ask.gather(lambda: ask.call("get_links", id=note_id),
+                                               lambda: ask.call("related", id=note_id, limit=8),
+                                               lambda: _versions(ask, note_id))
     done = DONE.get(ask.query.get("done", ""))
     meta = m.get("metadata") or {}
     body = [
@@ -48,7 +49,7 @@ async def memory(ask: Ask) -> Answer:
         '<div class=columns><article class=note>', _render(m.get("text", ""), m.get("links", [])), "</article><aside>",
         _frontmatter(meta), _sections(m.get("chunks", [])), _links(links), _related(related.get("related", [])),
         "</aside></div>",
-        await _history(ask, note_id),
+        _history(ask, note_id, history),
         _erase_form(ask, m),
     ]
     return ask.html(m.get("title") or note_id, "", "".join(body))
@@ -102,11 +103,17 @@ def _related(items: list[dict[str, Any]]) -> str:
     return f"<h3>Related</h3><ul class=links>{rows}</ul>"
 
 
-async def _history(ask: Ask, note_id: str) -> str:
+async def _versions(ask: Ask, note_id: str) -> dict[str, Any] | str:
+    """The memory's history, or why there is none (no git)."""
     try:
-        hist = await ask.call("history", id=note_id, limit=30)
+        return await ask.call("history", id=note_id, limit=30)
     except VersionControlError as exc:
-        return f"<h2>History</h2>{message(str(exc))}"
+        return str(exc)
+
+
+def _history(ask: Ask, note_id: str, hist: dict[str, Any] | str) -> str:
+    if isinstance(hist, str):
+        return f"<h2>History</h2>{message(hist)}"
     rows = []
     for v in hist.get("versions", []):
         diff = f'<a href="{esc(diff_url(note_id, v["commit"]))}">diff</a>'

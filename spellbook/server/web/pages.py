@@ -14,9 +14,8 @@ MODES = ("hybrid", "semantic", "keyword")
 
 
 async def overview(ask: Ask) -> Answer:
-    stats = await ask.call("stats")
-    index = await ask.call("get_index")
-    health = await ask.call("analyze_knowledge")
+    stats, index, health = await ask.gather(lambda: ask.call("stats"), lambda: ask.call("get_index"),
+                                            lambda: ask.call("analyze_knowledge"))
     embedder = stats.get("embedder_status") or {}
     reachable = embedder.get("reachable", True)
     progress = stats.get("progress") or {}
@@ -114,19 +113,22 @@ async def search(ask: Ask) -> Answer:
         f'<input name=category value="{esc(category or "")}" placeholder=category aria-label=Category>'
         f'<input name=topic value="{esc(topic or "")}" placeholder=topic aria-label=Topic>'
         f'<input name=tag value="{esc(tag or "")}" placeholder=tag aria-label=Tag>'
+        + ("" if ask.scope else "".join(
+            f'<input name={k} value="{esc(ask.scope_filter().get(k, ""))}" placeholder="{k} (scope)" aria-label={k}>'
+            for k in ("context", "user"))) +
         f'<input name=limit type=number min=1 max=50 value="{limit}" aria-label=Limit><button>Search</button></form>'
     )
     if not q:
         return ask.html("Search", "/search", f"<h1>Search</h1>{form}<p class=muted>The same <code>memorize</code> "
                         "the agents call: hybrid ranks by keywords and meaning together.</p>")
     if q == "*" or not q.strip("*"):
-        data = await ask.call("list_memories", filter=filters or None, limit=limit)
+        data = await ask.call("list_memories", filter=filters or None, limit=limit, **ask.scope_filter())
         items = data.get("memories", [])
         rows = [(str(i), note_link(m), esc(m.get("category")), esc(m.get("topic")), tags(m.get("tags")))
                 for i, m in enumerate(items, 1)]
         result = table(["#", "Memory", "Category", "Topic", "Tags"], rows, "hits") if rows else message("Nothing here.")
         return ask.html("Search", "/search", f"<h1>Search</h1>{form}{result}")
-    data = await ask.call("memorize", query=q, mode=mode, filter=filters or None, limit=limit)
+    data = await ask.call("memorize", query=q, mode=mode, filter=filters or None, limit=limit, **ask.scope_filter())
     rows = []
     for rank, hit in enumerate(data.get("results", []), 1):
         found = "".join(f"<span class='side {side}'>{side}</span>" for side in hit.get("found_by", []))
