@@ -84,7 +84,7 @@ async def activity(ask: Ask) -> Answer:
         rows.append((when(e.get("time")), f'<span class="tool {esc(e.get("tool"))}">{esc(e.get("tool"))}</span>',
                      f'{memory}<br><small class=muted>{esc(e.get("path"))}</small>'
                      + (f' <small>{esc(e["detail"])}</small>' if e.get("detail") else ""),
-                     esc(e.get("client") or "?"), f'<code title="{esc(e.get("session"))}">{esc((e.get("session") or "")[:12])}</code>',
+                     esc(e.get("client") or "?"), _session(e.get("session")),
                      diff))
     options = "".join(f'<option{" selected" if t == tool else ""}>{t}</option>' for t in TOOLS)
     body = (
@@ -98,6 +98,12 @@ async def activity(ask: Ask) -> Answer:
     )
     return ask.html("Activity", "/activity", body)
 
+
+
+def _session(session: str | None) -> str:
+    if not session:
+        return "<span class=muted>-</span>"
+    return f'<code title="{esc(session)}">{esc(session[:12])}</code>'
 
 
 async def search(ask: Ask) -> Answer:
