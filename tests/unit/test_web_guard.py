@@ -20,6 +20,7 @@ def test_sign_in_swaps_the_token_for_a_cookie_and_drops_it_from_the_address() ->
     assert g.token_in_query(f"q=x&token={TOKEN}")
     headers = dict(g.sign_in_headers("/search", f"q=a+b&token={TOKEN}"))
     assert headers[b"location"] == b"/search?q=a+b"
+    assert dict(g.sign_in_headers("//evil.example/x", f"token={TOKEN}"))[b"location"] == b"/evil.example/x"
     cookie = headers[b"set-cookie"].decode()
     assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and TOKEN not in cookie
     value = cookie.split(";")[0].split("=", 1)[1]

@@ -94,7 +94,7 @@ class Guard:
     def sign_in_headers(self, path: str, query: str) -> list[tuple[bytes, bytes]]:
         """The cookie and the redirect to the same page, the token taken out of the URL."""
         rest = urlencode([(k, v) for k, v in parse_qsl(query, keep_blank_values=True) if k != "token"])
-        target = quote(path) + (f"?{rest}" if rest else "")
+        target = "/" + quote(path.lstrip("/")) + (f"?{rest}" if rest else "")  # never //host: an off-site redirect
         cookie = f"{COOKIE}={self.cookie_value()}; HttpOnly; SameSite=Strict; Path=/"
         return [(b"location", target.encode()), (b"set-cookie", cookie.encode())]
 
