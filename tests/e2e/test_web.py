@@ -139,6 +139,10 @@ def test_each_page_renders(page: Any, site: dict[str, Any]) -> None:
     page.wait_for_selector("#graph[data-ready='1']")
     assert "/graph?category=ops&" in page.url
     assert int(page.locator("#graph").get_attribute("data-nodes")) < NOTES / 2
+    page.fill("#find", "Release checklist")  # centres that memory in the picture; a click opens it
+    box = page.locator("#graph").bounding_box()
+    page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.wait_for_url(re.compile(r"/memory/rel1$"))
 
     page.goto(f"{base}/care")
     assert page.locator("section.near_duplicate form.merge").count() >= 1

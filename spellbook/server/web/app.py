@@ -93,9 +93,12 @@ class Ask:
         async def one(i: int, job: Callable[[], Awaitable[Any]]) -> None:
             out[i] = await job()
 
-        async with anyio.create_task_group() as group:
-            for i, job in enumerate(jobs):
-                group.start_soon(one, i, job)
+        try:
+            async with anyio.create_task_group() as group:
+                for i, job in enumerate(jobs):
+                    group.start_soon(one, i, job)
+        except BaseExceptionGroup as group_error:  # the page reports the first, as for a single call
+            raise group_error.exceptions[0] from None
         return out
 
     def html(self, title: str, active: str, body: str, status: int = 200, script: str | None = None) -> Answer:
