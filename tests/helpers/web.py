@@ -4,6 +4,7 @@ and a ``spellbook ui`` process that prints its sign-in address."""
 from __future__ import annotations
 
 import random
+import select
 import subprocess
 import time
 from pathlib import Path
@@ -68,13 +69,14 @@ def start_ui(vault: Path, *extra: str, **env: str) -> tuple[subprocess.Popen, st
         [SPELLBOOK, "ui", "--no-browser", "--vault", str(vault), "--embedder", "hashing", *extra],
         env=child_env(**env), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
-    address = proc.stdout.readline().strip() if proc.stdout else ""
+    ready, _, _ = select.select([proc.stdout], [], [], 60)  # the address, once the socket listens
+    address = proc.stdout.readline().strip() if ready and proc.stdout else ""
     if not address.startswith("http://127.0.0.1:"):
         proc.kill()
         raise AssertionError(f"spellbook ui printed {address!r}: {proc.stderr.read() if proc.stderr else ''}")
     base = address.split("/?", 1)[0]
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:  # the index is ready once stats answers "ready"
+    while time.monotonic() < deadline:  # the server answers (the index may still be building)
         try:
             ok = httpx2.get(f"{base}/healthz", timeout=2).status_code == 200
         except httpx2.HTTPError:
