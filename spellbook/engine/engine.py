@@ -2,11 +2,14 @@
 
 Each concern is a service in its own module, given what it needs in its constructor
 (``engine/memories.py``, ``search.py``, ``structure.py``, ``lifecycle.py``, ``links.py``,
-``health.py``, ``history.py``, ``exchange.py``, ``maintenance.py``, ``merging.py``); the scope rule, the privacy
-filter and the id lookup live once, in ``access.py``. ``Engine`` owns the shared components
-(vault store, catalog, vectors, embedder, indexer, git committer), wires the services in the one
-order their needs allow, and re-exposes their public methods under the names the MCP tools, the
-CLI and the hub call (``server/hub.py`` ``METHODS``). It holds no logic of its own.
+``health.py``, ``history.py``, ``exchange.py``, ``maintenance.py``, ``merging.py``, ``graph.py``);
+the scope rule, the privacy filter and the id lookup live once, in ``access.py``; the activity log
+(``activity.py``) and the memo of whole-vault answers (``memo.py``) are shared components.
+``Engine`` owns the shared components (vault store, catalog, vectors, embedder, indexer, git
+committer, activity log, memo), wires the services in the one order their needs allow, and
+re-exposes their public methods under the names the MCP tools, the CLI and the hub call
+(``server/hub.py`` ``METHODS``). It holds no logic of its own beyond ``maintain``, which runs the
+lifecycle's upkeep and then the memo's refresh.
 """
 
 from __future__ import annotations
@@ -20,8 +23,7 @@ from spellbook.config import Settings
 from spellbook.embedders.base import Embedder
 from spellbook.embedders.registry import load_embedder
 from spellbook.engine.access import Access, Readiness
-from spellbook.engine.activity import FILE_NAME as ACTIVITY_FILE
-from spellbook.engine.activity import ActivityLog
+from spellbook.engine.activity import FILE_NAME as ACTIVITY_FILE, ActivityLog
 from spellbook.engine.exchange import Exchange
 from spellbook.engine.graph import Graph
 from spellbook.engine.health import Health
@@ -29,8 +31,8 @@ from spellbook.engine.history import History, Recorder
 from spellbook.engine.lifecycle import Lifecycle
 from spellbook.engine.links import Links
 from spellbook.engine.maintenance import Maintenance
-from spellbook.engine.memories import Memories
 from spellbook.engine.memo import Memo
+from spellbook.engine.memories import Memories
 from spellbook.engine.merging import Merging
 from spellbook.engine.search import Search
 from spellbook.engine.structure import Structure

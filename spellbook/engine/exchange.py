@@ -18,6 +18,7 @@ from typing import Any
 from spellbook import __version__
 from spellbook.config import Settings
 from spellbook.engine.access import Access, Readiness
+from spellbook.engine.activity import ActivityLog
 from spellbook.engine.exchange_formats import (
     Entry,
     ExportFormat,
@@ -32,7 +33,6 @@ from spellbook.engine.exchange_formats import (
 )
 from spellbook.engine.memory_graph import looks_like_memory_graph, memory_graph_entries
 from spellbook.errors import ConflictError, InvalidInputError, SpellbookError, VaultPathError
-from spellbook.engine.activity import ActivityLog
 from spellbook.git.committer import Change, Committer
 from spellbook.index.catalog import Catalog
 from spellbook.index.filters import Filter, parse_filter, to_sql
@@ -213,7 +213,8 @@ class Exchange:
         def log(change: Change | None) -> None:
             commit = change.result.get("commit") if change is not None else None
             for line in lines:
-                activity.append({**line, "commit": commit})  # type: ignore[union-attr]
+                if activity is not None:
+                    activity.append({**line, "commit": commit})
 
         if not self.git.enabled:
             log(None)
