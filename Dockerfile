@@ -7,6 +7,10 @@ COPY pyproject.toml README.md ./
 COPY spellbook ./spellbook
 COPY vault_template ./vault_template
 RUN pip install ".[minilm]" && useradd --create-home --uid 1000 spellbook && mkdir /vault && chown spellbook /vault
+# use-m3's embedding table as plain rows, written once here rather than on every container's first start
+ENV SPELLBOOK_CACHE_DIR=/opt/spellbook-cache
+RUN python -c "from pathlib import Path; from spellbook.embedders.use import USEEmbedder; USEEmbedder(cache_dir=Path('$SPELLBOOK_CACHE_DIR')).warm_up()" \
+    && chmod -R a+rX "$SPELLBOOK_CACHE_DIR"
 
 USER spellbook
 VOLUME ["/vault"]
