@@ -120,7 +120,7 @@ async def search(ask: Ask) -> Answer:
         f'<input name=topic value="{esc(topic or "")}" placeholder=topic aria-label=Topic>'
         f'<input name=tag value="{esc(tag or "")}" placeholder=tag aria-label=Tag>'
         + ("" if ask.scope else "".join(
-            f'<input name={k} value="{esc(ask.scope_filter().get(k, ""))}" placeholder={k} title="scope: this {k}'s memories and the shared ones" aria-label={k}>'
+            f'<input name={k} value="{esc(ask.scope_filter().get(k, ""))}" placeholder={k} title="scope: the memories of this {k} and the shared ones" aria-label={k}>'
             for k in ("context", "user"))) +
         f'<input name=limit type=number min=1 max=50 value="{limit}" aria-label=Limit><button>Search</button></form>'
     )
