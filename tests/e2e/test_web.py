@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import re
 import shutil
+import subprocess
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -20,7 +23,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.types import Implementation
 
 from tests.helpers.git import git
-from tests.helpers.processes import ROOT
+from tests.helpers.processes import ROOT, SPELLBOOK, child_env
 from tests.helpers.web import start_ui, stop_ui, write_vault
 
 pytestmark = pytest.mark.slow
@@ -314,3 +317,27 @@ def test_scoped_server_shows_only_its_scope(site: dict[str, Any]) -> None:
         assert "Beta secret" in httpx2.get(site["base"] + "/graph?context=beta", headers=owner).text
     finally:
         stop_ui(proc)
+
+
+def test_ui_opens_the_browser_at_the_sign_in_address(tmp_path: Path) -> None:
+    """Without --no-browser, ``spellbook ui`` hands the sign-in address to the browser ($BROWSER here)."""
+    opened = tmp_path / "opened.txt"
+    browser = tmp_path / "browser.sh"
+    browser.write_text(f'#!/bin/sh\necho "$1" > {opened}\n')
+    browser.chmod(0o755)
+    proc = subprocess.Popen([SPELLBOOK, "ui", "--vault", str(tmp_path / "vault"), "--embedder", "hashing"],
+                            env=child_env(BROWSER=str(browser)), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        for _ in range(300):
+            if opened.exists() and opened.read_text().strip():
+                break
+            time.sleep(0.1)
+        address = opened.read_text().strip()
+        assert re.fullmatch(r"http://127\.0\.0\.1:\d+/\?token=[\w-]{32,}", address), address
+        with httpx2.Client(follow_redirects=False) as http:
+            signed = http.get(address)
+            assert signed.status_code == 303 and signed.headers["location"] == "/"
+            assert http.get(address.split("?")[0]).status_code == 200  # the cookie it set lets the page in
+    finally:
+        log = stop_ui(proc)
+    assert "Traceback" not in log
