@@ -24,7 +24,15 @@ LISTED_NOTES = 20  # notes named per issue; the rest are counted in `more`
 ISSUES_PER_KIND = 20  # pair and group issues (near-duplicates, tag spellings, broken links) per kind
 DUPLICATE_SCAN_NOTES = 2_000  # near-duplicates: the most recently updated notes, compared pairwise
 # analyze_knowledge: score = 100 - sum(weight x share of the kind); docs/knowledge.md
-WEIGHTS = {"untagged": 20, "isolated": 25, "stale": 15, "near_duplicate": 15, "broken_link": 15, "similar_tags": 10}
+WEIGHTS = {"untagged": 20, "isolated": 25, "stale": 15, "near_duplicate": 15, "broken_link": 15, "similar_tags": 10,
+           "contradiction": 15}
+# A contradiction: two notes linked `contradicts` (neither superseding the other), or two near-duplicates
+# that state different numbers (amounts, dates, times, versions) or where only one says "not".
+NUMBER = re.compile(r"\d+(?:[.,:/-]\d+)*")
+NEGATION = re.compile(
+    r"\b(?:not|never|no longer|cannot|can't|don't|doesn't|didn't|isn't|aren't|wasn't|weren't|won't)\b"
+    r"|않[는다았]|없[다어었]|못 |ない|ません|ではない|じゃない", re.IGNORECASE,
+)
 
 
 class Health:
@@ -113,7 +121,19 @@ class Health:
         if len(broken) > ISSUES_PER_KIND:
             more["broken_link"] = len(broken) - ISSUES_PER_KIND
 
+        contradictions = self._contradictions(graph, pairs, set(notes))
+        for evidence, a, b in contradictions[:ISSUES_PER_KIND]:
+            issues.append({
+                "kind": "contradiction", "notes": [refs[a], refs[b]], "evidence": evidence,
+                "action": "These say different things. Decide which holds: revise the wrong one, erase it, or "
+                          f"link(newer, older, 'supersedes') (e.g. link({refs[a]['id']!r}, {refs[b]['id']!r}, "
+                          "'supersedes')).",
+            })
+        if len(contradictions) > ISSUES_PER_KIND:
+            more["contradiction"] = len(contradictions) - ISSUES_PER_KIND
+
         duplicated = {p for _, a, b in pairs for p in (a, b)}
+        contradicted = {p for _, a, b in contradictions for p in (a, b)}
         variant_tags = sum(len(g) for g in groups)
         shares = {
             "untagged": len(untagged) / total if total else 0.0,
@@ -122,6 +142,7 @@ class Health:
             "near_duplicate": len(duplicated) / scanned if scanned else 0.0,
             "broken_link": len(broken) / len(graph) if graph else 0.0,
             "similar_tags": variant_tags / len(tag_counts) if tag_counts else 0.0,
+            "contradiction": len(contradicted) / total if total else 0.0,
         }
         penalty = sum(WEIGHTS[kind] * share for kind, share in shares.items())
         return {
@@ -130,6 +151,7 @@ class Health:
             "counts": {
                 "untagged": len(untagged), "isolated": len(isolated), "stale": len(stale),
                 "similar_tag_groups": len(groups), "near_duplicate_pairs": pair_count, "broken_links": len(broken),
+                "contradictions": len(contradictions),
                 "links": len(graph), "tags": len(tag_counts),
             },
             "shares": {k: round(v, 3) for k, v in shares.items()},
@@ -154,6 +176,30 @@ class Health:
             "action": f"Use one spelling: retag these notes from {', '.join(others)} to {best} (revise tags; "
                       "#tags in a note's text are changed in its text).",
         }
+
+    def _contradictions(self, graph: list[tuple[str, str, str | None, str | None]],
+                        pairs: list[tuple[float, str, str]], live: set[str]) -> list[tuple[str, str, str]]:
+        """(evidence, a, b): pairs linked ``contradicts`` that no ``supersedes`` link settles, then
+        near-duplicate pairs whose texts differ in a number or a negation (``_differences``)."""
+        settled = {frozenset((s, r)) for s, _, rel, r in graph if rel == "supersedes" and r}
+        found: dict[frozenset[str], tuple[str, str, str]] = {}
+        for source, _, relation, resolved in graph:
+            pair = frozenset((source, resolved or ""))
+            if (relation == "contradicts" and resolved and resolved != source and source in live
+                    and resolved in live and pair not in settled and pair not in found):
+                found[pair] = ("linked 'contradicts'", source, resolved)
+        texts: dict[str, str] = {}
+        for _, a, b in pairs:
+            pair = frozenset((a, b))
+            if pair in found or pair in settled:
+                continue
+            for path in (a, b):
+                if path not in texts:
+                    texts[path] = "\n".join(c.text for c in self.catalog.chunks_of(path))
+            differences = _differences(texts[a], texts[b])
+            if differences:
+                found[pair] = ("; ".join(differences), a, b)
+        return list(found.values())
 
     def _near_duplicates(self, paths: list[str]) -> tuple[list[tuple[float, str, str]], int, int]:
         """Pairs of notes (of the first DUPLICATE_SCAN_NOTES paths) whose mean chunk vectors are at
@@ -186,6 +232,19 @@ class Health:
                         pairs.append((float(min(block[i, j], 1.0)), rows[start + i], rows[j]))
         pairs.sort(key=lambda t: (-t[0], t[1], t[2]))
         return pairs, count, len(rows)
+
+
+def _differences(a: str, b: str) -> list[str]:
+    """What two near-identical texts state differently: numbers only one of them has (and the other
+    has others), and a negation only one of them has."""
+    out = []
+    numbers_a, numbers_b = set(NUMBER.findall(a)), set(NUMBER.findall(b))
+    only_a, only_b = sorted(numbers_a - numbers_b), sorted(numbers_b - numbers_a)
+    if only_a and only_b:
+        out.append(f"{', '.join(only_a[:3])} vs {', '.join(only_b[:3])}")
+    if bool(NEGATION.search(a)) != bool(NEGATION.search(b)):
+        out.append("only one of them says not")
+    return out
 
 
 def _issue(kind: str, notes: list[dict[str, Any]], action: str) -> dict[str, Any]:

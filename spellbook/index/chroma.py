@@ -177,8 +177,14 @@ class VectorIndex:
             offset += MAX_BATCH
 
     def vectors(self, ids: Sequence[str]) -> dict[str, list[float]]:
+        """The stored vectors of ``ids``: those on their way to Chroma, then the matrix's (normalised,
+        which cosine search does not tell apart), then Chroma's for the rest."""
         with self._behind_changed:
             out = {cid: self._behind[cid][0] for cid in ids if cid in self._behind}
+        with self._matrix_lock:
+            matrix = self._matrix
+        if matrix is not None:
+            out.update(matrix.get([cid for cid in ids if cid not in out]))
         ids = [cid for cid in ids if cid not in out]
         for start in range(0, len(ids), MAX_BATCH):
             with self._chroma() as collection:

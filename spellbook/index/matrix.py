@@ -101,6 +101,11 @@ class VectorMatrix:
         self._last = (ids, self._version, rows)
         return rows
 
+    def get(self, ids: Sequence[str]) -> dict[str, list[float]]:
+        """The (normalised) vectors of those ``ids`` the matrix has."""
+        with self._lock:
+            return {cid: self._data[row].tolist() for cid in ids if (row := self._rows.get(cid)) is not None}
+
     def sample(self, limit: int) -> list[list[float]]:
         """Up to ``limit`` vectors, in row order (normalised)."""
         with self._lock:

@@ -76,7 +76,7 @@ class IssueNote(NoteRef):
 
 
 class KnowledgeIssue(Out):
-    kind: str  # untagged, isolated, stale, similar_tags, near_duplicate, broken_link
+    kind: str  # untagged, isolated, stale, similar_tags, near_duplicate, broken_link, contradiction
     notes: list[IssueNote]
     action: str
     count: int | None = None
@@ -86,6 +86,7 @@ class KnowledgeIssue(Out):
     suggested: str | None = None  # similar_tags
     target: str | None = None  # broken_link
     relation: str | None = None  # broken_link
+    evidence: str | None = None  # contradiction: "linked 'contradicts'", or the numbers that differ
 
 
 class KnowledgeCounts(Out):
@@ -95,6 +96,7 @@ class KnowledgeCounts(Out):
     similar_tag_groups: int
     near_duplicate_pairs: int
     broken_links: int
+    contradictions: int
     links: int
     tags: int
 
@@ -106,6 +108,7 @@ class KnowledgeShares(Out):
     near_duplicate: float
     broken_link: float
     similar_tags: float
+    contradiction: float
 
 
 class DuplicatesChecked(Out):
