@@ -38,7 +38,16 @@ class Graph:
         self.readiness.await_first_index()
         if self.memo is None:
             return self._graph(category, topic, tag, limit)
-        return self.memo.get("graph", (category, topic, tag, limit), lambda: self._graph(category, topic, tag, limit))
+        return self.memo.get("graph", (category, topic, tag, limit), lambda: self._graph(category, topic, tag, limit),
+                             self._without_gone)  # a page's: seconds old at worst after a write (memo.py)
+
+    def _without_gone(self, answer: dict[str, Any]) -> dict[str, Any]:
+        """A kept graph without the notes erased, merged or moved since, nor their edges."""
+        there = self.catalog.notes_at(n["path"] for n in answer["nodes"]).keys()
+        nodes = [n for n in answer["nodes"] if n["path"] in there]
+        ids = {n["id"] for n in nodes}
+        edges = [e for e in answer["edges"] if e["source"] in ids and e["target"] in ids]
+        return {**answer, "nodes": nodes, "edges": edges, "shown": len(nodes)}
 
     def _graph(self, category: str | None, topic: str | None, tag: str | None, limit: int) -> dict[str, Any]:
         visible = [n for n, _ in self.catalog.browse.overview() if self.access.visible(n)]

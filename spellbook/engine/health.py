@@ -26,6 +26,7 @@ DUPLICATE_SCAN_NOTES = 2_000  # near-duplicates: the most recently updated notes
 # analyze_knowledge: score = 100 - sum(weight x share of the kind); docs/knowledge.md
 WEIGHTS = {"untagged": 20, "isolated": 25, "stale": 15, "near_duplicate": 15, "broken_link": 15, "similar_tags": 10,
            "contradiction": 15}
+LIST_KINDS = ("untagged", "isolated", "stale", "similar_tags")  # issues that list notes (the rest are pairs)
 # A contradiction: two notes linked `contradicts` (neither superseding the other), or two near-duplicates
 # that state different numbers (amounts, dates, times, versions) or where only one says "not".
 NUMBER = re.compile(r"\d+(?:[.,:/-]\d+)*")
@@ -47,14 +48,28 @@ class Health:
         self.access = access
         self.readiness = readiness
 
-    def analyze_knowledge(self, stale_days: int = STALE_DAYS) -> dict[str, Any]:
-        """A health score (0-100) and the issues behind it, each with the notes and what to do."""
+    def analyze_knowledge(self, stale_days: int = STALE_DAYS, stale_ok: bool = False) -> dict[str, Any]:
+        """A health score (0-100) and the issues behind it, each with the notes and what to do.
+        ``stale_ok`` (the web pages): the last answer at once while a newer one is made (memo.py)."""
         if not isinstance(stale_days, int) or not 1 <= stale_days <= 36_500:
             raise InvalidInputError("stale_days must be a whole number of days between 1 and 36500.")
         self.readiness.await_first_index()
         if self.memo is not None:
-            return self.memo.get("analyze_knowledge", (stale_days,), lambda: self._analyze(stale_days))
+            return self.memo.get("analyze_knowledge", (stale_days,), lambda: self._analyze(stale_days),
+                                 self._without_gone if stale_ok else None)
         return self._analyze(stale_days)
+
+    def _without_gone(self, answer: dict[str, Any]) -> dict[str, Any]:
+        """A kept answer without the notes erased, merged or moved since (an issue about a pair
+        goes when one of the two does)."""
+        named = {n["path"] for issue in answer["issues"] for n in issue["notes"]}
+        there = self.catalog.notes_at(named).keys()
+        issues = []
+        for issue in answer["issues"]:
+            notes = [n for n in issue["notes"] if n["path"] in there]
+            if notes and (len(notes) == len(issue["notes"]) or issue["kind"] in LIST_KINDS):
+                issues.append({**issue, "notes": notes})
+        return {**answer, "issues": issues}
 
     def _analyze(self, stale_days: int) -> dict[str, Any]:
         notes = {

@@ -44,8 +44,12 @@ class Memo:
         self._entries: OrderedDict[tuple, _Entry] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, name: str, args: tuple, compute: Callable[[], Any]) -> Any:
-        """The kept answer of ``name(*args)`` in the running call's scope, or ``compute()``'s."""
+    def get(self, name: str, args: tuple, compute: Callable[[], Any],
+            stale: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> Any:
+        """The kept answer of ``name(*args)`` in the running call's scope, or ``compute()``'s.
+        With ``stale`` (a page a person clicks through), a kept answer the index has moved on from
+        is returned at once, through ``stale`` (which drops what no longer exists) and with
+        ``stale_seconds`` (its age); the owner's ``refresh`` recomputes it within a few seconds."""
         scope = current_scope()
         key = (name, scope, args)
         now, mark = time.monotonic(), self.changes()
@@ -55,6 +59,13 @@ class Memo:
                 entry.used = now
                 self._entries.move_to_end(key)
                 return entry.value
+            if entry is not None and stale is not None:
+                entry.used = now  # refresh() recomputes what was used lately
+                value, age = entry.value, round(now - entry.made, 1)
+            else:
+                value = None
+        if value is not None:
+            return {**stale(value), "stale_seconds": age}
         value = compute()
         with self._lock:
             self._entries[key] = _Entry(compute, scope, mark, now, now, value)

@@ -61,6 +61,7 @@ class LinkQueries:
         self._lock = lock
         self._generation = generation  # the catalog's write count: what is kept below is good until it moves
         self._superseding: tuple[int, frozenset[str]] = (-1, frozenset())
+        self._names: tuple[int, dict[str, str] | None] = (-1, None)  # link name -> path, for a generation
 
     def links_of(self, path: str) -> list[str]:
         """The link targets a note writes, as written, each once (body and frontmatter)."""
@@ -78,9 +79,48 @@ class LinkQueries:
 
     def resolve_link(self, target: str) -> NoteRow | None:
         """The note a ``[[target]]`` points to, as Obsidian resolves it: a path (with or without
-        .md), a file name, a title, or an alias; case-insensitive; the shortest path wins."""
-        found = self.link_matches(target, 1)
-        return found[0] if found else None
+        .md), a file name, a title, or an alias; case-insensitive; the shortest path wins.
+
+        One lookup is a query over every note (~20 ms at 10k notes); from the second lookup between
+        two writes on, every name is resolved from a map of them all, built once (a page with many
+        links, a merge relinking many notes)."""
+        generation = self._generation()
+        with self._lock:
+            kept_generation, names = self._names
+            if kept_generation != generation or names is None:
+                self._names = (generation, None)  # the next lookup of this generation builds the map
+        if kept_generation != generation:
+            found = self.link_matches(target, 1)
+            return found[0] if found else None
+        if names is None:
+            names = self._name_map()
+            with self._lock:
+                if self._names[0] == generation:
+                    self._names = (generation, names)
+        path = names.get(target.strip().removesuffix(".md").lower())
+        if path is None:
+            return None
+        with self._lock:
+            row = self._db.execute(f"SELECT {NOTE_COLS} FROM notes WHERE path = ?", (path,)).fetchone()
+        return note_row(row) if row else None
+
+    def _name_map(self) -> dict[str, str]:
+        """Every name a link can use -> the note it resolves to (the shortest path claims a name
+        first), with SQLite's ASCII-only lower() on the names as ``link_matches`` compares them."""
+        resolver: dict[str, str] = {}
+        with self._lock:
+            notes = self._db.execute(
+                f"SELECT path, title, (SELECT json_group_array(value) FROM {_ALIASES}) FROM notes "
+                "ORDER BY length(path), path"
+            ).fetchall()
+        for path, title, aliases in notes:
+            parts = path.removesuffix(".md").split("/")
+            names = {_ascii_lower("/".join(parts[i:])) for i in range(len(parts))}
+            names.add(_ascii_lower(title or ""))
+            names.update(_ascii_lower(str(a)) for a in json.loads(aliases or "[]"))
+            for name in names:
+                resolver.setdefault(name, path)
+        return resolver
 
     def link_matches(self, target: str, limit: int) -> list[NoteRow]:
         """Every note ``[[target]]`` could mean (up to ``limit``), the one it resolves to first."""
@@ -156,20 +196,9 @@ class LinkQueries:
     def link_graph(self) -> list[tuple[str, str, str, str | None]]:
         """(source path, target as written, relation, resolved path or None) for every link in the
         vault, resolved in one pass as ``resolve_link`` resolves them (for vault-wide checks)."""
-        resolver: dict[str, str] = {}
         with self._lock:
-            notes = self._db.execute(
-                f"SELECT path, title, (SELECT json_group_array(value) FROM {_ALIASES}) FROM notes "
-                "ORDER BY length(path), path"
-            ).fetchall()
             links = self._db.execute("SELECT path, target, relation FROM links ORDER BY path, rowid").fetchall()
-        for path, title, aliases in notes:  # shortest path first: the first note to claim a name keeps it
-            parts = path.removesuffix(".md").split("/")
-            names = {_ascii_lower("/".join(parts[i:])) for i in range(len(parts))}
-            names.add(_ascii_lower(title or ""))
-            names.update(_ascii_lower(str(a)) for a in json.loads(aliases or "[]"))
-            for name in names:
-                resolver.setdefault(name, path)
+        resolver = self._name_map()
         return [
             (source, target, relation, resolver.get(target.strip().removesuffix(".md").lower()))
             for source, target, relation in links

@@ -400,3 +400,32 @@ def test_link_tools_over_stdio_and_after_a_restart(obsidian: Path) -> None:
     anyio.run(first_run)
     shutil.rmtree(vault / ".spellbook")  # the index is derived: rebuilt from the files, links included
     anyio.run(second_run)
+
+
+def test_resolving_many_links_between_writes_matches_one_lookup_at_a_time(engine: Engine, vault: Path) -> None:
+    """From the second lookup between two writes on, links resolve from a map of every name
+    (index/links.py ``resolve_link``): it must pick exactly the note the one-query lookup picks,
+    with shared file names, titles that are other notes' aliases, numeric and non-ASCII names."""
+    files = {
+        "a/Plan.md": "---\ntitle: Roadmap\naliases: [Q3, 2024]\n---\nx",
+        "b/c/Plan.md": "---\naliases: Roadmap\n---\ny",
+        "Plan.md": "z",
+        "notes/Über Café.md": "---\ntitle: Über Café\naliases: [ÜBER]\n---\nu",
+        "d/under_score.md": "---\naliases: ['50%']\n---\nw",
+    }
+    for path, text in files.items():
+        (vault / path).parent.mkdir(parents=True, exist_ok=True)
+        (vault / path).write_text(text, encoding="utf-8")
+    engine.reconcile()
+    links = engine.catalog.links
+    targets = ["Plan", "plan.md", "a/Plan", "c/Plan", "b/c/plan", "Roadmap", "roadmap", "Q3", "2024", "über café",
+               "Über Café", "ÜBER", "über", "under_score", "under-score", "50%", "5_%", "%", " Plan ", "missing"]
+    def path_of(row):
+        return row.path if row else None
+    single = {t: path_of(next(iter(links.link_matches(t, 1)), None)) for t in targets}
+    engine.scribe("A write moves the generation.", title="Mover")
+    first = [path_of(links.resolve_link(t)) for t in targets[:1]]  # one query
+    mapped = [path_of(links.resolve_link(t)) for t in targets]  # from the map
+    assert first == [single[targets[0]]]
+    assert dict(zip(targets, mapped)) == single
+    assert single["Plan"] == "Plan.md" and single["Roadmap"] == "a/Plan.md" and single["missing"] is None

@@ -138,3 +138,43 @@ def test_memo_keeps_whole_vault_answers_until_the_index_changes(engine: Engine) 
         assert engine.analyze_knowledge() is engine.analyze_knowledge()
     finally:
         memo.REFRESH_SECONDS = old
+
+
+def test_pages_get_the_last_answer_at_once_after_a_write_and_a_fresh_one_after_refresh(engine: Engine,
+                                                                                        monkeypatch) -> None:
+    """The web pages' reads (stale_ok) never wait for a whole-vault recompute after a write: they get
+    the kept answer with its age, and the owner's refresh makes the new one; the MCP tool (no
+    stale_ok) always answers for the vault as it is."""
+    import spellbook.engine.memo as memo
+
+    engine.scribe("Alpha.", title="Alpha")
+    first = engine.analyze_knowledge(stale_ok=True)
+    graph = engine.graph()
+    assert "stale_seconds" not in first and "stale_seconds" not in graph
+    engine.scribe("Beta.", title="Beta")
+    stale = engine.analyze_knowledge(stale_ok=True)
+    assert stale["notes"] == first["notes"] and stale["stale_seconds"] >= 0
+    assert engine.graph()["stale_seconds"] >= 0 and len(engine.graph()["nodes"]) == len(graph["nodes"])
+    fresh = engine.analyze_knowledge()  # the tool's call: computed for the vault as it is now
+    assert fresh["notes"] == first["notes"] + 1 and "stale_seconds" not in fresh
+    monkeypatch.setattr(memo, "REFRESH_SECONDS", 0.0)
+    engine.memo.refresh()
+    assert len(engine.graph()["nodes"]) == len(graph["nodes"]) + 1 and "stale_seconds" not in engine.graph()
+    assert engine.analyze_knowledge(stale_ok=True)["notes"] == first["notes"] + 1
+
+
+def test_a_kept_answer_never_shows_a_note_that_is_gone(engine: Engine) -> None:
+    keep = engine.scribe("Gamma stays.", title="Gamma")
+    gone = engine.scribe("Delta goes.", title="Delta")
+    before = engine.analyze_knowledge(stale_ok=True)
+    untagged = next(i for i in before["issues"] if i["kind"] == "untagged")
+    assert {gone["id"], keep["id"]} <= {n["id"] for n in untagged["notes"]}
+    assert gone["id"] in {n["id"] for n in engine.graph()["nodes"]}
+    engine.erase(gone["id"])
+    stale = engine.analyze_knowledge(stale_ok=True)
+    assert "stale_seconds" in stale
+    notes = {n["id"] for i in stale["issues"] for n in i["notes"]}
+    assert gone["id"] not in notes and keep["id"] in notes
+    graph = engine.graph()
+    assert "stale_seconds" in graph and gone["id"] not in {n["id"] for n in graph["nodes"]}
+    assert all(gone["id"] not in (e["source"], e["target"]) for e in graph["edges"])

@@ -126,6 +126,7 @@ class AnalyzeKnowledgeResult(Out):
     near_duplicates_checked: DuplicatesChecked
     issues: list[KnowledgeIssue]
     more_issues: dict[str, int]  # issue kind -> issues not listed
+    stale_seconds: float | None = None  # only for the web pages' stale_ok reads: the answer's age
 
 
 class MergedNote(NoteRef):

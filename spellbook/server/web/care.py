@@ -8,7 +8,7 @@ from typing import Any
 from urllib.parse import quote
 
 from spellbook.server.web.app import Answer, Ask
-from spellbook.server.web.html import esc, form, hidden, message, note_link, url
+from spellbook.server.web.html import as_of, esc, form, hidden, message, note_link, url
 
 KINDS = {
     "near_duplicate": "Near-duplicates", "contradiction": "Contradictions", "broken_link": "Broken links",
@@ -19,7 +19,7 @@ SHOWN_NOTES = 25
 
 
 async def care(ask: Ask) -> Answer:
-    data = await ask.call("analyze_knowledge")
+    data = await ask.call("analyze_knowledge", stale_ok=True)
     issues = sorted(data.get("issues", []), key=lambda i: ORDER.index(i["kind"]) if i["kind"] in ORDER else 99)
     pairs = [i for i in issues if i["kind"] == "near_duplicate"]
     versions = await _versions(ask, [n["id"] for i in pairs for n in i.get("notes", []) if n.get("id")])
@@ -33,6 +33,7 @@ async def care(ask: Ask) -> Answer:
     if checked:
         summary += (f'<p class=muted>Near-duplicates: the {checked.get("notes", 0):,} newest of '
                     f'{checked.get("of", 0):,} memories were compared (similarity at least {checked.get("threshold")}).</p>')
+    summary += as_of(data)
     sections: dict[str, list[str]] = {}
     for issue in issues:
         sections.setdefault(issue["kind"], []).append(_issue(ask, issue, versions))

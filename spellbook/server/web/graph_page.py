@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 from spellbook.server.web.app import Answer, Ask
-from spellbook.server.web.html import esc, message
+from spellbook.server.web.html import as_of, esc, message
 
 LIMIT = 1500
 
@@ -33,7 +33,7 @@ async def graph(ask: Ask) -> Answer:
     sampled = (f' The {data["shown"]:,} most-linked of {data["total"]:,} are shown; filter by category, topic or '
                "tag to see the rest." if data["sampled"] else "")
     summary = (f'<p class=muted id=graph-summary>{data["shown"]:,} memories, {len(data["edges"]):,} links.{sampled} '
-               "Drag to move, scroll to zoom, click a memory to open it.</p>")
+               "Drag to move, scroll to zoom, click a memory to open it.</p>" + as_of(data))
     payload = {"nodes": data["nodes"], "edges": data["edges"]}
     block = json.dumps(payload, ensure_ascii=True, separators=(",", ":")).replace("<", "\\u003c").replace(">", "\\u003e")
     canvas = ('<div class=graph-wrap><canvas id=graph aria-label="Graph of memories"></canvas>'

@@ -118,3 +118,12 @@ def pager(path: str, offset: int, limit: int, more: bool, **query: Any) -> str:
     if more:
         parts.append(f'<a href="{url(path, offset=offset + limit, **query)}">older &rarr;</a>')
     return f'<p class=pager>{" ".join(parts)}</p>' if parts else ""
+
+
+def as_of(data: dict) -> str:
+    """A line saying an answer is a few seconds old (the memo's ``stale_seconds``), or nothing."""
+    age = data.get("stale_seconds")
+    if age is None:
+        return ""
+    return (f'<p class="muted stale">As of {esc(age)} s ago: the vault changed since, and a fresh answer is '
+            "being made (reload in a few seconds).</p>")

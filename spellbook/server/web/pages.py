@@ -15,7 +15,7 @@ MODES = ("hybrid", "semantic", "keyword")
 
 async def overview(ask: Ask) -> Answer:
     stats, index, health = await ask.gather(lambda: ask.call("stats"), lambda: ask.call("get_index"),
-                                            lambda: ask.call("analyze_knowledge"))
+                                            lambda: ask.call("analyze_knowledge", stale_ok=True))
     embedder = stats.get("embedder_status") or {}
     reachable = embedder.get("reachable", True)
     progress = stats.get("progress") or {}
