@@ -171,7 +171,7 @@ def blend_scaled(semantic: np.ndarray, keyword: np.ndarray, covered: np.ndarray,
 
 
 def third_round(rows: list[Row], texts: list[str], vectors: np.ndarray, asked: np.ndarray,
-                bm25: dict[str, "BM25"], e: str) -> None:
+                bm25: dict[str, BM25], e: str) -> None:
     """Keyword side (question words as stopwords), names the question asks about, the semantic
     side's scaling, pseudo-relevance feedback on the vector side, the blend weight per question
     word, and how far a perfect reranker over the top k could go."""
@@ -264,6 +264,12 @@ class Row:
         self.keyword = np.zeros(0)
         self.covered = np.zeros(0)
         self.query_index = 0
+        # --round 3 only: the keyword side without question words, names, the query vector, lengths
+        self.keyword_q = np.zeros(0)
+        self.covered_q = np.zeros(0)
+        self.named = np.zeros(0, dtype=bool)
+        self.vector = np.zeros(0)
+        self.lengths: list[int] = []
 
 
 def report(rows: list[Row], label: str, rank: Callable[[Row], list[int]]) -> float:
