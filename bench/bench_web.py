@@ -82,19 +82,20 @@ def main() -> int:
                 if flag:
                     slow.append(name)
                 print(f"{name:22} {first_ms:9.1f} {p50:8.1f} {p95:8.1f} {size / 1024:6.0f}{flag}")
-            print("\nright after a write (scribe over MCP): the kept answers are stale, the page computes them")
+            print("\nright after a write (scribe over MCP): the page shows the kept answer (minus notes gone since), "
+                  "marked 'As of N s ago', while the owner makes the fresh one")
             for name, path in (("care", "/care"), ("graph", "/graph"), ("overview", "/")):
                 anyio.run(_scribe, f"{base}/mcp", token, name)
                 t = time.perf_counter()
-                http.get(path)
-                print(f"{name:22} {(time.perf_counter() - t) * 1000:9.1f} ms")
+                page = http.get(path).text
+                print(f"{name:22} {(time.perf_counter() - t) * 1000:9.1f} ms  {'(As of ...)' if 'As of' in page else ''}")
             anyio.run(_scribe, f"{base}/mcp", token, "refresh")
             time.sleep(12)  # the owner's loop recomputes what was viewed (engine/memo.py)
-            print("12 s after a write (the owner's loop has recomputed them)")
+            print("12 s after a write (the owner's loop has recomputed them: fresh answers, no 'As of')")
             for name, path in (("care", "/care"), ("graph", "/graph")):
                 t = time.perf_counter()
-                http.get(path)
-                print(f"{name:22} {(time.perf_counter() - t) * 1000:9.1f} ms")
+                page = http.get(path).text
+                print(f"{name:22} {(time.perf_counter() - t) * 1000:9.1f} ms  {'(As of ...)' if 'As of' in page else ''}")
             graph = http.get("/graph").text
             summary = graph.split('id=graph-summary>', 1)[1].split("</p>", 1)[0]
             print(f"\ngraph: {summary}")

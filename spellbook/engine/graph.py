@@ -5,7 +5,8 @@ Above ``limit`` nodes the graph is sampled, not cut at random: the memories with
 (in and out, within the filter) are kept, ties going to the most recently updated, and only the
 edges between kept nodes are returned. The answer says how many there were (``total``) and how
 many are shown, so the page can say so. Everything comes from the catalog in two queries (the
-notes and the resolved link graph); nothing reads a file.
+notes and the resolved link graph), read once per change of the index for every filter and scope;
+nothing reads a file.
 """
 
 from __future__ import annotations
@@ -29,6 +30,17 @@ class Graph:
         self.access = access
         self.readiness = readiness
         self.memo = memo
+        self._read: tuple[int, list[Any], list[tuple[str, str, str, str | None]]] | None = None
+
+    def _vault(self) -> tuple[list[Any], list[tuple[str, str, str, str | None]]]:
+        """Every note row and the resolved link graph, read once per change of the index (~0.35 s at
+        10k notes) and shared by every filter and scope: a new filter only filters."""
+        mark = self.catalog.changes()
+        kept = self._read
+        if kept is None or kept[0] != mark:
+            kept = (mark, [n for n, _ in self.catalog.browse.overview()], self.catalog.links.link_graph())
+            self._read = kept
+        return kept[1], kept[2]
 
     def graph(self, category: str | None = None, topic: str | None = None, tag: str | None = None,
               limit: int = DEFAULT_LIMIT) -> dict[str, Any]:
@@ -50,7 +62,8 @@ class Graph:
         return {**answer, "nodes": nodes, "edges": edges, "shown": len(nodes)}
 
     def _graph(self, category: str | None, topic: str | None, tag: str | None, limit: int) -> dict[str, Any]:
-        visible = [n for n, _ in self.catalog.browse.overview() if self.access.visible(n)]
+        every, link_graph = self._vault()
+        visible = [n for n in every if self.access.visible(n)]
         facets = _facets(visible)
         fold = str.casefold
         notes = {
@@ -60,7 +73,7 @@ class Graph:
             and (not tag or any(fold(t) == fold(tag) for t in n.tags))
         }
         edges: dict[tuple[str, str], set[str]] = {}
-        for source, _, relation, resolved in self.catalog.links.link_graph():
+        for source, _, relation, resolved in link_graph:
             if resolved and resolved != source and source in notes and resolved in notes:
                 edges.setdefault((source, resolved), set()).add(relation or "wikilink")
         degree: Counter[str] = Counter()
