@@ -160,7 +160,7 @@ class TableRows:
     kernel maps the pages around each one read, so it fills up all the same.)"""
 
     def __init__(self, file: Path, rows: int, dim: int) -> None:
-        self._fd = os.open(file, os.O_RDONLY)
+        self._fd = os.open(file, os.O_RDONLY)  # one per process, open while the model is
         self._dim = dim
         self._slot = np.full(rows, -1, dtype=np.int32)  # piece id -> row of _data
         self._data = np.empty((0, dim), dtype=np.uint8)
@@ -192,9 +192,6 @@ class TableRows:
 
     def __len__(self) -> int:
         return self.shape[0]
-
-    def close(self) -> None:
-        os.close(self._fd)
 
 
 def _backend_over(weights: Path, pieces, threads: int, table: TableRows):
