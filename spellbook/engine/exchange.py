@@ -49,6 +49,7 @@ INLINE_EXPORT_CHARS = 100_000  # larger exports must go to a file (path=...)
 MAX_IMPORT_BYTES = 200 * 2**20
 REPORT_ITEMS = 100  # per list in an import report; counts are always complete
 IMPORT_BATCH = 128  # files indexed together while the next ones are written
+FIRST_BATCH = 16  # ...doubling up to IMPORT_BATCH: the model starts on the first files at once
 
 
 class Exchange:
@@ -160,8 +161,9 @@ class Exchange:
         self.readiness.await_first_index()
         run = _ImportRun(on_conflict, dry_run)
         run.kinds += named_kinds
-        # A batch is indexed (embedded) in a thread while the next one is written: the two overlap
-        # on two cores (measured: import at 65% of the embedder's own texts/s before).
+        # A batch is indexed (embedded, on the embedder's `parallel` threads) while the next one is
+        # written: the two overlap on two cores (import ran at 65% of the embedder's own texts/s
+        # with neither; bench/results/core_*.txt has today's figure).
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="spellbook-import") as indexing:
             batches, sent = [], 0
             for entry in entries:
@@ -171,7 +173,7 @@ class Exchange:
                     message = f"{exc.path} changed on disk during the import; not overwritten" if isinstance(
                         exc, ConflictError) else str(exc)
                     run.record("failed", entry, entry.path, error=message)
-                if len(run.written) - sent >= IMPORT_BATCH:
+                if len(run.written) - sent >= min(IMPORT_BATCH, FIRST_BATCH << len(batches)):
                     batches.append(indexing.submit(self.indexer.sync_paths, run.written[sent:]))
                     sent = len(run.written)
             if len(run.written) > sent:
@@ -179,7 +181,7 @@ class Exchange:
             for batch in batches:
                 batch.result()
         if run.written:
-            self._commit_import(file, run.written)
+            self._commit_import(file, run.texts)
         out: dict[str, Any] = {
             "file": str(file), "format": format, "on_conflict": on_conflict, "dry_run": dry_run,
             "total": len(entries), "counts": {k: len(v) for k, v in run.lists.items()},
@@ -195,17 +197,12 @@ class Exchange:
         return out
 
     # --- helpers ------------------------------------------------------------------------------
-    def _commit_import(self, file: Path, written: list[str]) -> None:
+    def _commit_import(self, file: Path, written: dict[str, str]) -> None:
         """One commit for everything an import wrote (in a git vault with commits on), and a line
-        for each memory in the activity log."""
+        for each memory in the activity log: the texts as written, not read back."""
         if not self.git.enabled and self.activity is None:
             return
-        files: dict[str, bytes | None] = {}
-        for path in written:
-            try:
-                files[path] = self.vault.file(path).read_bytes()
-            except OSError:
-                continue
+        files: dict[str, bytes | None] = {path: text.encode("utf-8") for path, text in written.items()}
         activity = self.activity
         lines = [activity.entry("import", path, None, "", f"from {file.name}", (data or b"").decode("utf-8", "replace"))
                  for path, data in files.items()] if activity is not None else []
@@ -247,7 +244,7 @@ class Exchange:
                 return
             if not run.dry_run:
                 self.vault.write(existing, text, expected_version=state.version)  # never clobbers a newer edit
-                run.written.append(existing)
+                run.wrote(existing, text)
             run.kinds += kinds
             run.record("overwritten", entry, existing)
             return
@@ -258,8 +255,9 @@ class Exchange:
         path = self._free_path(entry.path, run.claimed)
         meta = _with_id(meta, note_id, path)
         if not run.dry_run:
-            path = self.vault.create(path, _note_text(meta, body))
-            run.written.append(path)
+            text = _note_text(meta, body)
+            path = self.vault.create(path, text)
+            run.wrote(path, text)
         run.claimed.add(path)
         run.seen.setdefault(entry.id, path)
         run.kinds += kinds
@@ -314,7 +312,12 @@ class _ImportRun:
         self.seen: dict[str, str] = {}  # id -> path, for ids the file repeats
         self.claimed: set[str] = set()  # paths taken by this import (a dry run writes none)
         self.written: list[str] = []
+        self.texts: dict[str, str] = {}  # path -> what this import wrote there (for the commit)
         self.kinds: list[str] = []
+
+    def wrote(self, path: str, text: str) -> None:
+        self.written.append(path)
+        self.texts[path] = text
 
     def record(self, outcome: str, entry: Entry, path: str, **extra: Any) -> None:
         item = {"where": entry.where, "id": entry.id, "path": path, "title": entry.title, **extra}

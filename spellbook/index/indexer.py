@@ -21,6 +21,7 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,6 +47,7 @@ INDEX_FORMAT = "8"  # 3: CJK unigrams + bigrams in the keyword index; 4: tags ta
 BATCH_FILES = 64
 RECENTLY_REMOVED_MAX = 20_000  # vectors of removed chunks kept in memory for moves (about 40 MB at 512-d)
 FILL_BATCH = 256  # chunks embedded per round when filling in missing vectors
+PART_MIN = 16  # texts in each part of a batch embedded on several threads
 REFUSED_IN_A_ROW = 3  # texts refused one by one before the endpoint counts as refusing everything
 
 Progress = Callable[[int, int], None]
@@ -83,6 +85,7 @@ class Indexer:
         self.missing: set[str] = set()  # chunk ids in the catalog without a vector (embedder failed)
         self.refused: set[str] = set()  # ...of which the endpoint refused the text (retried on reconcile)
         self._filling = threading.Lock()
+        self._workers: ThreadPoolExecutor | None = None  # the other parts of a large batch (_embed)
         self.closed = False
 
     def close(self) -> None:
@@ -91,6 +94,8 @@ class Indexer:
         between its vectors and its catalog rows (an orphan vector a clean exit used to leave)."""
         with self.lock:
             self.closed = True
+            if self._workers is not None:
+                self._workers.shutdown()
 
     @contextmanager
     def _open_lock(self) -> Iterator[None]:
@@ -235,10 +240,26 @@ class Indexer:
         return report
 
     def _embed(self, texts: list[str]) -> list[list[float] | EmbedderError]:
-        """A vector per text, or the error that kept it from one. When the endpoint refuses a
-        batch (HTTP 400...), its texts are tried one by one, so one text the model cannot take
-        does not hold back the others; when the first few are all refused too, the endpoint
-        refuses everything (a wrong model, unsupported dimensions): no text is blamed."""
+        """A vector per text, or the error that kept it from one. A large batch is cut into as
+        many parts of about equal length as the embedder may run at once (``parallel``), embedded
+        on that many threads: the default model leaves the GIL for most of its work, so two parts
+        take about the time of one on a 2-core machine."""
+        parts = _parts(texts, getattr(self.embedder, "parallel", 1))
+        if len(parts) == 1:
+            return self._embed_part(texts)
+        if self._workers is None:
+            self._workers = ThreadPoolExecutor(max_workers=self.embedder.parallel - 1, thread_name_prefix="spellbook-embed")
+        others = [self._workers.submit(self._embed_part, part) for part in parts[1:]]
+        out = self._embed_part(parts[0])
+        for future in others:
+            out += future.result()
+        return out
+
+    def _embed_part(self, texts: list[str]) -> list[list[float] | EmbedderError]:
+        """When the endpoint refuses a batch (HTTP 400...), its texts are tried one by one, so one
+        text the model cannot take does not hold back the others; when the first few are all
+        refused too, the endpoint refuses everything (a wrong model, unsupported dimensions): no
+        text is blamed."""
         try:
             return [list(v) for v in self.embedder.embed_documents(texts)]
         except EmbedderInputError as exc:
@@ -248,7 +269,7 @@ class Indexer:
             return [exc] * len(texts)
         out: list[list[float] | EmbedderError] = []
         for text in texts:
-            (one,) = self._embed([text])
+            (one,) = self._embed_part([text])
             out.append(one)
             if len(out) == REFUSED_IN_A_ROW and all(isinstance(v, EmbedderInputError) for v in out):
                 return [EmbedderError(str(one))] * len(texts)
@@ -402,3 +423,20 @@ def file_changed(vault: Vault, row: FileRow | None, path: str) -> bool:
     except OSError:
         return True
     return row is None or row.mtime_ns != st.st_mtime_ns or row.size != st.st_size
+
+
+def _parts(texts: list[str], parallel: int) -> list[list[str]]:
+    """``texts`` cut in order into up to ``parallel`` runs of about equal characters, none under
+    about ``PART_MIN`` texts."""
+    count = max(1, min(parallel, len(texts) // PART_MIN))
+    if count == 1:
+        return [texts]
+    total = sum(map(len, texts)) or 1
+    parts: list[list[str]] = [[]]
+    done = 0
+    for text in texts:
+        if done >= total * len(parts) / count and len(parts) < count and len(parts[-1]) >= PART_MIN:
+            parts.append([])
+        parts[-1].append(text)
+        done += len(text)
+    return parts

@@ -1,0 +1,134 @@
+"""A large batch (a first index, an import) is embedded on the embedder's ``parallel`` threads
+(spellbook/index/indexer.py ``_embed``): the vectors are those of one thread, in order; a text the
+model refuses is still blamed on its own; the default model says how many threads it may use."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from spellbook.config import Settings
+from spellbook.embedders.hashing import HashingEmbedder
+from spellbook.errors import EmbedderInputError
+from spellbook.index.indexer import PART_MIN, _parts
+from tests.helpers.engine import open_engine
+
+TEXTS = {
+    "en": "The canary release rolls back when the error rate doubles within ten minutes.",
+    "ko": "배포 파이프라인이 실패하면 롤백 스크립트를 실행하고 담당자에게 알린다.",
+    "ja": "東京の倉庫では毎週月曜日に在庫を数え、足りない部品を発注する。",
+}
+
+
+class ThreadNoting(HashingEmbedder):
+    """The hashing embedder, noting which thread embedded each text; refuses texts with 'REFUSE'."""
+
+    parallel = 2
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.threads: dict[str, str] = {}
+        self.calls: list[int] = []
+        self._lock = threading.Lock()
+
+    def embed_documents(self, texts):
+        if any("REFUSE" in t for t in texts):
+            raise EmbedderInputError("the model refuses this text")
+        with self._lock:
+            self.calls.append(len(texts))
+            self.threads.update((t, threading.current_thread().name) for t in texts)
+        return super().embed_documents(texts)
+
+
+def test_parts_keep_the_order_and_split_only_what_is_large_enough() -> None:
+    texts = [f"text {i} " + "x" * (i * 7 % 300) for i in range(200)]
+    for parallel in (1, 2, 3, 4):
+        parts = _parts(texts, parallel)
+        assert [t for part in parts for t in part] == texts
+        assert len(parts) == parallel
+        sizes = [sum(map(len, part)) for part in parts]
+        assert max(sizes) < 1.5 * min(sizes), sizes  # about equal characters each
+    assert _parts(texts[: 2 * PART_MIN - 1], 2) == [texts[: 2 * PART_MIN - 1]]  # too few to split
+    assert len(_parts(texts[: 2 * PART_MIN], 4)) == 2
+    assert _parts([], 2) == [[]]
+
+
+def test_a_first_index_embeds_on_two_threads_and_blames_a_refused_text_alone(settings: Settings) -> None:
+    vault = settings.vault_dir
+    for i in range(80):
+        marker = " REFUSE" if i == 57 else ""
+        (vault / f"note {i:02d}.md").write_text(f"# Note {i}\n\n{TEXTS['en']} Number {i}.{marker}\n", encoding="utf-8")
+    embedder = ThreadNoting()
+    engine = open_engine(settings, embedder)
+    try:
+        names = set(embedder.threads.values())
+        assert any(n.startswith("spellbook-embed") for n in names) and len(names) == 2, names
+        refused = set(engine.catalog.chunk_ids("note 57.md"))
+        assert engine.indexer.missing == refused  # note 57 only: the others of its part have vectors
+        assert engine.vectors.ids() == engine.catalog.all_chunk_ids() - refused
+        path = "note 12.md"
+        (chunk_id,) = engine.catalog.chunk_ids(path)
+        text = next(t for t in embedder.threads if t.startswith("Note 12\n"))
+        assert engine.vectors.vectors([chunk_id])[chunk_id] == pytest.approx(HashingEmbedder().embed_documents([text])[0])
+    finally:
+        engine.close()
+
+
+@pytest.mark.slow
+def test_the_default_model_gives_the_same_vectors_on_two_threads(tmp_path: Path) -> None:
+    """use-m3 on two threads at once (process-wide BLAS cap, shared table rows): each vector equals
+    the one a single thread makes, for English, Korean and Japanese, and an import uses both."""
+    from spellbook.embedders.use import USEEmbedder
+
+    texts = [f"{TEXTS[lang]} ({i})" for i in range(40) for lang in ("en", "ko", "ja")]
+    one = USEEmbedder(cache_dir=tmp_path / "cache", parallel=1)
+    expected = np.asarray(one.embed_documents(texts), dtype=np.float32)
+    two = USEEmbedder(cache_dir=tmp_path / "cache", parallel=2)
+    assert two.parallel == 2
+
+    results: dict[int, np.ndarray] = {}
+
+    def embed(k: int) -> None:
+        results[k] = np.asarray(two.embed_documents(texts[k::2]), dtype=np.float32)
+
+    for _ in range(3):  # two threads in the model at once, the table filling from both
+        threads = [threading.Thread(target=embed, args=(k,)) for k in (0, 1)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        np.testing.assert_allclose(results[0], expected[0::2], atol=1e-6)
+        np.testing.assert_allclose(results[1], expected[1::2], atol=1e-6)
+
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    export = tmp_path / "export.json"
+    memories = [{"id": f"m{i:03d}", "path": f"imported/m{i:03d}.md", "title": f"Memory {i}",
+                 "metadata": {"id": f"m{i:03d}", "title": f"Memory {i}", "category": "imported"}, "body": text}
+                for i, text in enumerate(texts)]
+    export.write_text(json.dumps({"spellbook_export": 1, "count": len(memories), "memories": memories}), encoding="utf-8")
+    engine = open_engine(Settings(vault=vault, embedder="use-m3", watch=False), two)
+    try:
+        seen: set[str] = set()
+        inner = two.embed_documents
+
+        def noting(batch):
+            seen.add(threading.current_thread().name)
+            return inner(batch)
+
+        two.embed_documents = noting
+        out = engine.import_memories(str(export))
+        assert out["counts"]["created"] == len(texts)
+        assert any(n.startswith("spellbook-embed") for n in seen), seen
+        (chunk_id,) = engine.catalog.chunk_ids("imported/m007.md")
+        stored = np.asarray(engine.vectors.vectors([chunk_id])[chunk_id], dtype=np.float32)
+        alone = np.asarray(one.embed_documents([f"Memory 7\n{texts[7]}"])[0], dtype=np.float32)
+        np.testing.assert_allclose(stored, alone, atol=1e-6)
+        hits = engine.memorize("倉庫の在庫を数える", limit=3)["results"]
+        assert hits and all(h["category"] == "imported" for h in hits)
+    finally:
+        engine.close()
