@@ -27,6 +27,9 @@ OPEN_DELAY_SECONDS = 0.5  # serve: open the index just after the handshake (benc
 
 
 def main(argv: list[str] | None = None) -> int:
+    from spellbook.index.heap import limit_arenas
+
+    limit_arenas()  # before any thread: one C heap pool (spellbook/index/heap.py)
     parser = _parser()
     args = parser.parse_args(argv)
     if not getattr(args, "command", None):

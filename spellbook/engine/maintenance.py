@@ -24,7 +24,7 @@ from spellbook.engine.search import mostly_latin
 from spellbook.errors import EmbedderError, SpellbookError
 from spellbook.git.committer import Committer
 from spellbook.index.catalog import Catalog
-from spellbook.index.chroma import trim_heap
+from spellbook.index.heap import trim_heap
 from spellbook.index.indexer import Indexer, Progress, SyncReport
 from spellbook.vault.store import Vault
 

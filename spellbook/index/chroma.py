@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from spellbook.index.heap import trim_heap
 from spellbook.index.matrix import VectorMatrix
 from spellbook.vault.crashpoints import crash_point
 from spellbook.vault.store import private_folder
@@ -366,14 +367,3 @@ class VectorIndex:
                 self._matrix = matrix
                 trim_heap()
             return self._matrix
-
-
-def trim_heap() -> None:
-    """Give the memory freed after a large read back to the system (glibc keeps it otherwise:
-    ~35 MB after loading 10k vectors and a start-up reconcile). A no-op off glibc."""
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
