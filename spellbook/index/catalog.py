@@ -87,7 +87,7 @@ class Catalog:
         # vector side of a hybrid search does not wait behind it for the catalog.
         self._reader = sqlite3.connect(file, check_same_thread=False, isolation_level=None)
         self._reader_lock = threading.Lock()
-        self.keywords = KeywordIndex(self._reader, self._reader_lock)  # keyword search, on the reader
+        self.keywords = KeywordIndex(self._reader, self._reader_lock, lambda: self.generation)  # keyword search, on the reader
 
     def close(self) -> None:
         with self._lock, self._reader_lock:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from spellbook.index.keyword import STOPWORDS, match_query, tokenize
@@ -15,14 +15,18 @@ HYBRID_POSTINGS = 20_000  # the commonest query tokens are left out past this ma
 KEYWORD_POSTINGS = 40_000  # ...(keyword mode keeps more: no vectors make up for them)...
 COMMON_MIN_CHUNKS = 2_000  # ...once the index is this large (docs/search.md)
 MAX_KEYWORD_DEPTH = 10_000  # best matches looked through before a filter is applied in SQL instead
+DOC_COUNTS_KEPT = 50_000  # tokens whose chunk counts are kept until the next write
 
 
 class KeywordIndex:
     """BM25 ranking of chunks for a query, within the notes a filter selects."""
 
-    def __init__(self, reader: sqlite3.Connection, lock: threading.Lock) -> None:
+    def __init__(self, reader: sqlite3.Connection, lock: threading.Lock, generation: Callable[[], int]) -> None:
         self._reader = reader
         self._reader_lock = lock
+        self._generation = generation  # the catalog's write count: the kept counts below go when it moves
+        self._doc_counts: dict[str, int] = {}
+        self._doc_counts_of = -1
 
     def search(
         self, query: str, where: str, params: Sequence[Any], limit: int, prune: bool = False,
@@ -40,7 +44,7 @@ class KeywordIndex:
             f"SELECT rowid, -bm25(chunks_fts, {weights}) FROM chunks_fts WHERE chunks_fts MATCH ? "
             f"ORDER BY bm25(chunks_fts, {weights}) LIMIT ?"
         )
-        depth = max(limit * 4, 200)
+        depth = max(limit * 4, 200) if allowed is not None else max(limit * 2, 100)
         with self._reader_lock:
             # The best matches from the FTS table alone first, then the filter on those: joining
             # every match to its note before ranking costs more than the ranking (60 -> 25 ms at 100k).
@@ -51,7 +55,7 @@ class KeywordIndex:
                 kept = [(rowid, score) for rowid, score in best if rowid in allowed][:limit]
                 if len(kept) >= limit or len(best) < depth:
                     return self._chunk_ids_of(kept)
-            else:
+            else:  # no filter but the hidden notes (archived, expired): twice the hits asked for
                 best = self._reader.execute(best_sql, (expression, depth)).fetchall()
                 if not best:
                     return []
@@ -90,8 +94,7 @@ class KeywordIndex:
         with self._reader_lock:
             if len(tokens) < 2 or (self._reader.execute("SELECT max(rowid) FROM chunks").fetchone()[0] or 0) < COMMON_MIN_CHUNKS:
                 return set()
-            marks = ",".join("?" * len(tokens))
-            found = dict(self._reader.execute(f"SELECT term, doc FROM chunks_vocab WHERE term IN ({marks})", tokens).fetchall())
+            found = self._chunk_counts(tokens)
         kept, total = 0, 0
         skip: set[str] = set()
         for token in sorted(tokens, key=lambda t: found.get(t, 0)):
@@ -102,3 +105,17 @@ class KeywordIndex:
                 kept += 1
                 total += docs
         return skip
+
+    def _chunk_counts(self, tokens: list[str]) -> dict[str, int]:
+        """How many chunks each token is in, kept until the catalog's next write: FTS5 counts a
+        token by reading its whole list of chunks (a tenth of a keyword search at 10k chunks)."""
+        generation = self._generation()
+        if generation != self._doc_counts_of or len(self._doc_counts) > DOC_COUNTS_KEPT:
+            self._doc_counts.clear()
+            self._doc_counts_of = generation
+        missing = [t for t in tokens if t not in self._doc_counts]
+        if missing:
+            marks = ",".join("?" * len(missing))
+            found = dict(self._reader.execute(f"SELECT term, doc FROM chunks_vocab WHERE term IN ({marks})", missing).fetchall())
+            self._doc_counts.update((t, found.get(t, 0)) for t in missing)
+        return {t: self._doc_counts[t] for t in tokens}

@@ -419,8 +419,8 @@ class Indexer:
 def file_changed(vault: Vault, row: FileRow | None, path: str) -> bool:
     """True when the file at ``path`` is no longer what the catalog indexed (or is gone)."""
     try:
-        st = os.stat(vault.file(path))
-    except OSError:
+        st = vault.stat(path)
+    except (OSError, VaultPathError):
         return True
     return row is None or row.mtime_ns != st.st_mtime_ns or row.size != st.st_size
 

@@ -48,6 +48,15 @@ class Vault:
     def file(self, path: str) -> Path:
         return resolve_path(self.root, path)
 
+    def stat(self, path: str) -> os.stat_result:
+        """``os.stat`` of a path the catalog holds, to compare with what was indexed: the lexical
+        checks of ``file`` without resolving symlinks (a search checks each hit; resolving was most
+        of that). Never for reading or writing: those go through ``file``."""
+        parts = path.split("/")
+        if not path or path.startswith("/") or ".." in parts or "\x00" in path or "\\" in path:
+            return os.stat(self.file(path))  # raises VaultPathError for what leaves the vault
+        return os.stat(os.path.join(self.root, *parts))
+
     def iter_paths(self) -> Iterator[str]:
         """Every note path in the vault (sorted per folder), skipping tool folders and symlinked dirs."""
         for dirpath, dirnames, filenames in os.walk(self.root, followlinks=False):

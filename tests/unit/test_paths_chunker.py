@@ -75,3 +75,20 @@ def test_long_sections_split_by_paragraph_then_sentence() -> None:
 def test_blank_sections_make_no_chunks() -> None:
     assert chunk_body("") == []
     assert [c.heading for c in chunk_body("# A\n\n# B\ntext\n")] == ["B"]
+
+
+def test_vault_stat_compares_without_resolving_but_never_leaves_the_vault(tmp_path: Path) -> None:
+    """``Vault.stat`` (a search's check that a hit's file is what was indexed) joins the path
+    without resolving symlinks, and refuses what ``Vault.file`` refuses."""
+    from spellbook.vault.store import Vault
+
+    root = tmp_path / "vault"
+    (root / "a").mkdir(parents=True)
+    (root / "a" / "n.md").write_text("x", encoding="utf-8")
+    vault = Vault(root)
+    assert vault.stat("a/n.md").st_size == 1
+    for bad in ("../outside.md", "a/../../outside.md", "/etc/passwd", "a\\..\\..\\x.md"):
+        with pytest.raises(VaultPathError):
+            vault.stat(bad)
+    with pytest.raises(FileNotFoundError):
+        vault.stat("a/missing.md")
