@@ -127,6 +127,15 @@ class VectorIndex:
             self._client.close()
         return True
 
+    def rest_after_start(self) -> bool:
+        """After the start-up scan has read the vectors into the matrix: when queries score the
+        matrix (up to EXACT_ROWS), write what the scan left behind and ``rest`` at once, since
+        nothing needs Chroma until the next write (its graph is ~35 MB at 10k vectors, otherwise
+        held for REST_SECONDS more)."""
+        with self._matrix_lock:
+            small = self._matrix is not None and len(self._matrix) <= EXACT_ROWS
+        return small and self.flush(FLUSH_SECONDS) == 0 and self.rest(0)
+
     def close(self) -> None:
         left = self.flush(FLUSH_SECONDS)
         with self._behind_changed:

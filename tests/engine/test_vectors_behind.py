@@ -110,3 +110,34 @@ def test_an_idle_chroma_rests_and_opens_again_when_needed(settings: Settings) ->
         assert engine.vectors.ids() == engine.catalog.all_chunk_ids() and engine.indexer.missing == set()
     finally:
         engine.close()
+
+
+@pytest.mark.parametrize("exact_rows", [50_000, 1])
+def test_the_owner_lets_chroma_rest_once_it_has_read_the_vectors_at_start(settings: Settings, monkeypatch,
+                                                                          exact_rows: int) -> None:
+    """After the start-up scan the owner reads every vector into the matrix; when queries score the
+    matrix, Chroma is closed at once (not 20 s later) and opened again by the next write. Above
+    EXACT_ROWS, queries use Chroma's graph, so it stays open."""
+    from spellbook.server.hub import Hub
+
+    monkeypatch.setattr(chroma, "EXACT_ROWS", exact_rows)
+    for i in range(5):
+        (settings.vault_dir / f"bird {i}.md").write_text(f"# Bird {i}\n\nSeabird number {i} nests on cliffs.\n",
+                                                         encoding="utf-8")
+    hub = Hub(settings, watch=False, client="test")
+    hub.start(background=False)
+    try:
+        vectors = hub.engine.vectors
+        assert len(vectors.matrix()) == 5
+        if exact_rows == 1:
+            assert vectors._collection is not None
+            return
+        assert vectors._collection is None
+        hits = hub.call("memorize", {"query": "seabird cliffs", "mode": "semantic"})["results"]
+        assert len(hits) == 5 and vectors._collection is None
+        out = hub.call("scribe", {"text": "Gannets dive from thirty metres.", "title": "Gannets", "category": "zoo"})
+        assert vectors.flush(10) == 0 and vectors._collection is not None
+        assert vectors.ids() == hub.engine.catalog.all_chunk_ids()
+        assert hub.call("memorize", {"query": "diving gannets", "mode": "semantic"})["results"][0]["id"] == out["id"]
+    finally:
+        hub.close()
