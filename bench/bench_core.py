@@ -61,6 +61,7 @@ if not Path(SPELLBOOK_BIN).exists():  # fall back to the repo venv, then PATH
     if not Path(SPELLBOOK_BIN).exists():
         SPELLBOOK_BIN = shutil.which("spellbook") or "spellbook"
 
+REST_WAIT_S = 25  # seconds the session waits at its end for the owner to close an idle Chroma
 SEED = 20240611
 MODES = ("hybrid", "semantic", "keyword")
 TARGETS = {"startup_s": 1.0}
@@ -545,8 +546,10 @@ def _error_text(result: Any) -> str:
 # ============================================================================================
 # Sections
 # ============================================================================================
-async def bench_startup(vault: Path, embedder: str, logs: ServerLogs, name: str) -> dict[str, Any]:
-    """Process start -> tools/list answer; then -> index ready; then client close (process exit)."""
+async def bench_startup(vault: Path, embedder: str, logs: ServerLogs, name: str,
+                        queries: list[str] | None = None) -> dict[str, Any]:
+    """Process start -> tools/list answer; then -> index ready; then client close (process exit).
+    With ``queries``: the owner's memory after them (a restart on a populated vault)."""
     with logs.new(name) as errlog:
         t0 = time.perf_counter()
         async with client_for(vault, embedder, errlog) as client:
@@ -557,12 +560,18 @@ async def bench_startup(vault: Path, embedder: str, logs: ServerLogs, name: str)
             t1 = time.perf_counter()
             r = await client.call_tool("memorize", {"query": "deploy pipeline rollback", "limit": 5})
             first_query = time.perf_counter() - t1
+            rss = None
+            if queries:
+                for q in queries:
+                    await client.call_tool("memorize", {"query": q, "limit": 5})
+                rss = proc_status(int(stats["owner_pid"]))
             t_close0 = time.perf_counter()
         t_close = time.perf_counter() - t_close0
     return {
         "tools_list_s": t_list, "ready_s": t_ready, "close_s": t_close, "tools": len(tools.tools),
         "first_memorize_ms": first_query * 1000, "first_memorize_error": r.is_error,
         "notes": stats.get("notes"), "chunks": stats.get("chunks"), "embedder": stats.get("embedder"),
+        "rss_after_queries": rss, "queries": len(queries or []),
     }
 
 
@@ -633,6 +642,9 @@ async def bench_session(vault: Path, embedder: str, notes: list[dict[str, Any]],
             stats = (await client.call_tool("stats", {})).structured_content or {}
             out["stats_end"] = {k: stats.get(k) for k in ("notes", "chunks", "vectors", "problems_total", "owner_pid")}
             out["rss_end"] = proc_status(int(stats.get("owner_pid", pid)))
+            # The owner closes an idle embedded Chroma 20 s after its last use (VectorIndex.rest).
+            await anyio.sleep(REST_WAIT_S)
+            out["rss_rested"] = proc_status(int(stats.get("owner_pid", pid)))
             t_close0 = time.perf_counter()
         out["close_s"] = time.perf_counter() - t_close0
     return out
@@ -714,7 +726,7 @@ def main() -> int:
         res["session"] = anyio.run(bench_session, vault, args.embedder, notes, queries, logs)
 
         # 1b. restart on the now-populated vault
-        r = anyio.run(bench_startup, vault, args.embedder, logs, "restart")
+        r = anyio.run(bench_startup, vault, args.embedder, logs, "restart", queries)
         res["restart"] = r
         log(f"restart with {r['notes']} notes: tools/list {r['tools_list_s']:.2f} s, ready {r['ready_s']:.2f} s, "
             f"first memorize {r['first_memorize_ms']:.0f} ms")
@@ -828,6 +840,9 @@ def render_summary(args: argparse.Namespace, res: dict[str, Any], logs: ServerLo
     if r:
         add(f"   restart, existing vault of {r['notes']} notes / {r['chunks']} chunks: tools/list "
             f"{r['tools_list_s']:.2f} s, ready {r['ready_s']:.2f} s, first memorize {r['first_memorize_ms']:.0f} {ms}")
+        if r.get("rss_after_queries"):
+            add(f"   the restarted owner after {r['queries']} memorize: VmRSS "
+                f"{r['rss_after_queries'].get('VmRSS', 0) / 1024:.0f} MB")
 
     s = res.get("session")
     if s:
@@ -857,7 +872,7 @@ def render_summary(args: argparse.Namespace, res: dict[str, Any], logs: ServerLo
         add(f"   errors {len(s['memorize_errors'])}")
         add(f"4. Server process memory (pid {s['owner_pid']}, /proc/<pid>/status)")
         for label, key in (("after ready", "rss_ready"), ("after scribes", "rss_after_scribe"),
-                           ("at end", "rss_end")):
+                           ("at end", "rss_end"), (f"{REST_WAIT_S} s later", "rss_rested")):
             st = s[key]
             add(f"   {label:14s} VmRSS {st.get('VmRSS', 0) / 1024:6.0f} MB   VmHWM {st.get('VmHWM', 0) / 1024:6.0f} MB"
                 f"   threads {st.get('Threads', '?')}")
