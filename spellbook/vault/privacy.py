@@ -205,8 +205,15 @@ def redact(
     markers = _Spans(m.span() for m in MARKER_RE.finditer(text))
     taken = _Spans()
     found: list[Redaction] = []
+    folded: list[str] = []
+
+    def casefolded() -> str:
+        if not folded:
+            folded.append(text.casefold())
+        return folded[0]
+
     for detector in detectors:
-        if detector.kinds <= off:
+        if detector.kinds <= off or not detector.may_match(text, casefolded):
             continue
         for kind, start, end in detector.find(text):
             if kind in off:

@@ -15,15 +15,14 @@ import json
 import random
 import string
 import sys
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from spellbook.vault.privacy import KINDS, Redaction, describe, redact, redact_data, shannon_entropy
+from tests.helpers.secrets import CJK_SECRETS, CORPUS, ENTRIES, INNOCENT
 
-CORPUS = Path(__file__).parents[1] / "data" / "secrets_corpus.jsonl"
 SEED = 20240607
 
 UPPER_DIGITS = string.ascii_uppercase + string.digits
@@ -184,104 +183,6 @@ def build_corpus() -> list[dict[str, str]]:
 
 def corpus_jsonl() -> str:
     return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in build_corpus())
-
-
-def load_corpus() -> list[dict[str, str]]:
-    if not CORPUS.exists():  # first --regenerate
-        return []
-    return [json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
-ENTRIES = load_corpus()
-
-INNOCENT = [
-    "Reset your password via the link in the email.",
-    "The password must be at least 12 characters long.",
-    "Password: stored in the team vault, ask Dana.",
-    "Token: the one from the dashboard",
-    "We hash with SHA-256; the password is hashed with bcrypt before storage.",
-    "The password is SHA-256 hashed.",
-    "Yes, the token is invalid, so re-login.",
-    "Fixed in commit 9fceb02d0ae598e95dc970b74767f19372d61af8 (see git log).",
-    "A UUID like 123e4567-e89b-12d3-a456-426614174000 identifies the request.",
-    "Docs live at https://docs.python.org/3/library/re.html#re.compile",
-    "Clone https://github.com/anthropics/anthropic-sdk-python.git and run tests.",
-    "git clone git@github.com:org/repo.git",
-    "Connect with postgres://localhost:5432/app or http://user@host/path.",
-    "mongodb://db1.internal:27017,db2.internal:27017/?replicaSet=rs0",
-    "password = os.environ['DB_PASSWORD']",
-    "token = get_token(user)",
-    "api_key = settings.OPENAI_API_KEY",
-    "password: ${DB_PASSWORD}",
-    'password = "<your-password>"',
-    'password = "changeme"',
-    'token: "{{ vault_token }}"',
-    "token: ${{ secrets.GITHUB_TOKEN }}",
-    "max_tokens: 4096",
-    "token_count = 1532",
-    "def check_password(password: str) -> bool:",
-    "    password: Optional[str] = None",
-    "secret_name: prod-db-credentials",
-    "secret: /run/secrets/db_password",
-    "The API key is in 1Password under 'Stripe'.",
-    "Use the --password flag to be prompted; docker login --password-stdin also works.",
-    "Set `password_hash = bcrypt(password)` before saving.",
-    "PWD=/home/dana/projects/spellbook",
-    "pass_rate: 0.97",
-    "In Python, `pass` does nothing; the compass points north.",
-    "Bearer tokens are described in RFC 6750.",
-    "Authorization: Bearer $TOKEN",
-    "Authorization: Bearer <token>",
-    "sk-learn is not a package; use scikit-learn for the task-management-system.",
-    "The AKIA prefix marks long-term AWS access keys; eyJ starts base64 JSON.",
-    "Private keys live in ~/.ssh/id_ed25519, never in notes.",
-    "Wrap secrets in private tags when you write them down.",
-    "Our Slack is at https://myteam.slack.com/archives/C0123ABC",
-    "![pixel](data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6"
-    "kgAAAABJRU5ErkJggg==)",
-    "user@example.com wrote to admin@example.org about the rollout.",
-    "hash = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855'",
-    "The secret is out: we ship on Friday.",
-    "password = password",
-    "token = token",
-    "- [ ] rotate the password and the API token",
-    "| key | value |\n| password | see vault |",
-    # Korean and Japanese lines that mention a credential without giving one
-    "비밀번호를 잊어버렸어요",
-    "비밀번호는 8자 이상이어야 합니다.",
-    "비밀번호: 변경 완료",
-    "암호화 방식: AES256GCM",
-    "암호: AES-256",
-    "토큰은 JWT입니다",
-    "API 키를 발급받으세요.",
-    "비번 바꿨어?",
-    "パスワードを忘れました",
-    "パスワードは8文字以上にしてください。",
-    "パスワード: 管理者に聞いてください",
-    "トークンの有効期限は2024年までです",
-    "APIキーは環境変数に入れてください",
-    "暗証番号を入力してください",
-    "秘密鍵は ~/.ssh に置く",
-    "密码忘了怎么办？",
-]
-
-CJK_SECRETS = [
-    ("비밀번호: Xk9mPq2wZ7", "password"),
-    ("비밀번호는 Xk9mPq2wZ7입니다", "password"),
-    ("비밀번호 = 'Tr0ub4dor&3'", "password"),
-    ("패스워드: hunter2hunter2", "password"),
-    ("암호: s3cr3tPassw0rd", "password"),
-    ("비번: qwe123asd456", "password"),
-    ("API 키: sk123abcDEF456ghi", "api-key"),
-    ("토큰: 9f8e7d6c5b4a3210", "token"),
-    ("パスワード：Xk9mPq2wZ7", "password"),
-    ("パスワードは「hunter2hunter」です", "password"),
-    ("暗証番号: 4821", "password"),
-    ("トークン: abcd1234efgh5678", "token"),
-    ("APIキー=ab12cd34ef56gh78", "api-key"),
-    ("秘密鍵: AbC123xyz789QrS", "secret"),
-    ("密码: Zx81Qw72Er63", "password"),
-]
 
 
 # --- the corpus ---------------------------------------------------------------------------------
