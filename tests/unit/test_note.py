@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spellbook.vault.note import content_version, parse_note, render_note
+from spellbook.vault.note import _plain_field, _yaml_field, content_version, parse_note, render_note
 
 META = {"id": "abc123", "title": "A title", "tags": ["x", "y/z"], "created": "2026-01-02T03:04:05+09:00"}
 
@@ -107,3 +108,40 @@ def test_dates_parse_to_iso_strings() -> None:
 
 def test_version_is_a_hash_of_the_exact_bytes() -> None:
     assert content_version("a") == content_version(b"a") != content_version("a\n")
+
+
+# --- the dumper's fast path: the same bytes as PyYAML's emitter -------------------------------
+
+PIECES = [
+    "a", "Z", "7", "0", "한국어", "ひらがな", "カタ", "漢字", "é", "ß", "²", " ", "  ", "_", ".", ",", "-", "(", ")",
+    "/", "'", ":", ": ", " #", "#", '"', "[", "]", "{", "}", "!", "&", "*", "?", "|", ">", "%", "@", "`", "\t",
+    "\n", "yes", "No", "NULL", "true", "off", "~", "=", "<<", "1e3", "0x1F", "1_000", ".5", "12", "2024-01-02",
+    "T10:00:00", "+09:00", "\u00a0", "\ufeff", "\u3099", "\u2028",
+]
+
+
+@given(st.lists(st.sampled_from(PIECES), min_size=1, max_size=8).map("".join))
+@settings(max_examples=2000, deadline=None)
+def test_plain_strings_are_written_as_the_yaml_emitter_writes_them(value: str) -> None:
+    for field in (value, [value, "b"]):
+        fast = _plain_field("title", field)
+        if fast is not None:
+            assert fast == _yaml_field("title", field)
+
+
+@pytest.mark.parametrize("key, value", [
+    ("title", "Deploy notes, v2 (prod)"), ("title", "배포 메모"), ("title", "デプロイ手順"), ("tags", ["ops", "배포"]),
+    ("importance", 7), ("pinned", True), ("created", "2026-11-24T14:45:21+00:00"), ("id", "d8273e2f4a7c0a59"),
+    ("title", "O'Brien's notes"),
+])
+def test_common_fields_take_the_fast_path(key: str, value: object) -> None:
+    assert _plain_field(key, value) == _yaml_field(key, value)
+
+
+@pytest.mark.parametrize("key, value", [
+    ("title", "yes"), ("title", "12"), ("title", "a: b"), ("title", "x #y"), ("title", ""), ("title", "[[Link]]"),
+    ("title", "two\nlines"), ("tags", []), ("tags", ["a", 1]), ("ratio", 0.5), ("on", "x"), ("meta", {"a": 1}),
+    ("title", "2024-13-45"), ("title", "trailing "),
+])
+def test_everything_else_goes_through_pyyaml(key: str, value: object) -> None:
+    assert _plain_field(key, value) is None
