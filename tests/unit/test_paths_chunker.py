@@ -39,10 +39,17 @@ def test_resolve_path_refuses_to_leave_the_vault(tmp_path: Path) -> None:
     vault.mkdir()
     (tmp_path / "outside.md").write_text("secret")
     (vault / "link.md").symlink_to(tmp_path / "outside.md")
-    for bad in ["../outside.md", "/etc/passwd", "a/../../x.md", "C:/x.md", "", "link.md"]:
+    (tmp_path / "v2").mkdir()  # shares the vault's name as a prefix
+    (vault / "sibling").symlink_to(tmp_path / "v2")
+    (vault / "dangling.md").symlink_to(tmp_path / "nowhere.md")
+    bad_paths = ["../outside.md", "/etc/passwd", "a/../../x.md", "C:/x.md", "", "link.md", "..\\outside.md",
+                 "a\\..\\..\\x.md", "//etc/passwd", "sibling/x.md", "dangling.md", "a/\x00.md"]
+    for bad in bad_paths:
         with pytest.raises(VaultPathError):
             resolve_path(vault, bad)
     assert resolve_path(vault, "a/b.md") == vault / "a" / "b.md"
+    assert resolve_path(vault, "./a//b.md") == vault / "a" / "b.md"
+    assert resolve_path(vault, "a\\b.md") == vault / "a" / "b.md"
 
 
 def test_ignored_paths() -> None:
