@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import unicodedata
 from pathlib import Path, PurePosixPath
 
@@ -101,8 +102,8 @@ def to_path(vault: Path, file: Path) -> str:
 
 def resolve_path(vault: Path, path: str) -> Path:
     """The absolute file for a vault-relative path; refuses anything that would leave the vault.
-    (Strings and ``os.path``, not ``PurePosixPath``: every read and write comes here, and the
-    objects were half of its 64 us.)"""
+    Every read and write comes here: strings and ``os.path`` rather than ``PurePosixPath``, and
+    an lstat of each part below the vault rather than realpath (64 -> 14 us)."""
     if not path or "\x00" in path:
         raise VaultPathError("Empty or invalid path. Pass a vault-relative path like 'topic/note.md'.")
     posix = path.replace("\\", "/")
@@ -113,11 +114,27 @@ def resolve_path(vault: Path, path: str) -> Path:
         )
     root = str(vault)
     file = os.path.join(root, *parts)
-    # Symlinks may point outside: check the resolved location too.
-    real = os.path.realpath(file)
-    if real != root and not real.startswith(root.rstrip(os.sep) + os.sep):
-        raise VaultPathError(f"Path {path!r} resolves outside the vault; refusing to touch it.")
+    if _has_symlink(root, parts):  # it may point outside: check where it leads
+        real = os.path.realpath(file)
+        if real != root and not real.startswith(root.rstrip(os.sep) + os.sep):
+            raise VaultPathError(f"Path {path!r} resolves outside the vault; refusing to touch it.")
     return Path(file)
+
+
+def _has_symlink(root: str, parts: list[str]) -> bool:
+    """Whether a part of ``root/parts...`` below ``root`` (a resolved vault folder) is a symlink:
+    lstat from the root down, stopping at the first part that does not exist (nothing under it
+    does). The vault's own parents are not looked at again, which was half of realpath's time."""
+    current = root
+    for part in parts:
+        current = os.path.join(current, part)
+        try:
+            mode = os.lstat(current).st_mode
+        except OSError:
+            return False
+        if stat.S_ISLNK(mode):
+            return True
+    return False
 
 
 _DRIVE = re.compile(r"^[A-Za-z]:")

@@ -49,6 +49,9 @@ def test_resolve_path_refuses_to_leave_the_vault(tmp_path: Path) -> None:
             resolve_path(vault, bad)
     assert resolve_path(vault, "a/b.md") == vault / "a" / "b.md"
     assert resolve_path(vault, "./a//b.md") == vault / "a" / "b.md"
+    (vault / "real").mkdir()
+    (vault / "alias").symlink_to(vault / "real")  # a link that stays inside is fine
+    assert resolve_path(vault, "alias/n.md") == vault / "alias" / "n.md"
     assert resolve_path(vault, "a\\b.md") == vault / "a" / "b.md"
 
 
