@@ -17,7 +17,6 @@ Like the vector index, it is derived from the vault and can be deleted at any ti
 from __future__ import annotations
 
 import json
-import math
 import sqlite3
 import threading
 import time
@@ -33,7 +32,8 @@ from spellbook.index.fulltext import KeywordIndex
 from spellbook.index.keyword import index_text
 from spellbook.index.links import LinkQueries
 from spellbook.index.rows import (
-    NOTE_CACHE, NOTE_COLS, NOTE_COUNT, ChunkRow, FileRow, FolderRow, IndexedChunk, KeptRows, NoteRow, note_row,
+    NOTE_CACHE, NOTE_COLS, NOTE_COUNT, ChunkRow, FileRow, FolderRow, IndexedChunk, KeptRows, NoteRow, meta_json,
+    note_row,
 )
 from spellbook.index.schema import ADDED_COLUMNS, LATE_INDEXES, SCHEMA
 from spellbook.vault.crashpoints import crash_point
@@ -168,11 +168,14 @@ class Catalog:
     def replace_many(
         self, items: Iterable[tuple[FileRow, NoteRow | FolderRow | None, Sequence[IndexedChunk]]]
     ) -> None:
+        items = list(items)
         with self._write():
             written: list[str] = []
+            known = self._known_paths([file.path for file, _, _ in items])  # a new file has nothing to delete
             for file, note, chunks in items:
                 written.append(file.path)
-                self._delete_path(file.path)
+                if file.path in known:
+                    self._delete_path(file.path)
                 self._db.execute(
                     "INSERT INTO files VALUES (?, ?, ?, ?, ?)",
                     (file.path, file.version, file.mtime_ns, file.size, file.problem),
@@ -180,7 +183,7 @@ class Catalog:
                 if isinstance(note, FolderRow):
                     self._db.execute(
                         "INSERT INTO folders VALUES (?, ?, ?, ?)",
-                        (note.path, note.folder, _meta_json(note.meta), note.body),
+                        (note.path, note.folder, meta_json(note.meta), note.body),
                     )
                     note = None
                 if note is not None:
@@ -190,7 +193,7 @@ class Catalog:
                             note.path, note.note_id, note.title, note.category, note.topic, note.type,
                             note.context, note.importance, json.dumps(note.tags, ensure_ascii=False),
                             note.created, note.updated, note.folder, int(note.managed),
-                            _meta_json(note.meta), note.expires, int(note.archived), note.user,
+                            meta_json(note.meta), note.expires, int(note.archived), note.user,
                         ),
                     )
                     self._db.executemany(
@@ -217,6 +220,18 @@ class Catalog:
             for path in paths:
                 self._delete_path(path)
             self._refilter(paths)
+
+    def _known_paths(self, paths: list[str]) -> set[str]:
+        """Those of ``paths`` the catalog has a file row for (every other row of a path is
+        written with it, in one transaction)."""
+        return {r[0] for r in self._select_in("SELECT path FROM files WHERE path IN ({marks})", paths)}
+
+    def _select_in(self, sql: str, values: Sequence[str]) -> Iterator[tuple[Any, ...]]:
+        """The rows of ``sql``, whose ``{marks}`` is given ``values`` 500 at a time (SQLite's limit
+        on parameters is 999 in older builds). The caller holds the lock."""
+        for start in range(0, len(values), 500):
+            part = list(values[start : start + 500])
+            yield from self._db.execute(sql.format(marks=",".join("?" * len(part))), part)
 
     def _delete_path(self, path: str) -> None:
         self._db.execute(
@@ -249,13 +264,8 @@ class Catalog:
         found: dict[str, str] = {}
         wanted = list(dict.fromkeys(digests))
         with self._lock:
-            for start in range(0, len(wanted), 500):
-                part = wanted[start : start + 500]
-                marks = ",".join("?" * len(part))
-                for digest, chunk_id in self._db.execute(
-                    f"SELECT digest, chunk_id FROM chunks WHERE digest IN ({marks})", part
-                ):
-                    found.setdefault(digest, chunk_id)
+            for digest, chunk_id in self._select_in("SELECT digest, chunk_id FROM chunks WHERE digest IN ({marks})", wanted):
+                found.setdefault(digest, chunk_id)
         return found
 
     def chunks(self, chunk_ids: Sequence[str]) -> dict[str, ChunkRow]:
@@ -381,13 +391,9 @@ class Catalog:
     def chunk_ids_of(self, paths: Sequence[str]) -> dict[str, list[str]]:
         out: dict[str, list[str]] = {}
         with self._lock:
-            for start in range(0, len(paths), 500):
-                part = list(paths[start : start + 500])
-                marks = ",".join("?" * len(part))
-                for path, chunk_id in self._db.execute(
-                    f"SELECT path, chunk_id FROM chunks WHERE path IN ({marks}) ORDER BY path, idx", part
-                ):
-                    out.setdefault(path, []).append(chunk_id)
+            sql = "SELECT path, chunk_id FROM chunks WHERE path IN ({marks}) ORDER BY path, idx"
+            for path, chunk_id in self._select_in(sql, paths):
+                out.setdefault(path, []).append(chunk_id)
         return out
 
     def sample_texts(self, limit: int) -> list[str]:
@@ -430,21 +436,4 @@ class Catalog:
                 "ORDER BY expires, path"
             ).fetchall()
         return [note_row(r) for r in rows]
-
-
-def _meta_json(meta: dict[str, Any]) -> str:
-    """Frontmatter as JSON that SQLite's JSON functions accept: YAML's ``.nan``/``.inf`` (which
-    ``json.dumps`` writes as NaN/Infinity, invalid JSON) become strings; anything else not JSON
-    (a set, bytes) becomes its ``str``."""
-    return json.dumps(_finite(meta), ensure_ascii=False, default=str)
-
-
-def _finite(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
-    if isinstance(value, list | tuple):
-        return [_finite(v) for v in value]
-    if isinstance(value, dict):
-        return {str(k): _finite(v) for k, v in value.items()}
-    return value
 

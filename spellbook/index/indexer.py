@@ -17,7 +17,7 @@ answers: at the end of each reconcile, and whenever the server retries (server/h
 from __future__ import annotations
 
 import logging
-import os
+import stat
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
@@ -38,7 +38,7 @@ from spellbook.index.catalog import Catalog, ChunkRow, FileRow
 from spellbook.index.chunker import CHUNKER_VERSION
 from spellbook.vault.crashpoints import crash_point
 from spellbook.vault.paths import MAX_FILE_BYTES
-from spellbook.vault.store import Vault
+from spellbook.vault.store import Vault, decode_note
 
 log = logging.getLogger(__name__)
 
@@ -299,22 +299,19 @@ class Indexer:
 
     def _prepare(self, path: str, report: SyncReport) -> Prepared | str | None:
         try:
-            file = self.vault.file(path)
-            st = file.stat()
+            data, st = self.vault.read_bytes(path, max_bytes=MAX_FILE_BYTES)
         except (FileNotFoundError, NotADirectoryError):
             return "gone" if self.catalog.file(path) else None
         except (OSError, VaultPathError) as exc:
             return self._skip(path, 0, 0, f"cannot read: {exc}", report)
-        if not file.is_file():
+        if not stat.S_ISREG(st.st_mode):
             return "gone" if self.catalog.file(path) else None
-        if st.st_size > MAX_FILE_BYTES:
+        if data is None:
             why = f"too large ({st.st_size / 1e6:.1f} MB; notes over {MAX_FILE_BYTES // 2**20} MB are not indexed)"
             return self._skip(path, st.st_mtime_ns, st.st_size, why, report)
         try:
-            state = self.vault.read(path)
-        except FileNotFoundError:
-            return "gone" if self.catalog.file(path) else None
-        except (InvalidInputError, OSError) as exc:
+            state = decode_note(path, data, st)
+        except InvalidInputError as exc:
             return self._skip(path, st.st_mtime_ns, st.st_size, str(exc), report)
         row = self.catalog.file(path)
         if row is not None and row.version == state.version and row.problem is None:

@@ -12,8 +12,7 @@ import unicodedata
 
 # Hangul syllables and jamo, Hiragana, Katakana, CJK ideographs (+ extension A), halfwidth kana.
 _CJK = "\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uff66-\uff9f"
-_TOKEN = re.compile(rf"[{_CJK}]+|[^\W{_CJK}_]+", re.UNICODE)
-_CJK_RUN = re.compile(rf"^[{_CJK}]+$")
+_TOKEN = re.compile(rf"([{_CJK}]+)|([^\W{_CJK}_]+)", re.UNICODE)  # (a CJK run, a word)
 
 STOPWORDS = frozenset(
     "a an and are as at be but by did do does for from had has have how i if in into is it its of on or "
@@ -32,12 +31,12 @@ def tokenize(text: str) -> list[str]:
     Measured on dev_ko with plain BM25 (bench/tokenizer_compare.py): whitespace words hit@5 0.868,
     trigrams 0.948, bigrams 0.981, unigrams + bigrams 0.985 (MRR 0.973)."""
     out: list[str] = []
-    for run in _TOKEN.findall(normalize(text)):
-        if _CJK_RUN.match(run):
+    for run, word in _TOKEN.findall(normalize(text)):
+        if run:
             out.extend(run)
-            out.extend(run[i : i + 2] for i in range(len(run) - 1))
+            out.extend(map(str.__add__, run, run[1:]))
         else:
-            out.append(_stem(run))
+            out.append(_stem(word) if word[-1] == "s" else word)  # every suffix _stem strips ends in s
     return out
 
 

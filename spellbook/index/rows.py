@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -127,3 +128,21 @@ class KeptRows:
         while len(self._rows) > self.size:
             self._rows.popitem(last=False)
         return added
+
+
+def meta_json(meta: dict[str, Any]) -> str:
+    """Frontmatter as JSON that SQLite's JSON functions accept: YAML's ``.nan``/``.inf`` (which
+    ``json.dumps`` writes as NaN/Infinity, invalid JSON) become strings; anything else not JSON
+    (a set, bytes) becomes its ``str``."""
+    return json.dumps(_finite(meta), ensure_ascii=False, default=str)
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _finite(v) for k, v in value.items()}
+    return value
+

@@ -85,17 +85,29 @@ class Vault:
         return removed
 
     def read(self, path: str) -> FileState:
-        """Read a note. Raises ``InvalidInputError`` for binary or non-UTF-8 files."""
-        file = self.file(path)
-        data = file.read_bytes()
-        st = file.stat()
-        if b"\x00" in data[:8192]:
-            raise InvalidInputError(f"{path} looks binary (it contains NUL bytes); not a note.")
+        """Read a note. Raises ``InvalidInputError`` for binary or non-UTF-8 files,
+        ``IsADirectoryError`` for anything but a regular file."""
+        data, st = self.read_bytes(path)
+        if data is None:
+            raise IsADirectoryError(f"{path} is not a regular file.")
+        return decode_note(path, data, st)
+
+    def read_bytes(self, path: str, max_bytes: int | None = None) -> tuple[bytes | None, os.stat_result]:
+        """A file's bytes and its stat, from one open: the stat is taken before the read, so a
+        change during the read leaves a newer mtime on disk than the one recorded (and is seen).
+        The bytes are None for anything but a regular file (never opened for reading, so a FIFO
+        does not block) and for a file over ``max_bytes``."""
+        fd = os.open(self.file(path), os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
         try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise InvalidInputError(f"{path} is not UTF-8 ({exc.reason} at byte {exc.start}); save it as UTF-8.") from exc
-        return FileState(path, text, content_version(data), st.st_mtime_ns, st.st_size)
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode) or (max_bytes is not None and st.st_size > max_bytes):
+                return None, st
+            chunks = []
+            while block := os.read(fd, max(st.st_size + 1, 65_536)):
+                chunks.append(block)
+            return b"".join(chunks), st
+        finally:
+            os.close(fd)
 
     def create(self, path: str, text: str) -> str:
         """Write a new file at ``path``, or at ``path`` with ' 2', ' 3'... if taken. Returns the path used.
@@ -186,6 +198,17 @@ class Vault:
             removed.append(folder)
             folder = folder.rsplit("/", 1)[0] if "/" in folder else ""
         return removed
+
+
+def decode_note(path: str, data: bytes, st: os.stat_result) -> FileState:
+    """The text of a note's bytes; ``InvalidInputError`` for binary or non-UTF-8 ones."""
+    if b"\x00" in data[:8192]:
+        raise InvalidInputError(f"{path} looks binary (it contains NUL bytes); not a note.")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidInputError(f"{path} is not UTF-8 ({exc.reason} at byte {exc.start}); save it as UTF-8.") from exc
+    return FileState(path, text, content_version(data), st.st_mtime_ns, st.st_size)
 
 
 def atomic_write(target: Path, text: str, exclusive: bool = False, mode: int | None = None) -> bool:

@@ -310,6 +310,17 @@ def test_huge_files_are_skipped_with_the_reason(engine: Engine, vault: Path) -> 
     assert "too large" in problems["huge.md"]
 
 
+def test_a_fifo_or_a_folder_named_like_a_note_is_passed_over(engine: Engine, vault: Path) -> None:
+    """Read with O_NONBLOCK and looked at before reading: a pipe never blocks the scan."""
+    os.mkfifo(vault / "pipe.md")
+    (vault / "folder.md").mkdir()
+    (vault / "real.md").write_text("# Real\n\nA note beside a pipe.\n")
+    engine.reconcile()
+    engine.indexer.sync_paths(["pipe.md", "folder.md"])  # as the watcher would, on an event for them
+    assert engine.stats()["notes"] == 1
+    assert engine.stats()["problems_total"] == 0
+
+
 def test_importance_recency_and_superseded_nudge_ranking(settings: Settings, vault: Path) -> None:
     engine = open_engine(settings)
     try:
