@@ -35,6 +35,7 @@ from spellbook.errors import (
 )
 from spellbook.index.analysis import Prepared, analyse_note, embed_text
 from spellbook.index.catalog import Catalog, ChunkRow, FileRow
+from spellbook.index.rows import NoteRow
 from spellbook.index.chunker import CHUNKER_VERSION
 from spellbook.vault.crashpoints import crash_point
 from spellbook.vault.paths import MAX_FILE_BYTES
@@ -86,6 +87,7 @@ class Indexer:
         self.refused: set[str] = set()  # ...of which the endpoint refused the text (retried on reconcile)
         self._filling = threading.Lock()
         self._workers: ThreadPoolExecutor | None = None  # the other parts of a large batch (_embed)
+        self._batch_ids: dict[str, str] = {}  # note id -> path, of the batch sync_paths is preparing
         self.closed = False
 
     def close(self) -> None:
@@ -282,12 +284,15 @@ class Indexer:
         with self._open_lock():
             prepared: list[Prepared] = []
             gone: list[str] = []
+            self._batch_ids = {}
             for path in dict.fromkeys(paths):
                 outcome = self._prepare(path, report)
                 if outcome == "gone":
                     gone.append(path)
                 elif isinstance(outcome, Prepared):
                     prepared.append(outcome)
+                    if isinstance(outcome.note, NoteRow):
+                        self._batch_ids.setdefault(outcome.note.note_id, path)
             if prepared:
                 self._commit(prepared, report)
             if gone:  # after the commit, so a moved file reuses the vectors of its old path
@@ -332,7 +337,11 @@ class Indexer:
         return analyse_note(path, text, version, mtime_ns, size, self.max_chunk_chars, self._holder_of)
 
     def _holder_of(self, note_id: str, path: str) -> str | None:
-        """Another existing file that has this id already (so this one is a duplicate), if any."""
+        """Another existing file that has this id already (so this one is a duplicate), if any:
+        in the catalog, or earlier in the batch being indexed (two copies indexed together)."""
+        earlier = self._batch_ids.get(note_id)
+        if earlier is not None and earlier != path:
+            return earlier
         for other in self.catalog.notes_by_id(note_id):
             if other.path != path and self.vault.file(other.path).exists():
                 return other.path

@@ -227,6 +227,20 @@ def test_duplicate_ids_are_reported(engine: Engine, vault: Path) -> None:
     assert engine.get_memories([out["id"]])["memories"][0]["path"] == out["path"]
 
 
+def test_duplicate_ids_indexed_together_are_reported(engine: Engine, vault: Path) -> None:
+    """Two copies that arrive in one batch (a git pull, a first index): the first in path order
+    keeps the id, the other is reported, as when the copy comes later."""
+    note = "---\nid: same-id\ntitle: Twin\n---\nOne of two files with one id.\n"
+    for name in ("a.md", "b.md", "c.md"):
+        (vault / "twins" / name).parent.mkdir(exist_ok=True)
+        (vault / "twins" / name).write_text(note)
+    engine.reconcile()
+    problems = {p["path"]: p["problem"] for p in engine.stats()["problems"]}
+    assert set(problems) == {"twins/b.md", "twins/c.md"}
+    assert all("duplicate id 'same-id': twins/a.md has it too" in p for p in problems.values())
+    assert engine.get_memories(["same-id"])["memories"][0]["path"] == "twins/a.md"
+
+
 def test_get_index_counts_categories_and_topics(engine: Engine) -> None:
     engine.scribe("a", title="a", category="projects", topic="web")
     engine.scribe("b", title="b", category="projects", topic="web")
