@@ -47,12 +47,14 @@ class ActivityLog:
         self._lock = threading.Lock()
 
     def entry(self, tool: str, path: str, title: str | None, note_id: str, detail: str = "",
-              text: str | None = None, before: str | Path | None = None) -> dict[str, Any]:
-        """A line for a write, without its commit yet. The note's scope is read from the text
-        written (or, for an erase, from the text it had)."""
+              text: str | None = None, before: str | Path | None = None,
+              meta: dict[str, Any] | None = None) -> dict[str, Any]:
+        """A line for a write, without its commit yet. The note's scope is read from ``meta``, or
+        from the text written (or, for an erase, from the text it had)."""
         who = actor()
         scope = current_scope()
-        meta = _meta(text if text is not None else before)
+        if meta is None:
+            meta = _meta(text if text is not None else before)
         return {
             "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "tool": tool,
             "id": note_id or _value(meta.get("id")) or "", "path": path,
@@ -62,12 +64,16 @@ class ActivityLog:
         }
 
     def append(self, entry: dict[str, Any]) -> None:
-        line = json.dumps(entry, ensure_ascii=False, separators=(",", ":")) + "\n"
+        self.append_many([entry])
+
+    def append_many(self, entries: list[dict[str, Any]]) -> None:
+        """The lines in one write (an import logs thousands)."""
+        lines = "".join(json.dumps(e, ensure_ascii=False, separators=(",", ":")) + "\n" for e in entries)
         try:
             with self._lock:
                 fd = os.open(self.file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
                 try:
-                    os.write(fd, line.encode("utf-8"))
+                    os.write(fd, lines.encode("utf-8"))
                     size = os.fstat(fd).st_size
                 finally:
                     os.close(fd)

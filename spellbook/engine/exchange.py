@@ -181,7 +181,7 @@ class Exchange:
             for batch in batches:
                 batch.result()
         if run.written:
-            self._commit_import(file, run.texts)
+            self._commit_import(file, run)
         out: dict[str, Any] = {
             "file": str(file), "format": format, "on_conflict": on_conflict, "dry_run": dry_run,
             "total": len(entries), "counts": {k: len(v) for k, v in run.lists.items()},
@@ -197,21 +197,20 @@ class Exchange:
         return out
 
     # --- helpers ------------------------------------------------------------------------------
-    def _commit_import(self, file: Path, written: dict[str, str]) -> None:
+    def _commit_import(self, file: Path, run: _ImportRun) -> None:
         """One commit for everything an import wrote (in a git vault with commits on), and a line
-        for each memory in the activity log: the texts as written, not read back."""
+        for each memory in the activity log: the texts and fields as written, not read back."""
         if not self.git.enabled and self.activity is None:
             return
-        files: dict[str, bytes | None] = {path: text.encode("utf-8") for path, text in written.items()}
+        files: dict[str, bytes | None] = {path: text.encode("utf-8") for path, text in run.texts.items()}
         activity = self.activity
-        lines = [activity.entry("import", path, None, "", f"from {file.name}", (data or b"").decode("utf-8", "replace"))
-                 for path, data in files.items()] if activity is not None else []
+        lines = [activity.entry("import", path, None, "", f"from {file.name}", meta=run.metas[path])
+                 for path in files] if activity is not None else []
 
         def log(change: Change | None) -> None:
             commit = change.result.get("commit") if change is not None else None
-            for line in lines:
-                if activity is not None:
-                    activity.append({**line, "commit": commit})
+            if activity is not None:
+                activity.append_many([{**line, "commit": commit} for line in lines])
 
         if not self.git.enabled:
             log(None)
@@ -244,7 +243,7 @@ class Exchange:
                 return
             if not run.dry_run:
                 self.vault.write(existing, text, expected_version=state.version)  # never clobbers a newer edit
-                run.wrote(existing, text)
+                run.wrote(existing, text, meta)
             run.kinds += kinds
             run.record("overwritten", entry, existing)
             return
@@ -257,7 +256,7 @@ class Exchange:
         if not run.dry_run:
             text = _note_text(meta, body)
             path = self.vault.create(path, text)
-            run.wrote(path, text)
+            run.wrote(path, text, meta)
         run.claimed.add(path)
         run.seen.setdefault(entry.id, path)
         run.kinds += kinds
@@ -313,11 +312,13 @@ class _ImportRun:
         self.claimed: set[str] = set()  # paths taken by this import (a dry run writes none)
         self.written: list[str] = []
         self.texts: dict[str, str] = {}  # path -> what this import wrote there (for the commit)
+        self.metas: dict[str, dict[str, Any]] = {}  # path -> its fields (for the activity log)
         self.kinds: list[str] = []
 
-    def wrote(self, path: str, text: str) -> None:
+    def wrote(self, path: str, text: str, meta: dict[str, Any]) -> None:
         self.written.append(path)
         self.texts[path] = text
+        self.metas[path] = meta
 
     def record(self, outcome: str, entry: Entry, path: str, **extra: Any) -> None:
         item = {"where": entry.where, "id": entry.id, "path": path, "title": entry.title, **extra}

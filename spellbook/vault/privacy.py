@@ -246,9 +246,13 @@ def redact_data(
     data nested deeper than ``MAX_DATA_DEPTH``.
     """
     kinds: list[str] = []
+    strings: list[str] = []
 
-    def walk(v: Any, depth: int) -> Any:
+    def walk(v: Any, depth: int, redacting: bool) -> Any:
         if isinstance(v, str):
+            if not redacting:
+                strings.append(v)
+                return v
             new, found = redact(v, extra_patterns=extra_patterns, disabled=disabled)
             kinds.extend(r.kind for r in found)
             return new
@@ -257,14 +261,18 @@ def redact_data(
                 f"Metadata is nested deeper than {MAX_DATA_DEPTH} levels; flatten it (lists of plain values)."
             )
         if isinstance(v, dict):
-            return {k: walk(x, depth + 1) for k, x in v.items()}
+            return {k: walk(x, depth + 1, redacting) for k, x in v.items()}
         if isinstance(v, list):
-            return [walk(x, depth + 1) for x in v]
+            return [walk(x, depth + 1, redacting) for x in v]
         if isinstance(v, tuple):
-            return tuple(walk(x, depth + 1) for x in v)
+            return tuple(walk(x, depth + 1, redacting) for x in v)
         return v
 
-    return walk(value, 0), kinds
+    copy = walk(value, 0, False)
+    joined = "\n".join(strings)  # most metadata holds nothing any detector looks for: one check for all
+    if not extra_patterns and not any(d.may_match(joined, joined.casefold) for d in BUILTIN):
+        return copy, kinds
+    return walk(value, 0, True), kinds
 
 
 def describe(redactions: Iterable[Redaction | str]) -> str:
@@ -279,3 +287,4 @@ def describe(redactions: Iterable[Redaction | str]) -> str:
     counts = Counter(kinds)
     parts = [k if counts[k] == 1 else f"{k} x{counts[k]}" for k in dict.fromkeys(kinds)]
     return f"{len(kinds)} secret{'s' if len(kinds) != 1 else ''} redacted: {', '.join(parts)}"
+

@@ -91,3 +91,22 @@ FRAGMENTS = [
 def test_needles_change_nothing_on_generated_text(parts: list[str]) -> None:
     text = "".join(parts)
     assert privacy.redact(text) == ungated(text)
+
+
+def ungated_data(value: object) -> tuple[object, list[str]]:
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(privacy, "BUILTIN", UNGATED)
+        return privacy.redact_data(value)
+
+
+@given(st.lists(st.sampled_from(TEXTS[::3] + FRAGMENTS), max_size=6))
+@settings(max_examples=200, deadline=None)
+def test_metadata_is_checked_at_once_and_redacted_as_string_by_string(values: list[str]) -> None:
+    meta = {"title": values[0] if values else "t", "tags": values[1:3], "extra": {"notes": values[3:]}}
+    assert privacy.redact_data(meta) == ungated_data(meta)
+
+
+def test_metadata_with_nothing_to_redact_comes_back_as_a_copy() -> None:
+    meta = {"title": "Deploy notes", "tags": ["ops", "배포"], "links": [{"to": "x"}]}
+    out, kinds = privacy.redact_data(meta)
+    assert out == meta and kinds == [] and out is not meta and out["tags"] is not meta["tags"]
