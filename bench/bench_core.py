@@ -816,8 +816,8 @@ def render_summary(args: argparse.Namespace, res: dict[str, Any], logs: ServerLo
             f"resident {a['rss']}")
         add(f"   a note {by_lang(a['scribe_ms'], a['scribe_langs'])}")
         add(f"   a query {by_lang(a['query_ms'], a['query_langs'])}")
-        add(f"   batches of 64: {a['index_texts_per_s']:.0f} texts/s (hand-written sections), "
-            f"{a['import_texts_per_s']:.0f} texts/s (the scribed notes)")
+        hand = f"{a['index_texts_per_s']:.0f} texts/s (hand-written sections), " if a["index_texts_per_s"] else ""
+        add(f"   batches of 64: {hand}{a['import_texts_per_s']:.0f} texts/s (the scribed notes)")
         if a.get("import_texts_per_s_par"):
             both = f"{a['index_texts_per_s_par']:.0f} and " if a.get("index_texts_per_s_par") else ""
             add(f"   the same on {a['parallel']} threads at once: {both}{a['import_texts_per_s_par']:.0f} texts/s "
@@ -907,7 +907,7 @@ def render_summary(args: argparse.Namespace, res: dict[str, Any], logs: ServerLo
         if a:
             add(f"   the embedder alone on those texts: {against(rate, a, 'import_texts_per_s')}")
             own = imp["notes"] / a["import_texts_per_s"]  # the model's own CPU seconds for these texts
-            add(f"   CPU: the model's own {own:.1f} s of {imp['cpu_s']:.1f} s; the rest, "
+            add(f"   CPU: the model's own {own:.1f} s of {imp['cpu_s']:.1f} s ({own / imp['cpu_s']:.0%}); the rest, "
                 f"{(imp['cpu_s'] - own) / imp['notes'] * 1000:.1f} ms a note, is Spellbook's (start-up, files, catalog, Chroma)")
 
     odd: list[str] = []
