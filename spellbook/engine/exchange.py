@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path, PurePosixPath
+from queue import Queue
 from typing import Any
 
 from spellbook import __version__
@@ -161,25 +162,28 @@ class Exchange:
         self.readiness.await_first_index()
         run = _ImportRun(on_conflict, dry_run)
         run.kinds += named_kinds
-        # A batch is indexed (embedded, on the embedder's `parallel` threads) while the next one is
-        # written: the two overlap on two cores (import ran at 65% of the embedder's own texts/s
-        # with neither; bench/results/core_*.txt has today's figure).
+        # Batches are indexed in a thread while the next ones are written, each embedded (on the
+        # embedder's `parallel` threads) while the one before it is written to the index.
+        batches: Queue[list[str] | None] = Queue()
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="spellbook-import") as indexing:
-            batches, sent = [], 0
-            for entry in entries:
-                try:
-                    self._import_entry(entry, run)
-                except (SpellbookError, OSError) as exc:
-                    message = f"{exc.path} changed on disk during the import; not overwritten" if isinstance(
-                        exc, ConflictError) else str(exc)
-                    run.record("failed", entry, entry.path, error=message)
-                if len(run.written) - sent >= min(IMPORT_BATCH, FIRST_BATCH << len(batches)):
-                    batches.append(indexing.submit(self.indexer.sync_paths, run.written[sent:]))
-                    sent = len(run.written)
-            if len(run.written) > sent:
-                batches.append(indexing.submit(self.indexer.sync_paths, run.written[sent:]))
-            for batch in batches:
-                batch.result()
+            indexed = indexing.submit(self.indexer.sync_batches, iter(batches.get, None))
+            sent = count = 0
+            try:
+                for entry in entries:
+                    try:
+                        self._import_entry(entry, run)
+                    except (SpellbookError, OSError) as exc:
+                        message = f"{exc.path} changed on disk during the import; not overwritten" if isinstance(
+                            exc, ConflictError) else str(exc)
+                        run.record("failed", entry, entry.path, error=message)
+                    if len(run.written) - sent >= min(IMPORT_BATCH, FIRST_BATCH << count):
+                        batches.put(run.written[sent:])
+                        sent, count = len(run.written), count + 1
+                if len(run.written) > sent:
+                    batches.put(run.written[sent:])
+            finally:
+                batches.put(None)
+            indexed.result()
         if run.written:
             self._commit_import(file, run)
         out: dict[str, Any] = {

@@ -5,7 +5,8 @@ does it for the whole vault, checking mtime/size first and the content hash only
 moved. Work is batched: files are read and chunked per batch, new chunks are embedded in one
 call, and each batch is committed on its own, so an interrupted first index resumes where it
 stopped. A chunk whose exact content already has a vector (unchanged, renamed, moved) is never
-embedded again.
+embedded again. ``sync_batches`` (a first index, an import) embeds each batch while the one
+before it is written and the next one read, so the model does not wait for Spellbook's own work.
 
 When the embedder fails (a network endpoint down, a wrong key), a file is indexed anyway: its
 catalog and keyword rows are written, and its new chunks are left without vectors. Those are
@@ -21,19 +22,20 @@ import stat
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from itertools import chain
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from spellbook.errors import (
-    EmbedderError,
     EmbedderInputError,
     IndexUnavailableError,
     InvalidInputError,
     VaultPathError,
 )
 from spellbook.index.analysis import Prepared, analyse_note, embed_text
+from spellbook.index.embedding import BatchEmbedder, Vectors
+from spellbook.index.report import SyncReport
 from spellbook.index.catalog import Catalog, ChunkRow, FileRow
 from spellbook.index.rows import NoteRow
 from spellbook.index.chunker import CHUNKER_VERSION
@@ -48,30 +50,8 @@ INDEX_FORMAT = "8"  # 3: CJK unigrams + bigrams in the keyword index; 4: tags ta
 BATCH_FILES = 64
 RECENTLY_REMOVED_MAX = 20_000  # vectors of removed chunks kept in memory for moves (about 40 MB at 512-d)
 FILL_BATCH = 256  # chunks embedded per round when filling in missing vectors
-PART_MIN = 16  # texts in each part of a batch embedded on several threads
-REFUSED_IN_A_ROW = 3  # texts refused one by one before the endpoint counts as refusing everything
 
 Progress = Callable[[int, int], None]
-
-
-@dataclass
-class SyncReport:
-    indexed: int = 0
-    unchanged: int = 0
-    removed: int = 0
-    skipped: int = 0
-    embedded_chunks: int = 0
-    reused_chunks: int = 0
-    problems: list[dict[str, str]] = field(default_factory=list)
-    vectors_missing: int = 0  # chunks indexed for keyword search only: the embedder failed
-    embedder_error: str | None = None
-
-    def add(self, other: SyncReport) -> None:
-        for name in ("indexed", "unchanged", "removed", "skipped", "embedded_chunks", "reused_chunks",
-                     "vectors_missing"):
-            setattr(self, name, getattr(self, name) + getattr(other, name))
-        self.problems.extend(other.problems)
-        self.embedder_error = other.embedder_error or self.embedder_error
 
 
 class Indexer:
@@ -86,8 +66,7 @@ class Indexer:
         self.missing: set[str] = set()  # chunk ids in the catalog without a vector (embedder failed)
         self.refused: set[str] = set()  # ...of which the endpoint refused the text (retried on reconcile)
         self._filling = threading.Lock()
-        self._workers: ThreadPoolExecutor | None = None  # the other parts of a large batch (_embed)
-        self._batch_ids: dict[str, str] = {}  # note id -> path, of the batch sync_paths is preparing
+        self.batches = BatchEmbedder(embedder)
         self.closed = False
 
     def close(self) -> None:
@@ -96,8 +75,7 @@ class Indexer:
         between its vectors and its catalog rows (an orphan vector a clean exit used to leave)."""
         with self.lock:
             self.closed = True
-            if self._workers is not None:
-                self._workers.shutdown()
+            self.batches.close()
 
     @contextmanager
     def _open_lock(self) -> Iterator[None]:
@@ -160,10 +138,8 @@ class Indexer:
         total = len(candidates)
         if progress:
             progress(0, total)
-        for start in range(0, total, BATCH_FILES):
-            report.add(self.sync_paths(candidates[start : start + BATCH_FILES]))
-            if progress:
-                progress(min(start + BATCH_FILES, total), total)
+        batches = (candidates[start : start + BATCH_FILES] for start in range(0, total, BATCH_FILES))
+        report.add(self.sync_batches(batches, (lambda done: progress(done, total)) if progress else None))
         # Deleted files go last, so a file that was moved reuses their vectors first.
         gone = sorted(set(known) - set(on_disk))
         with self._open_lock():
@@ -218,7 +194,7 @@ class Indexer:
                 todo = [(cid, r) for cid, r in rows.items() if r.path in notes]
                 if not todo:
                     continue
-                embedded = self._embed([embed_text(notes[r.path].title, r.heading, r.text) for _, r in todo])
+                embedded = self.batches.embed([embed_text(notes[r.path].title, r.heading, r.text) for _, r in todo])
                 with self._open_lock():  # keep only what is still current: a write may have replaced a chunk
                     now = self.catalog.chunks([cid for cid, _ in todo])
                     keep = [(cid, r, v) for (cid, r), v in zip(todo, embedded) if isinstance(v, list)
@@ -241,68 +217,89 @@ class Indexer:
         report.vectors_missing = len(self.missing)
         return report
 
-    def _embed(self, texts: list[str]) -> list[list[float] | EmbedderError]:
-        """A vector per text, or the error that kept it from one. A large batch is cut into as
-        many parts of about equal length as the embedder may run at once (``parallel``), embedded
-        on that many threads: the default model leaves the GIL for most of its work, so two parts
-        take about the time of one on a 2-core machine."""
-        parts = _parts(texts, getattr(self.embedder, "parallel", 1))
-        if len(parts) == 1:
-            return self._embed_part(texts)
-        if self._workers is None:
-            self._workers = ThreadPoolExecutor(max_workers=self.embedder.parallel - 1, thread_name_prefix="spellbook-embed")
-        others = [self._workers.submit(self._embed_part, part) for part in parts[1:]]
-        out = self._embed_part(parts[0])
-        for future in others:
-            out += future.result()
-        return out
-
-    def _embed_part(self, texts: list[str]) -> list[list[float] | EmbedderError]:
-        """When the endpoint refuses a batch (HTTP 400...), its texts are tried one by one, so one
-        text the model cannot take does not hold back the others; when the first few are all
-        refused too, the endpoint refuses everything (a wrong model, unsupported dimensions): no
-        text is blamed."""
-        try:
-            return [list(v) for v in self.embedder.embed_documents(texts)]
-        except EmbedderInputError as exc:
-            if len(texts) == 1:
-                return [exc]
-        except EmbedderError as exc:
-            return [exc] * len(texts)
-        out: list[list[float] | EmbedderError] = []
-        for text in texts:
-            (one,) = self._embed_part([text])
-            out.append(one)
-            if len(out) == REFUSED_IN_A_ROW and all(isinstance(v, EmbedderInputError) for v in out):
-                return [EmbedderError(str(one))] * len(texts)
-        return out
-
     # --- some paths ---------------------------------------------------------------------------
     def sync_paths(self, paths: Iterable[str]) -> SyncReport:
         """Index these vault paths as they are on disk now (deleted ones are dropped)."""
-        report = SyncReport()
         with self._open_lock():
-            prepared: list[Prepared] = []
-            gone: list[str] = []
-            self._batch_ids = {}
-            for path in dict.fromkeys(paths):
-                outcome = self._prepare(path, report)
-                if outcome == "gone":
-                    gone.append(path)
-                elif isinstance(outcome, Prepared):
-                    prepared.append(outcome)
-                    if isinstance(outcome.note, NoteRow):
-                        self._batch_ids.setdefault(outcome.note.note_id, path)
-            if prepared:
-                self._commit(prepared, report)
-            if gone:  # after the commit, so a moved file reuses the vectors of its old path
-                report.removed += self._remove_missing(gone)
-        return report
+            return self._finish(self._stage(paths, {}, now=True))
 
     def sync_path(self, path: str) -> SyncReport:
         return self.sync_paths([path])
 
-    def _prepare(self, path: str, report: SyncReport) -> Prepared | str | None:
+    def sync_batches(self, batches: Iterable[list[str]], done: Callable[[int], None] | None = None) -> SyncReport:
+        """``sync_paths`` for each batch in turn, each batch embedded while the one before it is
+        written and the next one read: the model's threads do not wait for Spellbook's own work
+        between batches (a first index, an import). Other writers take their turns between the
+        steps; a file that changed on disk between its reading and its writing is indexed again
+        at the end. ``done(n)`` after each batch, with the paths done so far."""
+        report = SyncReport()
+        ids: dict[str, str] = {}  # note id -> path, over every batch not yet written
+        again: list[str] = []
+        pending: list[_Staged] = []
+        finished = 0
+        for paths in chain(batches, [None]):
+            if paths is not None:
+                with self._open_lock():
+                    pending.append(self._stage(paths, ids, now=False))
+            if len(pending) == 2 or (paths is None and pending):
+                staged = pending.pop(0)
+                report.add(self._finish_later(staged, again))
+                finished += staged.size
+                if done is not None:
+                    done(finished)
+        if again:
+            report.add(self.sync_paths(again))
+        return report
+
+    def _stage(self, paths: Iterable[str], ids: dict[str, str], now: bool) -> _Staged:
+        """Read and analyse the files, find the vectors their chunks can reuse and embed the
+        others: ``now``, or started on the embedder's workers (``_finish`` waits for them)."""
+        report = SyncReport()
+        prepared: list[Prepared] = []
+        gone: list[str] = []
+        unique = list(dict.fromkeys(paths))
+        for path in unique:
+            outcome = self._prepare(path, report, ids)
+            if outcome == "gone":
+                gone.append(path)
+            elif isinstance(outcome, Prepared):
+                prepared.append(outcome)
+                if isinstance(outcome.note, NoteRow):
+                    ids.setdefault(outcome.note.note_id, path)
+        staged = _Staged(len(unique), report, prepared, gone, *self._reusable(prepared))
+        if staged.to_embed:
+            texts = [text for _, text in staged.to_embed]
+            if now:
+                vectors = self.batches.embed(texts)
+                staged.embedded = lambda: vectors
+            else:
+                staged.embedded = self.batches.start(texts)
+        return staged
+
+    def _finish_later(self, staged: _Staged, again: list[str]) -> SyncReport:
+        """``_finish`` for a batch staged earlier, once its vectors are there, without the files
+        that changed on disk since they were read (those go to ``again``)."""
+        if staged.embedded is not None:
+            vectors = staged.embedded()  # outside the lock: a tool's write need not wait for the model
+            staged.embedded = lambda: vectors
+        with self._open_lock():
+            changed = {p.file.path for p in staged.prepared if file_changed(self.vault, p.file, p.file.path)}
+            if changed:
+                again += sorted(changed)
+                staged.prepared = [p for p in staged.prepared if p.file.path not in changed]
+                staged.chunks = [(c, t) for c, t in staged.chunks if c.row.path not in changed]
+            return self._finish(staged)
+
+    def _finish(self, staged: _Staged) -> SyncReport:
+        """Write a staged batch: its vectors, then its catalog rows; then drop its deleted files."""
+        report = staged.report
+        if staged.prepared:
+            self._commit(staged, report)
+        if staged.gone:  # after the commit, so a moved file reuses the vectors of its old path
+            report.removed += self._remove_missing(staged.gone)
+        return report
+
+    def _prepare(self, path: str, report: SyncReport, ids: dict[str, str]) -> Prepared | str | None:
         try:
             data, st = self.vault.read_bytes(path, max_bytes=MAX_FILE_BYTES)
         except (FileNotFoundError, NotADirectoryError):
@@ -323,7 +320,8 @@ class Indexer:
             self.catalog.touch(path, state.mtime_ns, state.size)
             report.unchanged += 1
             return None
-        return self._analyse(path, state.text, state.version, state.mtime_ns, state.size)
+        return analyse_note(path, state.text, state.version, state.mtime_ns, state.size, self.max_chunk_chars,
+                            lambda note_id, path: self._holder_of(note_id, path, ids))
 
     def _skip(self, path: str, mtime_ns: int, size: int, why: str, report: SyncReport) -> None:
         log.warning("skipped %s: %s", path, why)
@@ -333,13 +331,10 @@ class Indexer:
         report.problems.append({"path": path, "problem": why})
         return None
 
-    def _analyse(self, path: str, text: str, version: str, mtime_ns: int, size: int) -> Prepared:
-        return analyse_note(path, text, version, mtime_ns, size, self.max_chunk_chars, self._holder_of)
-
-    def _holder_of(self, note_id: str, path: str) -> str | None:
+    def _holder_of(self, note_id: str, path: str, ids: dict[str, str]) -> str | None:
         """Another existing file that has this id already (so this one is a duplicate), if any:
-        in the catalog, or earlier in the batch being indexed (two copies indexed together)."""
-        earlier = self._batch_ids.get(note_id)
+        in the catalog, or earlier in the batches being indexed (``ids``: two copies indexed together)."""
+        earlier = ids.get(note_id)
         if earlier is not None and earlier != path:
             return earlier
         for other in self.catalog.notes_by_id(note_id):
@@ -347,7 +342,9 @@ class Indexer:
                 return other.path
         return None
 
-    def _commit(self, prepared: list[Prepared], report: SyncReport) -> None:
+    def _reusable(self, prepared: list[Prepared]) -> tuple[list[tuple[Any, str]], dict[str, list[float]], list[tuple[str, str]]]:
+        """The batch's chunks with their texts, the vectors they reuse (same content, already
+        embedded or recently removed) and the (chunk id, text) pairs left to embed."""
         all_chunks = [(c, t) for p in prepared for c, t in zip(p.chunks, p.embed_texts)]
         reuse = self.catalog.chunk_ids_by_digest(c.row.digest for c, _ in all_chunks)
         known = self.vectors.vectors(sorted(set(reuse.values()))) if reuse else {}
@@ -361,17 +358,23 @@ class Indexer:
                 vectors[chunk.row.chunk_id] = self._recently_removed[chunk.row.digest]
             else:
                 to_embed.append((chunk.row.chunk_id, text))
-        if to_embed:
-            embedded = self._embed([t for _, t in to_embed])
-            done = {cid: vec for (cid, _), vec in zip(to_embed, embedded) if isinstance(vec, list)}
+        return all_chunks, vectors, to_embed
+
+    def _commit(self, staged: _Staged, report: SyncReport) -> None:
+        prepared, all_chunks, vectors = staged.prepared, staged.chunks, staged.vectors
+        reused = sum(1 for c, _ in all_chunks if c.row.chunk_id in vectors)
+        if staged.embedded is not None:
+            current = {c.row.chunk_id for c, _ in all_chunks}
+            pairs = [(cid, vec) for (cid, _), vec in zip(staged.to_embed, staged.embedded()) if cid in current]
+            done = {cid: vec for cid, vec in pairs if isinstance(vec, list)}
             vectors.update(done)
             report.embedded_chunks += len(done)
-            errors = [e for e in embedded if not isinstance(e, list)]
+            errors = [vec for _, vec in pairs if not isinstance(vec, list)]
             if errors:  # the files are indexed anyway; fill_missing embeds the rest later
                 log.warning("indexed %d chunks without vectors: %s", len(errors), errors[-1])
                 report.vectors_missing += len(errors)
                 report.embedder_error = str(errors[-1])
-        report.reused_chunks += len(all_chunks) - len(to_embed)
+        report.reused_chunks += reused
         # Vectors first, then the catalog: a crash in between leaves the file marked as not yet
         # indexed (the next reconcile redoes it) and at worst orphan vectors (dropped then).
         new_digests = {c.row.digest for c, _ in all_chunks}
@@ -431,18 +434,15 @@ def file_changed(vault: Vault, row: FileRow | None, path: str) -> bool:
     return row is None or row.mtime_ns != st.st_mtime_ns or row.size != st.st_size
 
 
-def _parts(texts: list[str], parallel: int) -> list[list[str]]:
-    """``texts`` cut in order into up to ``parallel`` runs of about equal characters, none under
-    about ``PART_MIN`` texts."""
-    count = max(1, min(parallel, len(texts) // PART_MIN))
-    if count == 1:
-        return [texts]
-    total = sum(map(len, texts)) or 1
-    parts: list[list[str]] = [[]]
-    done = 0
-    for text in texts:
-        if done >= total * len(parts) / count and len(parts) < count and len(parts[-1]) >= PART_MIN:
-            parts.append([])
-        parts[-1].append(text)
-        done += len(text)
-    return parts
+@dataclass
+class _Staged:
+    """A batch read and analysed, its vectors reused or being embedded (``Indexer._stage``)."""
+
+    size: int  # paths in the batch
+    report: SyncReport
+    prepared: list[Prepared]
+    gone: list[str]
+    chunks: list[tuple[Any, str]]  # (IndexedChunk, the text embedded for it)
+    vectors: dict[str, list[float]]  # chunk id -> the vector it reuses
+    to_embed: list[tuple[str, str]]  # (chunk id, text) for the model
+    embedded: Callable[[], Vectors] | None = None  # waits for the vectors of ``to_embed``

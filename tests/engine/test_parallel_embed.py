@@ -1,11 +1,12 @@
 """A large batch (a first index, an import) is embedded on the embedder's ``parallel`` threads
-(spellbook/index/indexer.py ``_embed``): the vectors are those of one thread, in order; a text the
+(spellbook/index/embedding.py): the vectors are those of one thread, in order; a text the
 model refuses is still blamed on its own; the default model says how many threads it may use."""
 
 from __future__ import annotations
 
 import json
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +15,7 @@ import pytest
 from spellbook.config import Settings
 from spellbook.embedders.hashing import HashingEmbedder
 from spellbook.errors import EmbedderInputError
-from spellbook.index.indexer import PART_MIN, _parts
+from spellbook.index.embedding import PART_MIN, split
 from tests.helpers.engine import open_engine
 
 TEXTS = {
@@ -38,6 +39,7 @@ class ThreadNoting(HashingEmbedder):
     def embed_documents(self, texts):
         if any("REFUSE" in t for t in texts):
             raise EmbedderInputError("the model refuses this text")
+        time.sleep(0.02)  # a model takes a while: the parts of a batch overlap
         with self._lock:
             self.calls.append(len(texts))
             self.threads.update((t, threading.current_thread().name) for t in texts)
@@ -47,14 +49,14 @@ class ThreadNoting(HashingEmbedder):
 def test_parts_keep_the_order_and_split_only_what_is_large_enough() -> None:
     texts = [f"text {i} " + "x" * (i * 7 % 300) for i in range(200)]
     for parallel in (1, 2, 3, 4):
-        parts = _parts(texts, parallel)
+        parts = split(texts, parallel)
         assert [t for part in parts for t in part] == texts
         assert len(parts) == parallel
         sizes = [sum(map(len, part)) for part in parts]
         assert max(sizes) < 1.5 * min(sizes), sizes  # about equal characters each
-    assert _parts(texts[: 2 * PART_MIN - 1], 2) == [texts[: 2 * PART_MIN - 1]]  # too few to split
-    assert len(_parts(texts[: 2 * PART_MIN], 4)) == 2
-    assert _parts([], 2) == [[]]
+    assert split(texts[: 2 * PART_MIN - 1], 2) == [texts[: 2 * PART_MIN - 1]]  # too few to split
+    assert len(split(texts[: 2 * PART_MIN], 4)) == 2
+    assert split([], 2) == [[]]
 
 
 def test_a_first_index_embeds_on_two_threads_and_blames_a_refused_text_alone(settings: Settings) -> None:

@@ -1,0 +1,104 @@
+"""Embedding the chunks of a batch for the indexer.
+
+A large batch is cut into as many parts of about equal length as the embedder may run at once
+(``parallel``) and embedded on that many threads: the default model leaves the GIL for most of its
+work, so two parts take about the time of one on a 2-core machine. ``embed`` answers now (the
+calling thread embeds one part); ``start`` leaves every part to the workers and answers later, so
+the indexer reads and writes other batches meanwhile (``Indexer.sync_batches``).
+
+A text the endpoint refuses does not hold back the others: the batch is tried again text by text,
+and only when the first few are all refused too does the endpoint count as refusing everything (a
+wrong model, unsupported dimensions), with no text blamed.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
+from typing import Any
+
+from spellbook.errors import EmbedderError, EmbedderInputError, IndexUnavailableError
+
+PART_MIN = 16  # texts in each part of a batch embedded on several threads
+REFUSED_IN_A_ROW = 3  # texts refused one by one before the endpoint counts as refusing everything
+
+Vectors = list[list[float] | EmbedderError]  # a vector per text, or the error that kept it from one
+
+
+class BatchEmbedder:
+    def __init__(self, embedder: Any) -> None:
+        self.embedder = embedder
+        self.parallel = max(1, getattr(embedder, "parallel", 1))
+        self._workers: ThreadPoolExecutor | None = None
+        self._lock = threading.Lock()
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        """The vectors now: this thread embeds the first part, the workers the others."""
+        parts = split(texts, self.parallel)
+        if len(parts) == 1:
+            return self._embed_part(parts[0])
+        others = [self._pool().submit(self._embed_part, part) for part in parts[1:]]
+        out = self._embed_part(parts[0])
+        for future in others:
+            out += future.result()
+        return out
+
+    def start(self, texts: Sequence[str]) -> Callable[[], Vectors]:
+        """Every part started on the workers; call the answer to wait for the vectors."""
+        futures: list[Future[Vectors]] = [self._pool().submit(self._embed_part, part)
+                                          for part in split(texts, self.parallel)]
+
+        def wait() -> Vectors:
+            try:
+                return [vector for future in futures for vector in future.result()]
+            except CancelledError:  # close() dropped it
+                raise IndexUnavailableError("The index is closing (the server is shutting down); retry after it restarts.") from None
+
+        return wait
+
+    def close(self) -> None:
+        """Stop the workers; parts not started yet are dropped (nothing waits for them any more)."""
+        with self._lock:
+            if self._workers is not None:
+                self._workers.shutdown(cancel_futures=True)
+                self._workers = None
+
+    def _pool(self) -> ThreadPoolExecutor:
+        with self._lock:
+            if self._workers is None:
+                self._workers = ThreadPoolExecutor(max_workers=self.parallel, thread_name_prefix="spellbook-embed")
+            return self._workers
+
+    def _embed_part(self, texts: Sequence[str]) -> Vectors:
+        try:
+            return [list(v) for v in self.embedder.embed_documents(list(texts))]
+        except EmbedderInputError as exc:
+            if len(texts) == 1:
+                return [exc]
+        except EmbedderError as exc:
+            return [exc] * len(texts)
+        out: Vectors = []
+        for text in texts:
+            (one,) = self._embed_part([text])
+            out.append(one)
+            if len(out) == REFUSED_IN_A_ROW and all(isinstance(v, EmbedderInputError) for v in out):
+                return [EmbedderError(str(one))] * len(texts)
+        return out
+
+
+def split(texts: Sequence[str], parallel: int) -> list[Sequence[str]]:
+    """``texts`` cut in order into up to ``parallel`` runs of about equal characters, none under
+    about ``PART_MIN`` texts."""
+    count = max(1, min(parallel, len(texts) // PART_MIN))
+    if count == 1:
+        return [texts]
+    total = sum(map(len, texts)) or 1
+    parts: list[list[str]] = [[]]
+    done = 0
+    for text in texts:
+        if done >= total * len(parts) / count and len(parts) < count and len(parts[-1]) >= PART_MIN:
+            parts.append([])
+        parts[-1].append(text)
+        done += len(text)
+    return parts
