@@ -27,6 +27,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from spellbook.errors import (
     EmbedderInputError,
     IndexUnavailableError,
@@ -48,7 +50,7 @@ log = logging.getLogger(__name__)
 INDEX_FORMAT = "8"  # 3: CJK unigrams + bigrams in the keyword index; 4: tags table; 5: link relations;
 # 6: expires/archived columns, folder notes; 7: user column (scopes); 8: session column
 BATCH_FILES = 64
-RECENTLY_REMOVED_MAX = 20_000  # vectors of removed chunks kept in memory for moves (about 40 MB at 512-d)
+RECENTLY_REMOVED_MAX = 20_000  # vectors of removed chunks kept in memory for moves (42 MB at 512-d)
 FILL_BATCH = 256  # chunks embedded per round when filling in missing vectors
 
 Progress = Callable[[int, int], None]
@@ -62,7 +64,7 @@ class Indexer:
         self.embedder = embedder
         self.max_chunk_chars = max_chunk_chars
         self.lock = threading.RLock()  # one writer at a time: tools, watcher, reconcile
-        self._recently_removed: OrderedDict[str, list[float]] = OrderedDict()
+        self._recently_removed: OrderedDict[str, np.ndarray] = OrderedDict()  # digest -> float32 row
         self.missing: set[str] = set()  # chunk ids in the catalog without a vector (embedder failed)
         self.refused: set[str] = set()  # ...of which the endpoint refused the text (retried on reconcile)
         self._filling = threading.Lock()
@@ -355,7 +357,7 @@ class Indexer:
             if source in known:
                 vectors[chunk.row.chunk_id] = known[source]
             elif chunk.row.digest in self._recently_removed:
-                vectors[chunk.row.chunk_id] = self._recently_removed[chunk.row.digest]
+                vectors[chunk.row.chunk_id] = self._recently_removed[chunk.row.digest].tolist()
             else:
                 to_embed.append((chunk.row.chunk_id, text))
         return all_chunks, vectors, to_embed
@@ -419,7 +421,7 @@ class Indexer:
         vectors = self.vectors.vectors([r.chunk_id for r in rows])
         for row in rows:
             if row.chunk_id in vectors:
-                self._recently_removed[row.digest] = vectors[row.chunk_id]
+                self._recently_removed[row.digest] = np.asarray(vectors[row.chunk_id], dtype=np.float32)
                 self._recently_removed.move_to_end(row.digest)
         while len(self._recently_removed) > RECENTLY_REMOVED_MAX:
             self._recently_removed.popitem(last=False)
