@@ -36,7 +36,7 @@ EXACT_ROWS = 50_000  # up to this many vectors a query scores them all in the ma
 QUERY_BEHIND = 256  # a query scores up to this many vectors left behind itself; above, it waits for them
 QUIET_SECONDS = 0.05  # the writer waits for this long without a new vector...
 LATEST_SECONDS = 1.0  # ...but not longer than this after the first one
-MAX_BEHIND = 20_000  # vectors waiting for Chroma before a writer waits too (~40 MB at 512 dimensions)
+MAX_BEHIND = 20_000  # vectors waiting for Chroma before a writer waits too (float32: ~42 MB at 512 dimensions)
 REST_SECONDS = 20.0  # an embedded Chroma untouched this long is closed until it is needed again
 
 
@@ -57,7 +57,7 @@ class VectorIndex:
         self._count: int | None = None
         self._matrix: VectorMatrix | None = None  # loaded on the first filtered query
         self._matrix_lock = threading.Lock()
-        self._behind: dict[str, tuple[list[float], dict]] = {}  # chunk id -> (vector, metadata) not in Chroma yet
+        self._behind: dict[str, tuple[np.ndarray, dict]] = {}  # chunk id -> (float32 vector, meta) not in Chroma yet
         self._behind_changed = threading.Condition()  # guards _behind
         self._write_lock = threading.Lock()  # one Chroma write at a time: a delete never meets a write under way
         self._writer: threading.Thread | None = None
@@ -190,7 +190,7 @@ class VectorIndex:
         """The stored vectors of ``ids``: those on their way to Chroma, then the matrix's (normalised,
         which cosine search does not tell apart), then Chroma's for the rest."""
         with self._behind_changed:
-            out = {cid: self._behind[cid][0] for cid in ids if cid in self._behind}
+            out = {cid: self._behind[cid][0].tolist() for cid in ids if cid in self._behind}
         with self._matrix_lock:
             matrix = self._matrix
         if matrix is not None:
@@ -246,7 +246,7 @@ class VectorIndex:
             with self._behind_changed:
                 self._behind_changed.wait_for(lambda: len(self._behind) < MAX_BEHIND or self._closing)
                 for chunk_id, vector, meta in zip(ids, vectors, metadatas, strict=True):
-                    self._behind[chunk_id] = (list(vector), meta)
+                    self._behind[chunk_id] = (np.array(vector, dtype=np.float32), meta)  # 2 KB, not a 16 KB list
                 self._start_writer()
                 self._behind_changed.notify_all()
         with self._matrix_lock:

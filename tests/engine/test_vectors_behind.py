@@ -4,6 +4,7 @@ second write meanwhile leaves Chroma with exactly what the catalog has."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from spellbook.config import Settings
@@ -34,9 +35,15 @@ def test_a_search_finds_a_note_whose_vectors_are_not_in_chroma_yet(held) -> None
     for filter_ in (None, {"category": "zoo"}):  # Chroma's HNSW, and the in-memory matrix behind filters
         hits = engine.memorize("walruses haul out on sea ice", mode="semantic", filter=filter_)["results"]
         assert hits and hits[0]["id"] == out["id"], filter_
-    assert engine.vectors.vectors(chunk_ids).keys() == set(chunk_ids)
+    seen = engine.vectors.vectors(chunk_ids)
+    assert seen.keys() == set(chunk_ids) and all(isinstance(x, float) for v in seen.values() for x in v)
+    # held as float32 rows (2 KB at 512-d), not lists of Python floats (16 KB)
+    assert all(isinstance(v, np.ndarray) and v.dtype == np.float32 for v, _ in engine.vectors._behind.values())
     assert engine.vectors.flush(10) == 0  # a flush makes the writer write now
     assert _in_chroma(engine, chunk_ids) == set(chunk_ids)
+    stored = engine.vectors._collection.get(ids=list(chunk_ids), include=["embeddings"])
+    for chunk_id, vector in zip(stored["ids"], stored["embeddings"]):
+        assert list(vector) == pytest.approx(seen[chunk_id], abs=1e-6)
     assert engine.check()["consistent"]
 
 
