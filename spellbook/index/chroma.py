@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from spellbook.index.chroma_import import import_chromadb
 from spellbook.index.heap import trim_heap
 from spellbook.index.matrix import VectorMatrix
 from spellbook.vault.crashpoints import crash_point
@@ -66,7 +67,7 @@ class VectorIndex:
 
     @classmethod
     def embedded(cls, folder: Path) -> VectorIndex:
-        import chromadb
+        chromadb = import_chromadb()
         from chromadb.config import Settings as ChromaSettings
 
         private_folder(folder)  # vectors and documents of every note: owner only
@@ -83,7 +84,7 @@ class VectorIndex:
         """A Chroma server (``chroma run --host 127.0.0.1 --port 8000`` -> ``http://127.0.0.1:8000``)."""
         from urllib.parse import urlparse
 
-        import chromadb
+        chromadb = import_chromadb()
         from chromadb.config import Settings as ChromaSettings
 
         parsed = urlparse(url)

@@ -1,0 +1,51 @@
+"""Importing chromadb without gRPC.
+
+chromadb imports OpenTelemetry's gRPC span exporter whenever it loads (in
+``chromadb.telemetry.opentelemetry``), though it makes one only when Chroma's tracing is switched
+on (``CHROMA_OTEL_GRANULARITY``). That import loads gRPC and protobuf: measured here, 12 MB of the
+server's resident memory (the 17 MB ``cygrpc`` library and its modules) and ~50 ms of start-up,
+for something Spellbook never uses. ``import_chromadb`` puts a stand-in module there first: it
+hands out the real exporter, imported then, the moment Chroma makes one, and any other name of the
+real module on first use, so Chroma's tracing still works when it is switched on.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import types
+from typing import Any
+
+OTLP_GRPC = "opentelemetry.exporter.otlp.proto.grpc.trace_exporter"
+
+
+def import_chromadb() -> types.ModuleType:
+    if "chromadb" not in sys.modules and OTLP_GRPC not in sys.modules:
+        sys.modules[OTLP_GRPC] = _OnDemand(OTLP_GRPC)
+    import chromadb
+
+    return chromadb
+
+
+def _real_module() -> types.ModuleType:
+    if isinstance(sys.modules.get(OTLP_GRPC), _OnDemand):
+        del sys.modules[OTLP_GRPC]
+    return importlib.import_module(OTLP_GRPC)
+
+
+class _Exporter:
+    """Stands in for ``OTLPSpanExporter``: making one makes the real one."""
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        return _real_module().OTLPSpanExporter(*args, **kwargs)
+
+
+class _OnDemand(types.ModuleType):
+    """Stands in for the exporter's module until something uses it."""
+
+    OTLPSpanExporter = _Exporter
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(_real_module(), name)

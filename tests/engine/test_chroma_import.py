@@ -1,0 +1,56 @@
+"""chromadb imported without gRPC (spellbook/index/chroma_import.py): the embedded index works with
+gRPC and protobuf never loaded, and Chroma's tracing, when switched on, still gets the real
+OpenTelemetry exporter. Each case runs in a fresh interpreter, since the test process may have
+imported chromadb already."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+
+def _run(code: str) -> dict:
+    out = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=120,
+                         cwd=Path(__file__).resolve().parents[2])
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_the_embedded_index_works_without_loading_grpc(tmp_path: Path) -> None:
+    got = _run(f"""
+        import json, sys
+        from pathlib import Path
+        from spellbook.index.chroma import VectorIndex
+
+        index = VectorIndex.embedded(Path({str(tmp_path / "chroma")!r}))
+        index.upsert(["a", "b"], [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]], [{{"path": "a.md"}}, {{"path": "b.md"}}])
+        found = index._collection.query(query_embeddings=[[0.9, 0.1, 0.0]], n_results=1, include=["distances"])
+        index.close()
+        print(json.dumps({{"nearest": found["ids"][0][0], "chromadb": "chromadb" in sys.modules,
+                          "loaded": sorted(m for m in ("grpc", "google.protobuf") if m in sys.modules)}}))
+    """)
+    assert got == {"nearest": "a", "chromadb": True, "loaded": []}
+
+
+def test_chroma_tracing_switched_on_gets_the_real_exporter() -> None:
+    got = _run("""
+        import json, sys
+        from spellbook.index.chroma_import import OTLP_GRPC, import_chromadb
+
+        import_chromadb()
+        before = "grpc" in sys.modules
+        from chromadb.telemetry.opentelemetry import OpenTelemetryGranularity, otel_init
+        from opentelemetry import trace
+
+        otel_init("spellbook-test", "http://127.0.0.1:9", {}, OpenTelemetryGranularity.OPERATION)  # what Chroma calls
+        provider = trace.get_tracer_provider()
+        exporter = provider._active_span_processor._span_processors[0].span_exporter
+        provider.shutdown()
+        print(json.dumps({"before": before, "after": "grpc" in sys.modules, "exporter": type(exporter).__module__,
+                          "module_is_real": getattr(sys.modules[OTLP_GRPC], "__file__", None) is not None}))
+    """)
+    assert got == {"before": False, "after": True, "exporter": "opentelemetry.exporter.otlp.proto.grpc.trace_exporter",
+                   "module_is_real": True}
