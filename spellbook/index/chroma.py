@@ -24,6 +24,7 @@ import numpy as np
 from spellbook.index.chroma_import import import_chromadb
 from spellbook.index.heap import trim_heap
 from spellbook.index.matrix import VectorMatrix
+from spellbook.index.snapshot import SnapshotKeeper, VectorSnapshot
 from spellbook.vault.crashpoints import crash_point
 from spellbook.vault.store import private_folder
 
@@ -39,6 +40,7 @@ QUIET_SECONDS = 0.05  # the writer waits for this long without a new vector...
 LATEST_SECONDS = 1.0  # ...but not longer than this after the first one
 MAX_BEHIND = 20_000  # vectors waiting for Chroma before a writer waits too (float32: ~42 MB at 512 dimensions)
 REST_SECONDS = 20.0  # an embedded Chroma untouched this long is closed until it is needed again
+SNAPSHOT_FILE = "vectors.snapshot"  # beside the embedded Chroma folder (index/snapshot.py)
 
 
 class VectorIndex:
@@ -48,10 +50,13 @@ class VectorIndex:
     which gives that memory back, and the next call opens it again (~0 ms; the first write after
     that loads the graph, ~50 ms at 10k, in the writer thread)."""
 
-    def __init__(self, client: Any, collection: str = COLLECTION, connect: Callable[[], Any] | None = None) -> None:
+    def __init__(self, client: Any, collection: str = COLLECTION, connect: Callable[[], Any] | None = None,
+                 snapshot: VectorSnapshot | None = None) -> None:
         self._client: Any = client
         self._connect = connect  # makes a new client after a rest (None: never rests)
         self._name = collection
+        self._keeper = SnapshotKeeper(snapshot)  # the vectors saved beside an embedded Chroma
+        self._collection_id = ""
         self._chroma_lock = threading.RLock()  # held through every Chroma call, so a rest never closes one under way
         self._last_used = time.monotonic()
         self._collection: Any = self._open()
@@ -77,7 +82,7 @@ class VectorIndex:
                 path=str(folder), settings=ChromaSettings(anonymized_telemetry=False, allow_reset=True)
             )
 
-        return cls(connect(), connect=connect)
+        return cls(connect(), connect=connect, snapshot=VectorSnapshot(folder.parent / SNAPSHOT_FILE, folder))
 
     @classmethod
     def server(cls, url: str, collection: str) -> VectorIndex:
@@ -98,9 +103,11 @@ class VectorIndex:
         return cls(client, collection)
 
     def _open(self):
-        return self._client.get_or_create_collection(
+        collection = self._client.get_or_create_collection(
             self._name, embedding_function=None, configuration={"hnsw": {"space": "cosine"}}
         )
+        self._collection_id = str(collection.id)
+        return collection
 
     @contextmanager
     def _chroma(self) -> Iterator[Any]:
@@ -121,6 +128,8 @@ class VectorIndex:
         vectors waiting (the owner's maintenance calls this); True if it closed it."""
         if self._connect is None or self._behind or self._collection is None:
             return False
+        if time.monotonic() - self._last_used >= idle_seconds:
+            self.keep_snapshot()  # before the Chroma lock: it takes the write lock, which comes first
         with self._chroma_lock:
             if self._collection is None or self._behind or time.monotonic() - self._last_used < idle_seconds:
                 return False
@@ -146,6 +155,8 @@ class VectorIndex:
             self._writer.join(FLUSH_SECONDS)  # not inside a write when the client goes
         if left:
             log.warning("%d vectors were not written to Chroma; the next start embeds them again", left)
+        else:
+            self.keep_snapshot()
         with self._chroma_lock:
             close = getattr(self._client, "close", None)
             if close is not None and self._collection is not None:
@@ -155,18 +166,21 @@ class VectorIndex:
 
     def reset(self) -> None:
         """Drop every vector (for a rebuild)."""
-        with self._write_lock, self._behind_changed:
-            self._behind.clear()
-        with self._chroma():
-            try:
-                self._client.delete_collection(self._name)
-            except Exception:  # noqa: BLE001 - a missing collection is what we want anyway
-                pass
-            self._collection = self._open()
-        self._count = None
-        with self._matrix_lock:
-            if self._matrix is not None:
-                self._matrix.clear()
+        with self._keeper.changing():
+            with self._write_lock:
+                with self._behind_changed:
+                    self._behind.clear()
+                self._keeper.before_change()
+                with self._chroma():
+                    try:
+                        self._client.delete_collection(self._name)
+                    except Exception:  # noqa: BLE001 - a missing collection is what we want anyway
+                        pass
+                    self._collection = self._open()
+            self._count = None
+            with self._matrix_lock:
+                if self._matrix is not None:
+                    self._matrix.clear()
 
     def count(self) -> int:
         self.flush(FLUSH_SECONDS)
@@ -177,6 +191,9 @@ class VectorIndex:
 
     def ids(self) -> set[str]:
         self.flush(FLUSH_SECONDS)
+        matrix = self._load_matrix(from_chroma=False)  # loaded already, or at once from the snapshot
+        if matrix is not None and not self.behind():  # then it holds what Chroma holds
+            return matrix.ids()
         out: set[str] = set()
         offset = 0
         while True:
@@ -222,12 +239,17 @@ class VectorIndex:
         return [list(v) for v in got["embeddings"]] if got["embeddings"] is not None else []
 
     def delete(self, ids: Sequence[str]) -> None:
+        with self._keeper.changing():
+            self._delete(ids)
+
+    def _delete(self, ids: Sequence[str]) -> None:
         with self._write_lock:  # after the write under way, which may hold these ids
             with self._behind_changed:
                 for chunk_id in ids:
                     self._behind.pop(chunk_id, None)
                 self._behind_changed.notify_all()
             self._count = None
+            self._keeper.before_change()
             for start in range(0, len(ids), MAX_BATCH):
                 with self._chroma() as collection:
                     collection.delete(ids=list(ids[start : start + MAX_BATCH]))
@@ -239,9 +261,18 @@ class VectorIndex:
         self, ids: Sequence[str], vectors: Sequence[Sequence[float]], metadatas: Sequence[dict], wait: bool = True
     ) -> None:
         """Store these vectors. ``wait=False``: return at once and let the writer thread put them
-        in Chroma (reads here see them meanwhile); a writer waits only while MAX_BEHIND are behind."""
+        in Chroma (reads here see them meanwhile); a writer waits only while MAX_BEHIND are behind.
+        Calls that put the same ids take turns (the indexer holds its lock): the later one wins."""
+        with self._keeper.changing():
+            self._upsert(ids, vectors, metadatas, wait)
+
+    def _upsert(self, ids: Sequence[str], vectors: Sequence[Sequence[float]], metadatas: Sequence[dict], wait: bool) -> None:
         if wait:
             with self._write_lock:
+                with self._behind_changed:  # an older vector of these ids, left behind, must not land after this one
+                    for chunk_id in ids:
+                        self._behind.pop(chunk_id, None)
+                    self._behind_changed.notify_all()
                 self._write(list(ids), [list(v) for v in vectors], list(metadatas))
         else:
             with self._behind_changed:
@@ -255,6 +286,7 @@ class VectorIndex:
                 self._matrix.put(ids, vectors)
 
     def _write(self, ids: list[str], vectors: list[list[float]], metadatas: list[dict]) -> None:
+        self._keeper.before_change()
         for start in range(0, len(ids), MAX_BATCH):
             end = start + MAX_BATCH
             with self._chroma() as collection:
@@ -347,8 +379,13 @@ class VectorIndex:
         return found[:limit]
 
     def matrix(self) -> VectorMatrix:
-        """The in-memory copy of every vector, read from Chroma once, then kept in step by
-        ``upsert``/``delete``/``reset``."""
+        """The in-memory copy of every vector, read once (from the snapshot when it is Chroma's
+        now, else from Chroma), then kept in step by ``upsert``/``delete``/``reset``."""
+        matrix = self._load_matrix(from_chroma=True)
+        assert matrix is not None
+        return matrix
+
+    def _load_matrix(self, from_chroma: bool) -> VectorMatrix | None:
         with self._matrix_lock, self._write_lock:  # no write lands between the read and the overlay
             if self._matrix is None:
                 # One BLAS thread, as for the embedder (spellbook/embedders/use.py): a second one
@@ -357,19 +394,11 @@ class VectorIndex:
                 from threadpoolctl import threadpool_limits
 
                 threadpool_limits(1, user_api="blas")
-                matrix = VectorMatrix()
-                with self._chroma() as collection:
-                    total, offset = collection.count(), 0
-                while True:  # small pages: Chroma hands out float64, twice what is kept
-                    with self._chroma() as collection:
-                        page = collection.get(include=["embeddings"], limit=LOAD_PAGE, offset=offset)
-                    if page["ids"]:
-                        if not len(matrix):
-                            matrix.reserve(total + total // 8 + 256, len(page["embeddings"][0]))
-                        matrix.put(page["ids"], page["embeddings"])
-                    if len(page["ids"]) < LOAD_PAGE:
-                        break
-                    offset += LOAD_PAGE
+                matrix = self._keeper.load(self._collection_id)
+                if matrix is None:
+                    if not from_chroma:
+                        return None
+                    matrix = self._chroma_matrix()
                 with self._behind_changed:
                     behind = list(self._behind.items())
                 if behind:
@@ -377,3 +406,26 @@ class VectorIndex:
                 self._matrix = matrix
                 trim_heap()
             return self._matrix
+
+    def _chroma_matrix(self) -> VectorMatrix:
+        matrix = VectorMatrix()
+        with self._chroma() as collection:
+            total, offset = collection.count(), 0
+        while True:  # small pages: Chroma hands out float64, twice what is kept
+            with self._chroma() as collection:
+                page = collection.get(include=["embeddings"], limit=LOAD_PAGE, offset=offset)
+            if page["ids"]:
+                if not len(matrix):
+                    matrix.reserve(total + total // 8 + 256, len(page["embeddings"][0]))
+                matrix.put(page["ids"], page["embeddings"])
+            if len(page["ids"]) < LOAD_PAGE:
+                return matrix
+            offset += LOAD_PAGE
+
+    def keep_snapshot(self) -> bool:
+        """Save the matrix beside an embedded Chroma for the next start, if it is exactly Chroma
+        (index/snapshot.py). True if a new file was saved."""
+        with self._matrix_lock:
+            matrix = self._matrix
+        with self._write_lock:  # no Chroma write meanwhile
+            return self._keeper.keep(self._collection_id, matrix, lambda: not self.behind())

@@ -4,7 +4,7 @@ behind filters, and behind every query up to ``EXACT_ROWS`` vectors (``index/chr
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 
@@ -50,6 +50,40 @@ class VectorMatrix:
                     self._rows[chunk_id] = row
                     self._ids[row] = chunk_id
                 self._data[row] = vector
+
+    @classmethod
+    def of_rows(cls, ids: list[str], rows: np.ndarray) -> VectorMatrix:
+        """A matrix of rows already normalised (those ``blocks`` gave), with room to grow."""
+        matrix = cls()
+        count, dimensions = rows.shape
+        matrix._data = np.zeros((count + count // 8 + 256, dimensions), dtype=np.float32)
+        matrix._data[:count] = rows
+        matrix._ids = list(ids)
+        matrix._rows = {chunk_id: row for row, chunk_id in enumerate(ids)}
+        return matrix
+
+    def ids(self) -> set[str]:
+        with self._lock:
+            return set(self._rows)
+
+    def shape(self) -> tuple[int, int]:
+        """(vectors, dimensions)."""
+        with self._lock:
+            return len(self._rows), self._data.shape[1]
+
+    def blocks(self, size: int = 4096) -> Iterator[tuple[list[str], np.ndarray]]:
+        """Every vector as (ids, rows) ``size`` rows at a time, in row order, each block copied
+        under the lock (a writer meanwhile may change rows between blocks: callers check)."""
+        start = 0
+        while True:
+            with self._lock:
+                end = min(start + size, len(self._ids))
+                if start >= end:
+                    return
+                used = [row for row in range(start, end) if self._ids[row] is not None]
+                block = ([self._ids[row] for row in used], self._data[used])  # type: ignore[misc]
+            yield block  # type: ignore[misc]
+            start = end
 
     def remove(self, ids: Sequence[str]) -> None:
         with self._lock:

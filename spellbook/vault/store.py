@@ -233,7 +233,7 @@ def atomic_write(target: Path, text: str, exclusive: bool = False, mode: int | N
                 return False
         else:
             os.replace(tmp, target)
-        _fsync_dir(target.parent)
+        fsync_dir(target.parent)
         crash_point("file-written")
         return True
     finally:
@@ -293,7 +293,7 @@ def _temp_prefix(name: str) -> str:
     return f".{cut_utf8(stem, TEMP_NAME_BYTES - len(suffix) - 1)}{'.' + suffix if suffix else ''}."
 
 
-def _fsync_dir(folder: Path) -> None:
+def fsync_dir(folder: Path) -> None:
     if os.name != "posix":
         return
     fd = os.open(folder, os.O_RDONLY)

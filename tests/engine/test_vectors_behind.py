@@ -148,3 +148,18 @@ def test_the_owner_lets_chroma_rest_once_it_has_read_the_vectors_at_start(settin
         assert hub.call("memorize", {"query": "diving gannets", "mode": "semantic"})["results"][0]["id"] == out["id"]
     finally:
         hub.close()
+
+
+def test_a_vector_put_and_waited_for_is_not_overwritten_by_an_older_one_left_behind(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(chroma, "QUIET_SECONDS", 60.0)  # the writer holds the older vector until the flush
+    monkeypatch.setattr(chroma, "LATEST_SECONDS", 60.0)
+    index = chroma.VectorIndex.embedded(tmp_path / "chroma")
+    try:
+        index.upsert(["x:0"], [[1.0, 0.0, 0.0]], [{"path": "x.md"}], wait=False)
+        index.upsert(["x:0"], [[0.0, 1.0, 0.0]], [{"path": "x.md"}])  # later, and waited for
+        assert index.flush(10) == 0
+        with index._chroma() as collection:
+            stored = collection.get(ids=["x:0"], include=["embeddings"])["embeddings"][0]
+        assert np.allclose(stored, [0.0, 1.0, 0.0])
+    finally:
+        index.close()
