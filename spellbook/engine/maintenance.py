@@ -107,7 +107,7 @@ class Maintenance:
                     if row.problem is None:
                         changed.append(path)
         catalog_ids = self.catalog.all_chunk_ids()
-        vector_ids = self.vectors.ids()
+        vector_ids = self.vectors.ids(stored=True)
         missing = len(catalog_ids - vector_ids)
         orphans = len(vector_ids - catalog_ids)
         identity = self.indexer.needs_rebuild()
@@ -125,7 +125,7 @@ class Maintenance:
         """Make the index equal to the vault again (a reconcile, plus re-embedding lost vectors)."""
         if self.indexer.needs_rebuild():
             return self.rebuild_index(progress)
-        missing = sorted(self.catalog.all_chunk_ids() - self.vectors.ids())
+        missing = sorted(self.catalog.all_chunk_ids() - self.vectors.ids(stored=True))
         if missing:  # vectors lost under a catalog that thinks they exist: re-index those files
             paths = sorted({c.path for c in self.catalog.chunks(missing).values()})
             self.catalog.remove(paths)

@@ -189,10 +189,13 @@ class VectorIndex:
                 self._count = collection.count()
         return self._count
 
-    def ids(self) -> set[str]:
+    def ids(self, stored: bool = False) -> set[str]:
+        """Every vector's id: the matrix's when it is loaded (or loads at once from the snapshot)
+        and nothing waits, since it then holds what Chroma holds; ``stored``: read from Chroma
+        (``doctor`` checks what is stored)."""
         self.flush(FLUSH_SECONDS)
-        matrix = self._load_matrix(from_chroma=False)  # loaded already, or at once from the snapshot
-        if matrix is not None and not self.behind():  # then it holds what Chroma holds
+        matrix = None if stored else self._load_matrix(from_chroma=False)
+        if matrix is not None and not self.behind():
             return matrix.ids()
         out: set[str] = set()
         offset = 0

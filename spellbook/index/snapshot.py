@@ -93,6 +93,8 @@ class VectorSnapshot:
              still: Callable[[], bool]) -> bool:
         """Write ``count`` rows, given in blocks, under ``stamp``; the file takes its place only if
         ``still()`` answers True once it is written (no vector changed meanwhile)."""
+        for left in self.file.parent.glob(f".{self.file.name}.*.tmp"):  # a save cut short (kill -9)
+            left.unlink(missing_ok=True)
         fd, tmp = tempfile.mkstemp(dir=self.file.parent, prefix=f".{self.file.name}.", suffix=".tmp")
         try:
             ids: list[str] = []

@@ -248,3 +248,38 @@ def test_the_snapshot_file_is_small_and_says_what_it_holds(tmp_path: Path) -> No
     head = json.loads(head)
     assert magic == b"spellbook-vectors 1" and head["count"] == 100 and head["dimensions"] == DIMENSIONS
     assert rest[100 * DIMENSIONS * 4 :].decode().split("\n")[:-1] == ids
+
+
+def test_a_save_cut_short_leaves_no_temp_file_behind_the_next_one(tmp_path: Path) -> None:
+    folder = tmp_path / "chroma"
+    _fill(folder, 50)
+    left = tmp_path / f".{SNAPSHOT_FILE}.abc123.tmp"  # what a kill -9 in the middle of a save leaves
+    left.write_bytes(b"\0" * 4096)
+    index = VectorIndex.embedded(folder)
+    try:
+        index.upsert(["new:0"], [[1.0] * DIMENSIONS], [{"path": "new.md"}])
+        index.matrix()
+        assert index.keep_snapshot()
+    finally:
+        index.close()
+    assert not left.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["chroma", SNAPSHOT_FILE]
+
+
+def test_doctor_checks_what_chroma_holds_not_the_matrix(settings) -> None:
+    """A vector lost from Chroma behind the owner's back (its matrix still has it) is found."""
+    from tests.helpers.engine import open_engine
+
+    engine = open_engine(settings)
+    try:
+        out = engine.scribe("Puffins nest in burrows on grassy cliffs.", title="Puffins", category="zoo")
+        assert engine.vectors.flush(10) == 0 and engine.maintenance.check()["consistent"]
+        lost = engine.catalog.chunk_ids(out["path"])
+        engine.vectors.matrix()
+        with engine.vectors._chroma() as collection:
+            collection.delete(ids=lost)
+        assert engine.vectors.ids() >= set(lost)  # the matrix, kept in step with what Spellbook wrote
+        report = engine.maintenance.check()
+        assert report["counts"]["vectors_missing"] == len(lost) and not report["consistent"]
+        assert engine.maintenance.repair()["consistent"]
+    finally:
+        engine.close()
