@@ -389,6 +389,8 @@ class VectorIndex:
         return matrix
 
     def _load_matrix(self, from_chroma: bool) -> VectorMatrix | None:
+        if self._matrix is not None:  # loaded once for good: no wait for a Chroma write under way
+            return self._matrix
         with self._matrix_lock, self._write_lock:  # no write lands between the read and the overlay
             if self._matrix is None:
                 # One BLAS thread, as for the embedder (spellbook/embedders/use.py): a second one
@@ -419,7 +421,7 @@ class VectorIndex:
                 page = collection.get(include=["embeddings"], limit=LOAD_PAGE, offset=offset)
             if page["ids"]:
                 if not len(matrix):
-                    matrix.reserve(total + total // 8 + 256, len(page["embeddings"][0]))
+                    matrix.reserve(VectorMatrix.room(total), len(page["embeddings"][0]))
                 matrix.put(page["ids"], page["embeddings"])
             if len(page["ids"]) < LOAD_PAGE:
                 return matrix

@@ -51,13 +51,17 @@ class VectorMatrix:
                     self._ids[row] = chunk_id
                 self._data[row] = vector
 
+    @staticmethod
+    def room(rows: int) -> int:
+        """Rows to allocate when ``rows`` vectors are loaded: room for an eighth more."""
+        return rows + rows // 8 + 256
+
     @classmethod
     def of_rows(cls, ids: list[str], rows: np.ndarray) -> VectorMatrix:
-        """A matrix of rows already normalised (those ``blocks`` gave), with room to grow."""
+        """A matrix over ``rows`` as they are (normalised, as ``blocks`` gave them): the first
+        ``len(ids)`` are the vectors of ``ids``, the others zeros to grow into."""
         matrix = cls()
-        count, dimensions = rows.shape
-        matrix._data = np.zeros((count + count // 8 + 256, dimensions), dtype=np.float32)
-        matrix._data[:count] = rows
+        matrix._data = rows if rows.dtype == np.float32 else rows.astype(np.float32)
         matrix._ids = list(ids)
         matrix._rows = {chunk_id: row for row, chunk_id in enumerate(ids)}
         return matrix
@@ -71,7 +75,7 @@ class VectorMatrix:
         with self._lock:
             return len(self._rows), self._data.shape[1]
 
-    def blocks(self, size: int = 4096) -> Iterator[tuple[list[str], np.ndarray]]:
+    def blocks(self, size: int = 1024) -> Iterator[tuple[list[str], np.ndarray]]:
         """Every vector as (ids, rows) ``size`` rows at a time, in row order, each block copied
         under the lock (a writer meanwhile may change rows between blocks: callers check)."""
         start = 0
