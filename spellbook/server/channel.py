@@ -45,6 +45,7 @@ HEADER_LIMIT = 4096  # bytes of a header line; read before anything is authentic
 MAX_REQUEST_BYTES = 4 * 2**20  # a request's parameters; the HTTP transport's body limit
 REQUEST_SECONDS = 10.0  # a whole request must arrive within this after connecting
 MAX_CONNECTIONS = 64
+POLL_SECONDS = 0.05  # how often the listener looks for a shutdown: close() waits up to this (0.5 s by default)
 SUN_PATH_MAX = 107 if sys.platform.startswith("linux") else 103
 SOCKET_NAME = "owner.sock"
 
@@ -115,7 +116,7 @@ class ChannelServer:
 
     def _run(self, server: socketserver.BaseServer) -> None:
         self._server = server
-        threading.Thread(target=server.serve_forever, name="spellbook-rpc", daemon=True).start()
+        threading.Thread(target=server.serve_forever, args=(POLL_SECONDS,), name="spellbook-rpc", daemon=True).start()
 
     def _bind_unix(self, sock: socket.socket) -> None:
         # Bind in a fresh 0700 folder, tighten to 0600, then rename over owner.sock (a stale one of a
