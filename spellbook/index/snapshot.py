@@ -60,7 +60,8 @@ class VectorSnapshot:
             return None
         return None if head is None else f"{collection_id}/{head}"
 
-    def load(self, stamp: str, room: Callable[[int], int] = lambda count: count) -> tuple[list[str], np.ndarray] | None:
+    def load(self, stamp: str,
+             room: Callable[[int], int] = lambda count: count) -> tuple[list[str], np.ndarray] | None:
         """The ids and rows saved under ``stamp``, or None (no file, another stamp, damaged). The
         rows come in an array of ``room(count)`` rows (the rest zeros), read into it in place."""
         try:
@@ -71,8 +72,11 @@ class VectorSnapshot:
                 if head.get("stamp") != stamp:
                     return None
                 count, dimensions = int(head["count"]), int(head["dimensions"])
+                row_bytes = count * dimensions * ROW_TYPE.itemsize
+                if min(count, dimensions) < 0 or f.tell() + row_bytes > os.fstat(f.fileno()).st_size:
+                    return None  # a head that does not fit the file: never allocate what it claims
                 rows = np.zeros((max(count, room(count)), dimensions), dtype=ROW_TYPE)
-                if f.readinto(memoryview(rows[:count]).cast("B")) != count * dimensions * ROW_TYPE.itemsize:
+                if f.readinto(memoryview(rows[:count]).cast("B")) != row_bytes:
                     return None
                 ids = f.read().decode("utf-8").split("\n")[:-1]
         except FileNotFoundError:
@@ -100,7 +104,8 @@ class VectorSnapshot:
         try:
             ids: list[str] = []
             with os.fdopen(fd, "wb") as out:
-                out.write(MAGIC + json.dumps({"stamp": stamp, "count": count, "dimensions": dimensions}).encode() + b"\n")
+                head = {"stamp": stamp, "count": count, "dimensions": dimensions}
+                out.write(MAGIC + json.dumps(head).encode() + b"\n")
                 for block_ids, rows in blocks:
                     if rows.shape != (len(block_ids), dimensions):
                         return False

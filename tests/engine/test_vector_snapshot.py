@@ -133,7 +133,7 @@ def test_a_writer_that_does_not_know_the_snapshot_makes_it_stale(tmp_path: Path)
     assert index._keeper.current is True and snapshot.load(snapshot.stamp(index._collection_id)) is not None
 
 
-@pytest.mark.parametrize("damage", ["truncated", "extra id", "bad head", "other magic", "empty"])
+@pytest.mark.parametrize("damage", ["truncated", "extra id", "bad head", "other magic", "empty", "huge count"])
 def test_a_damaged_snapshot_is_passed_over(tmp_path: Path, damage: str) -> None:
     folder = tmp_path / "chroma"
     ids, rows = _fill(folder)
@@ -146,6 +146,7 @@ def test_a_damaged_snapshot_is_passed_over(tmp_path: Path, damage: str) -> None:
         "bad head": magic + b"\n{not json\n" + rest,
         "other magic": b"spellbook-vectors 99\n" + head + b"\n" + rest,
         "empty": b"",
+        "huge count": magic + b"\n" + json.dumps({**json.loads(head), "count": 10**12}).encode() + b"\n" + rest,
     }[damage]
     file.write_bytes(data)
     index = VectorIndex.embedded(folder)
