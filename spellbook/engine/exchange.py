@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from queue import Queue
 from typing import Any
@@ -173,12 +174,12 @@ class Exchange:
                     try:
                         self._import_entry(entry, run)
                     except (SpellbookError, OSError) as exc:
-                        message = f"{exc.path} changed on disk during the import; not overwritten" if isinstance(
-                            exc, ConflictError) else str(exc)
-                        run.record("failed", entry, entry.path, error=message)
-                    if len(run.written) - sent >= min(IMPORT_BATCH, FIRST_BATCH << count):
+                        run.failed(entry, exc)
+                    if len(run.written) + len(run.new) - sent >= min(IMPORT_BATCH, FIRST_BATCH << count):
+                        self._create_new(run)
                         batches.put(run.written[sent:])
                         sent, count = len(run.written), count + 1
+                self._create_new(run)
                 if len(run.written) > sent:
                     batches.put(run.written[sent:])
             finally:
@@ -257,15 +258,26 @@ class Exchange:
             meta = {**meta, "id": note_id}
         path = self._free_path(entry.path, run.claimed)
         meta = _with_id(meta, note_id, path)
-        if not run.dry_run:
-            text = _note_text(meta, body)
-            path = self.vault.create(path, text)
-            run.wrote(path, text, meta)
         run.claimed.add(path)
         run.seen.setdefault(entry.id, path)
-        run.kinds += kinds
-        extra = {"original_id": entry.id} if note_id != entry.id else {}
-        run.record("created", entry, path, id=note_id, **extra)
+        created = _Created(entry, path, _note_text(meta, body), meta, note_id, kinds)
+        if run.dry_run:
+            run.created(created, path)
+        else:  # written with the others of its batch (``_create_new``)
+            run.new.append(created)
+
+    def _create_new(self, run: _ImportRun) -> None:
+        """Write the new notes waiting in ``run``: one sync for the batch, not one per file."""
+        if not run.new:
+            return
+        paths = self.vault.create_many([(c.path, c.text) for c in run.new])
+        for created, path in zip(run.new, paths):
+            if isinstance(path, str):
+                run.wrote(path, created.text, created.meta)
+                run.created(created, path)
+            else:  # its id stays taken for the rest of the file: importing it again writes it
+                run.failed(created.entry, path)
+        run.new = []
 
     def _path_of_id(self, note_id: str) -> str | None:
         for row in self.catalog.notes_by_id(note_id):
@@ -303,6 +315,18 @@ class Exchange:
         return file
 
 
+@dataclass
+class _Created:
+    """A new note of an import: where it goes, its text and fields."""
+
+    entry: Entry
+    path: str
+    text: str
+    meta: dict[str, Any]
+    note_id: str
+    kinds: list[str]
+
+
 class _ImportRun:
     """What one import did so far."""
 
@@ -318,11 +342,22 @@ class _ImportRun:
         self.texts: dict[str, str] = {}  # path -> what this import wrote there (for the commit)
         self.metas: dict[str, dict[str, Any]] = {}  # path -> its fields (for the activity log)
         self.kinds: list[str] = []
+        self.new: list[_Created] = []  # new notes waiting to be written together
 
     def wrote(self, path: str, text: str, meta: dict[str, Any]) -> None:
         self.written.append(path)
         self.texts[path] = text
         self.metas[path] = meta
+
+    def created(self, created: _Created, path: str) -> None:
+        self.kinds += created.kinds
+        extra = {"original_id": created.entry.id} if created.note_id != created.entry.id else {}
+        self.record("created", created.entry, path, id=created.note_id, **extra)
+
+    def failed(self, entry: Entry, exc: Exception) -> None:
+        message = f"{exc.path} changed on disk during the import; not overwritten" if isinstance(
+            exc, ConflictError) else str(exc)
+        self.record("failed", entry, entry.path, error=message)
 
     def record(self, outcome: str, entry: Entry, path: str, **extra: Any) -> None:
         item = {"where": entry.where, "id": entry.id, "path": path, "title": entry.title, **extra}

@@ -16,7 +16,7 @@ import os
 import re
 import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -124,6 +124,48 @@ class Vault:
                 continue
             if atomic_write(target, text, exclusive=True):
                 return candidate
+
+    def create_many(self, items: Sequence[tuple[str, str]]) -> list[str | Exception]:
+        """``create`` for a batch of new files (an import), made durable together: each text is
+        written whole to a temp file, the temps are synced, each is then placed at its path (or
+        the first free ' 2', ' 3'... name), and the folders synced once each. Per item, the path
+        used or the error that stopped it. A crash leaves whole notes and temp files (removed at
+        the next start), never part of a note."""
+        results: list[str | Exception] = [""] * len(items)
+        temps: list[tuple[int, str, Path, str]] = []  # item, path asked for, its file, temp file
+        modes: dict[Path, int] = {}  # folder -> a new file's mode there
+        try:
+            for i, (path, text) in enumerate(items):
+                try:
+                    target = self.file(path)
+                    if target.parent not in modes:
+                        self._make_folders(target.parent)
+                        modes[target.parent] = new_file_mode(target.parent)
+                    temps.append((i, path, target, _write_temp(target, text, modes[target.parent])))
+                except (OSError, VaultPathError) as exc:
+                    results[i] = exc
+            _sync_files([tmp for *_, tmp in temps])  # a name never points at data not on disk
+            for i, path, target, tmp in temps:
+                try:
+                    results[i] = self._place_free(path, target, tmp)
+                except (OSError, VaultPathError) as exc:
+                    results[i] = exc
+            for folder in modes:
+                fsync_dir(folder)
+        finally:
+            for *_, tmp in temps:
+                Path(tmp).unlink(missing_ok=True)
+        return results
+
+    def _place_free(self, path: str, target: Path, tmp: str) -> str:
+        """Link ``tmp`` at ``path``, or at the first free numbered name after it; the path used."""
+        n = 2
+        candidate = path
+        while not _place(Path(tmp), target):
+            candidate, n = with_suffix_number(path, n), n + 1
+            target = self.file(candidate)
+        crash_point("file-written")
+        return candidate
 
     def write(self, path: str, text: str, expected_version: str | None = None) -> str:
         """Replace a note. With ``expected_version``, refuse if the file changed since it was read.
@@ -238,6 +280,30 @@ def atomic_write(target: Path, text: str, exclusive: bool = False, mode: int | N
         return True
     finally:
         Path(tmp).unlink(missing_ok=True)
+
+
+def _write_temp(target: Path, text: str, mode: int) -> str:
+    """A new temp file beside ``target`` holding ``text`` with ``mode``, not yet synced."""
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=_temp_prefix(target.name), suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(text.encode("utf-8"))
+            os.fchmod(f.fileno(), mode)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return tmp
+
+
+def _sync_files(files: list[str]) -> None:
+    """fsync each file, after all of them were written (the writes of a batch share the journal
+    commits an fsync right after each write would have made one by one)."""
+    for file in files:
+        fd = os.open(file, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 def _place(source: Path, target: Path) -> bool:

@@ -3,6 +3,7 @@ start repairs the index."""
 
 from __future__ import annotations
 
+import json
 import random
 import signal
 import subprocess
@@ -281,3 +282,40 @@ def test_a_scribe_retried_after_the_owner_died_writes_one_note(tmp_path: Path) -
     finally:
         owner.kill()
         owner.wait()
+
+
+@pytest.mark.parametrize("nth", [1, 40, 170])  # the first note, inside the first batches, a later batch
+def test_an_import_killed_mid_batch_leaves_whole_notes_and_completes_when_run_again(tmp_path: Path, nth: int) -> None:
+    """``spellbook import`` writes new notes in batches (temps, one fsync pass, then the names): a kill
+    between two names of a batch leaves every written note whole and the rest as temp files, which
+    the next start removes; the same import run again writes exactly what is missing."""
+    from tests.helpers.processes import SPELLBOOK, child_env
+
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    memories = [{"id": f"m{n}", "path": f"imp/Note {n}.md", "title": f"Note {n}", "metadata": {"id": f"m{n}"},
+                 "body": f"Imported body number {n}. " * 5} for n in range(200)]
+    export = tmp_path / "export.json"
+    export.write_text(json.dumps({"spellbook_export": 1, "memories": memories}), encoding="utf-8")
+    command = [SPELLBOOK, "import", "--vault", str(vault), "--embedder", "hashing", str(export)]
+    killed = subprocess.run(command, env=child_env(SPELLBOOK_TEST_CRASH_AT=f"file-written:{nth}"),
+                            capture_output=True, text=True, timeout=120)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-500:]
+    written = sorted(vault.glob("imp/*.md"))
+    assert len(written) == nth  # the kill came right after the nth name
+    for file in written:
+        n = int(file.stem.split()[-1])
+        parsed = parse_note(file.read_text(encoding="utf-8"))
+        assert parsed.meta["id"] == f"m{n}" and parsed.body == f"Imported body number {n}. " * 5, file
+    assert list(vault.glob("imp/.*.tmp"))  # the batch's other notes, whole but not yet named
+
+    again = subprocess.run(command, env=child_env(), capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0, again.stderr[-500:]
+    assert not list(vault.rglob(".*.tmp"))
+    assert len(list(vault.glob("imp/*.md"))) == 200
+    engine = open_engine(Settings(vault=vault, embedder="hashing", watch=False))
+    try:
+        assert engine.check()["consistent"]
+        assert engine.stats()["notes"] == 200
+    finally:
+        engine.close()

@@ -333,3 +333,62 @@ def test_cli_export_and_import(tmp_path: Path) -> None:
     assert (dest / "notes" / "Hand.md").read_text() == (source / "notes" / "Hand.md").read_text()
     again = run("import", str(out), "--vault", str(dest), *common, "--on-conflict", "skip", "--format", "json")
     assert "0 created" in again.stdout and "skipped" in again.stdout
+
+
+# --- new notes are written in batches (Vault.create_many): one fsync pass per batch -------------
+
+def test_a_large_import_writes_every_note_whole_with_the_folder_mode(engine: Engine, vault: Path, tmp_path: Path) -> None:
+    (vault / "t").mkdir(mode=0o750)
+    os.chmod(vault / "t", 0o750)  # whatever the umask: new notes there get 0640 (0644 elsewhere)
+    memories = [good(n, path=f"{'t' if n % 2 else 'u'}/Note {n}.md", body=f"body {n}") for n in range(300)]
+    report = engine.import_memories(write_export(tmp_path, memories))
+    assert report["counts"]["created"] == 300 and not report["failed"]
+    for n in range(300):
+        file = vault / ("t" if n % 2 else "u") / f"Note {n}.md"
+        assert parse_note(file.read_text(encoding="utf-8")).body == f"body {n}"
+        assert file.stat().st_mode & 0o777 == (0o640 if n % 2 else (vault / "u").stat().st_mode & 0o666 & ~0o022)
+    assert not list(vault.rglob("*.tmp"))
+    assert engine.memorize("body 299")["results"][0]["id"] == "id299"
+
+
+def test_a_name_taken_during_the_import_gets_the_next_number(engine: Engine, vault: Path, tmp_path: Path, monkeypatch) -> None:
+    real = engine.vault.create_many
+
+    def person_saves_first(items):  # Obsidian creates the file between the free-name check and the write
+        (vault / "t").mkdir(exist_ok=True)
+        (vault / "t" / "Note 1.md").write_text("a person's note", encoding="utf-8")
+        return real(items)
+
+    monkeypatch.setattr(engine.vault, "create_many", person_saves_first)
+    report = engine.import_memories(write_export(tmp_path, [good(0), good(1), good(2)]))
+    assert (vault / "t" / "Note 1.md").read_text(encoding="utf-8") == "a person's note"
+    assert [c["path"] for c in report["created"]] == ["t/Note 0.md", "t/Note 1 2.md", "t/Note 2.md"]
+    assert report["created"][1]["requested_path"] == "t/Note 1.md"
+    assert parse_note((vault / "t" / "Note 1 2.md").read_text(encoding="utf-8")).meta["id"] == "id1"
+
+
+def test_a_note_that_cannot_be_written_is_reported_and_the_rest_are_written(
+    engine: Engine, vault: Path, tmp_path: Path, monkeypatch
+) -> None:
+    from spellbook.vault import store
+
+    real = store._write_temp
+
+    def disk_full_for_note_1(target: Path, text: str, mode: int) -> str:
+        if target.name == "Note 1.md":
+            raise OSError(28, "No space left on device")
+        return real(target, text, mode)
+
+    monkeypatch.setattr(store, "_write_temp", disk_full_for_note_1)
+    file = write_export(tmp_path, [good(0), good(1), good(2), good(3, id="id1", metadata={"id": "id1"})])
+    report = engine.import_memories(file)
+    assert report["counts"] == {"created": 2, "overwritten": 0, "unchanged": 0, "skipped": 1, "failed": 1}
+    assert report["failed"][0]["id"] == "id1" and "No space left" in report["failed"][0]["error"]
+    assert report["skipped"][0]["where"] == "memories[3]"  # the file's first copy of an id decides
+    assert not (vault / "t" / "Note 1.md").exists() and not list(vault.rglob("*.tmp"))
+    assert engine.check()["consistent"]
+
+    monkeypatch.setattr(store, "_write_temp", real)  # space freed: importing again writes what failed
+    again = engine.import_memories(file)
+    assert again["counts"]["created"] == 1 and again["created"][0]["path"] == "t/Note 1.md"
+    assert parse_note((vault / "t" / "Note 1.md").read_text(encoding="utf-8")).meta["id"] == "id1"
