@@ -29,6 +29,7 @@ import yaml.resolver
 
 from spellbook.errors import InvalidInputError
 from spellbook.vault.fields import LINK_REASONS, RELATIONS
+from spellbook.vault.plain_yaml import TIMESTAMP, plain_field, read_plain, valid_time
 
 # Field order for new notes; also the set of keys Spellbook may rewrite.
 OWNED_KEYS: tuple[str, ...] = (
@@ -162,7 +163,7 @@ def render_note(
 
 
 def dump_field(key: str, value: Any, newline: str = "\n") -> str:
-    text = _plain_field(key, value)
+    text = plain_field(key, value)
     if text is None:
         text = _yaml_field(key, value)
     return text.replace("\n", newline) if newline != "\n" else text
@@ -176,49 +177,6 @@ def _yaml_field(key: str, value: Any) -> str:
     return yaml.dump(
         {key: value}, Dumper=_Dumper, allow_unicode=True, sort_keys=False, default_flow_style=False, width=10_000
     )
-
-
-def _plain_field(key: str, value: Any) -> str | None:
-    """The bytes ``_yaml_field`` writes for the common fields (a word key; a plain string, an
-    integer, a boolean, a timestamp, a list of plain strings), without PyYAML's emitter, which
-    costs 0.05 ms a field; None for anything else. tests/unit/test_note.py holds the two equal."""
-    if not _plain_key(key):
-        return None
-    if isinstance(value, list):
-        if value and all(isinstance(v, str) and _plain_str(v) for v in value):
-            return f"{key}:\n" + "".join(f"  - {v}\n" for v in value)
-        return None
-    if isinstance(value, bool):
-        return f"{key}: {'true' if value else 'false'}\n"
-    if isinstance(value, int):
-        return f"{key}: {value}\n"
-    if isinstance(value, str) and (_plain_str(value) or (_TIMESTAMP.match(value) and _valid_time(value))):
-        return f"{key}: {value}\n"
-    return None
-
-
-_PLAIN_PUNCTUATION = frozenset(" _.,-()/'")
-_RESOLVER = yaml.resolver.Resolver()  # what the dumper's resolver makes of a plain scalar
-
-
-def _plain_key(key: str) -> bool:
-    return key.isidentifier() and key.isascii() and _resolves_to_str(key)
-
-
-def _plain_str(value: str) -> bool:
-    """Written plain (unquoted) by the dumper: starts with a letter or digit, holds only those and
-    a few punctuation marks, and does not read back as anything but a string (yes, null, 12)."""
-    return (
-        0 < len(value) <= 1_000
-        and value[0].isalnum()
-        and value[-1] != " "
-        and all(c.isalnum() or c in _PLAIN_PUNCTUATION for c in value)
-        and _resolves_to_str(value)
-    )
-
-
-def _resolves_to_str(value: str) -> bool:
-    return _RESOLVER.resolve(yaml.ScalarNode, value, (True, False)) == "tag:yaml.org,2002:str"
 
 
 def _nesting(value: Any, limit: int) -> int:
@@ -273,6 +231,9 @@ def load_yaml(raw: str) -> Any:
     """``yaml.safe_load`` within the parsing budgets; raises ``OverBudgetError`` past one."""
     if len(raw) > MAX_FRONTMATTER_BYTES or len(raw.encode("utf-8", "surrogatepass")) > MAX_FRONTMATTER_BYTES:
         raise OverBudgetError(f"over {MAX_FRONTMATTER_BYTES // 1024} KB")
+    plain = read_plain(raw)
+    if plain is not None:
+        return plain
     loader = _BudgetLoader(raw)
     try:
         return loader.get_single_data()
@@ -374,19 +335,8 @@ class _Dumper(yaml.SafeDumper):
         return super().increase_indent(flow, False)
 
 
-_TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2}(?:T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2}))?$")
-
-
-def _valid_time(value: str) -> bool:
-    try:
-        dt.datetime.fromisoformat(value)
-    except ValueError:  # e.g. month 13: written quoted, as a string, or YAML could not read it back
-        return False
-    return True
-
-
 def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
-    if _TIMESTAMP.match(value) and _valid_time(value):
+    if TIMESTAMP.match(value) and valid_time(value):
         # Plain style: YAML reads it back as a timestamp, which parse_note turns into this string.
         return dumper.represent_scalar("tag:yaml.org,2002:timestamp", value)
     if value.startswith("[[") and value.endswith("]]") and "\n" not in value:

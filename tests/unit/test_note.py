@@ -7,7 +7,8 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spellbook.vault.note import _plain_field, _yaml_field, content_version, parse_note, render_note
+from spellbook.vault.note import _yaml_field, content_version, parse_note, render_note
+from spellbook.vault.plain_yaml import plain_field as _plain_field
 
 META = {"id": "abc123", "title": "A title", "tags": ["x", "y/z"], "created": "2026-01-02T03:04:05+09:00"}
 
@@ -145,3 +146,53 @@ def test_common_fields_take_the_fast_path(key: str, value: object) -> None:
 ])
 def test_everything_else_goes_through_pyyaml(key: str, value: object) -> None:
     assert _plain_field(key, value) is None
+
+
+KEYS = ["id", "title", "tags", "created", "importance", "x1", "yes", "null", "On", "y", "a b", "key-x", "한글", "_k", ""]
+SCALARS = st.sampled_from(PIECES) | st.lists(st.sampled_from(PIECES), min_size=1, max_size=4).map("".join) | st.sampled_from([
+    "7", "0", "-3", "007", "010", "0_7", "1_000", "-0", "+5", "1.5", "2026-01-02", "2026-01-02T03:04:05Z", "2026-01-02T03:04:05.1234567+09:00",
+    "2026-13-01", "2026-02-30T01:02:03Z", "2026-1-2", "12:30", "true", "false", "True", "TRUE", "한국어 제목", "٣٤",
+    "２０２６-01-02", "plain words, (v2)", "it's",
+])
+LINES = st.one_of(
+    st.tuples(st.sampled_from(KEYS), SCALARS).map(lambda kv: f"{kv[0]}: {kv[1]}\n"),
+    st.tuples(st.sampled_from(KEYS), st.lists(SCALARS, max_size=3)).map(
+        lambda kv: f"{kv[0]}:\n" + "".join(f"  - {v}\n" for v in kv[1])),
+    st.sampled_from(["# a comment\n", "\n", "title:  two spaces\n", "- x\n", "    - deep\n", "id: x\r\n", "k: v"]),
+)
+
+
+@given(st.lists(LINES, min_size=1, max_size=6).map("".join))
+@settings(max_examples=3000, deadline=None)
+def test_plain_frontmatter_is_read_as_pyyaml_reads_it(raw: str) -> None:
+    """The loader's fast path (plain_yaml.read_plain) gives what PyYAML gives, value and type,
+    or steps aside; parse_note's answer (meta, problem) is the same either way."""
+    from spellbook.vault import note
+
+    fast = note.read_plain(raw)
+    if fast is not None:
+        assert _typed(fast) == _typed(yaml.safe_load(raw))
+    text = f"---\n{raw}---\nbody\n"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(note, "read_plain", lambda raw: None)
+        slow = parse_note(text)
+    got = parse_note(text)
+    assert (_typed(got.meta), got.problem, got.body) == (_typed(slow.meta), slow.problem, slow.body)
+
+
+def test_what_spellbook_writes_takes_the_fast_path() -> None:
+    from spellbook.vault.plain_yaml import read_plain
+
+    meta = {"id": "d8273e2f4a7c0a59", "title": "발효 시간, 된장찌개 교훈", "category": "bench", "tags": ["cooking", "ko"],
+            "importance": 3, "pinned": True, "created": "2026-11-24T14:45:21+00:00", "updated": "2026-11-24"}
+    text = render_note(meta, "body\n")
+    assert read_plain(text.split("---\n")[1]) is not None
+    assert parse_note(text).meta == meta
+
+
+def _typed(value: object) -> object:
+    if isinstance(value, dict):
+        return {k: _typed(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_typed(v) for v in value]
+    return type(value).__name__, value
