@@ -19,7 +19,7 @@ from spellbook.config import Settings
 from spellbook.errors import InvalidInputError, NoteNotFoundError, SpellbookError
 from spellbook.index.catalog import Catalog, NoteRow
 from spellbook.index.indexer import SyncReport
-from spellbook.vault.privacy import KINDS, Redaction, redact, redact_data
+from spellbook.vault.privacy import KINDS, Redaction, may_hold_secrets, redact, redact_data
 from spellbook.scope import current as current_scope
 
 SCRUB_CACHE = 4096  # sections; a few MB at most
@@ -59,6 +59,10 @@ class Access:
             if len(self._scrubbed) > SCRUB_CACHE:
                 self._scrubbed.popitem(last=False)
         return clean
+
+    def may_hold_secrets(self, text: str) -> bool:
+        """False when ``scrub(text)`` would change nothing for sure (spellbook/vault/privacy.py)."""
+        return self.enabled and may_hold_secrets(text, self.privacy["extra_patterns"])
 
     def scrub_data(self, value: Any) -> tuple[Any, list[str]]:
         return redact_data(value, **self.privacy) if self.enabled else (value, [])

@@ -151,7 +151,7 @@ class Exchange:
             entries, warnings = memory_graph_entries(text, f"{file.name} (MCP memory server)", now_iso())
         else:
             entries = read_export(text, str(file))  # one memory at a time; bounded count and depth
-        entries, named_kinds = scrub_entries(entries, self.access.scrub)  # no secret in a file name or an id
+        entries, named_kinds = scrub_entries(entries, self.access.scrub, self.access.may_hold_secrets)  # no secret in a file name or an id
         problems = []
         for entry in entries:
             try:

@@ -281,12 +281,18 @@ def refuse_if(problems: list[str], total: int) -> None:
 _MARKER = re.compile(r"\[REDACTED:([a-z0-9-]+)\]")
 
 
-def scrub_entries(entries: list[Entry], scrub: Callable[[str], tuple[str, list]]) -> tuple[list[Entry], list[str]]:
+def scrub_entries(
+    entries: list[Entry], scrub: Callable[[str], tuple[str, list]], may_hold: Callable[[str], bool]
+) -> tuple[list[Entry], list[str]]:
     """Secrets out of each entry's id, path and title (its metadata and body are scrubbed when
-    written). In a path the marker becomes ``REDACTED-<kind>``: a file name with no brackets or colon."""
+    written). In a path the marker becomes ``REDACTED-<kind>``: a file name with no brackets or colon.
+    ``may_hold(text)`` is False when nothing in ``text`` could be redacted: one look at the three."""
     out: list[Entry] = []
     kinds: list[str] = []
     for entry in entries:
+        if not may_hold(f"{entry.id}\n{entry.path}\n{entry.title}"):
+            out.append(entry)
+            continue
         changes: dict[str, str] = {}
         for name in ("id", "path", "title"):
             value, found = scrub(getattr(entry, name))

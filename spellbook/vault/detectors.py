@@ -199,6 +199,7 @@ _ASSIGN_RE = re.compile(
     rf"""(?<![\w.-]){_KEY}\**["']?[ \t]*(?P<sep>:=|=>|==|=|:)(?![:=>])\**[ \t]*{_VALUE}""",
     re.IGNORECASE | re.VERBOSE,
 )
+_ASSIGN_HINT = re.compile(r"""(?:pass|pwd|token|key|secret)[\w.-]*\**["']?[ \t]*[:=]""", re.IGNORECASE)
 _CLI_RE = re.compile(
     r"""(?<![\w-])--(?P<key>(?:[\w-]*-)?(?:password|passwd|pass|passphrase|token|api-?key|secret|access-key))
         [ \t]+(?!-)"""
@@ -233,7 +234,9 @@ def _value_span(m: re.Match[str]) -> tuple[int, int, str, bool]:
 
 
 def _find_assignments(text: str) -> Iterator[Match]:
-    for regex in (_ASSIGN_RE, _CLI_RE):
+    # _ASSIGN_RE tries its key at every word character (~0.25 ms on a 600-character note); a
+    # match holds one of these literals, then more key characters, then its separator
+    for regex in (_ASSIGN_RE, _CLI_RE) if _ASSIGN_HINT.search(text) else (_CLI_RE,):
         for m in regex.finditer(text):
             start, end, value, quoted = _value_span(m)
             if not quoted:  # "Set PASSWORD=hunter22." ends a sentence, not the password

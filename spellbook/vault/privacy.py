@@ -270,9 +270,24 @@ def redact_data(
 
     copy = walk(value, 0, False)
     joined = "\n".join(strings)  # most metadata holds nothing any detector looks for: one check for all
-    if not extra_patterns and not any(d.may_match(joined, joined.casefold) for d in BUILTIN):
+    if not may_hold_secrets(joined, extra_patterns):
         return copy, kinds
     return walk(value, 0, True), kinds
+
+
+def may_hold_secrets(text: str, extra_patterns: Sequence[str] = ()) -> bool:
+    """False when no built-in detector can find anything in ``text`` (none of the literals each
+    of their matches holds is there) and no pattern of the person's own is set."""
+    if extra_patterns:
+        return True
+    folded: list[str] = []
+
+    def casefolded() -> str:
+        if not folded:
+            folded.append(text.casefold())
+        return folded[0]
+
+    return any(d.may_match(text, casefolded) for d in BUILTIN)
 
 
 def describe(redactions: Iterable[Redaction | str]) -> str:

@@ -459,3 +459,23 @@ if __name__ == "__main__" and "--regenerate" in sys.argv:
     CORPUS.parent.mkdir(parents=True, exist_ok=True)
     CORPUS.write_text(corpus_jsonl(), encoding="utf-8")
     print(f"wrote {len(build_corpus())} entries to {CORPUS}")
+
+
+ASSIGN_PIECES = ["pass", "PASSWORD", "paſſword", "pwd", "db_", "Token", "api-key", "KEY", "secret", "_key", "word", "x",
+                 ".", "-", "*", '"', "'", " ", "\t", ":", "=", ":=", "=>", "==", "hunter22", "Xk9mPq2w", "비밀", "\n", "`"]
+
+
+@given(st.lists(st.sampled_from(ASSIGN_PIECES), max_size=10).map("".join))
+@settings(max_examples=3000, deadline=None)
+def test_the_assignment_pattern_is_only_skipped_where_it_cannot_match(text: str) -> None:
+    """detectors._ASSIGN_HINT is looked for first; the costly _ASSIGN_RE runs only where it is.
+    Every text _ASSIGN_RE matches must hold the hint, or a secret would be missed."""
+    from spellbook.vault.detectors import _ASSIGN_HINT, _ASSIGN_RE
+
+    if _ASSIGN_RE.search(text):
+        assert _ASSIGN_HINT.search(text)
+
+
+def test_an_assignment_in_a_long_note_is_still_found() -> None:
+    note = "회의 메모. " * 80 + "DB_PASSWORD=Xk9mPq2wZ7 " + "결론: 끝. " * 40
+    assert [r.kind for r in redact(note)[1]] == ["password"]
