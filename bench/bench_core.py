@@ -372,6 +372,14 @@ def against(rate: float, alone: dict[str, Any], key: str) -> str:
     return out
 
 
+def against_now(rate: float, step: dict[str, Any]) -> str:
+    """``rate`` as a share of the embedder alone measured right before and after the step."""
+    before, after = step["alone_now"]
+    mean = (before + after) / 2
+    return (f"the embedder alone right before / after it: {before:.0f} / {after:.0f} texts/s at once -> "
+            f"{rate / mean * 100:.0f}% of their mean (the figure the target is read from)")
+
+
 def embedder_alone(name: str, scribe_texts: list[str], queries: list[str], index_texts: list[str],
                    import_texts: list[str]) -> dict[str, Any]:
     """The embedder's own cost for the texts the server embeds: its model, its thread count, in
@@ -399,24 +407,40 @@ def embedder_alone(name: str, scribe_texts: list[str], queries: list[str], index
     out["scribe_ms"] = each(scribe_texts, lambda t: embedder.embed_documents([t]))
     out["query_ms"] = each(queries, embedder.embed_query)
 
-    def rate(texts: list[str], threads: int = 1) -> float:
-        """Batches of 64, on ``threads`` threads at once (each thread its own batches)."""
-        batches = [texts[start : start + 64] for start in range(0, len(texts), 64)]
-        t = time.perf_counter()
-        with ThreadPoolExecutor(max_workers=threads) as pool:
-            list(pool.map(embedder.embed_documents, batches))
-        return len(texts) / (time.perf_counter() - t) if texts else 0.0
-
     # The server embeds a large batch (first index, import) on the embedder's `parallel` threads
     # (spellbook/index/indexer.py _embed): the embedder alone is measured on one and on as many.
     out["parallel"] = getattr(embedder, "parallel", 1)
-    out["index_texts_per_s"] = rate(index_texts)
-    out["import_texts_per_s"] = rate(import_texts)
+    out["index_texts_per_s"] = embed_rate(embedder, index_texts)
+    out["import_texts_per_s"] = embed_rate(embedder, import_texts)
     if out["parallel"] > 1:
-        out["index_texts_per_s_par"] = rate(index_texts, out["parallel"])
-        out["import_texts_per_s_par"] = rate(import_texts, out["parallel"])
+        out["index_texts_per_s_par"] = embed_rate(embedder, index_texts, out["parallel"])
+        out["import_texts_per_s_par"] = embed_rate(embedder, import_texts, out["parallel"])
     embedder.close()
     return out
+
+
+def embed_rate(embedder: Any, texts: list[str], threads: int = 1) -> float:
+    """Texts/s in batches of 64, on ``threads`` threads at once (each thread its own batches)."""
+    batches = [texts[start : start + 64] for start in range(0, len(texts), 64)]
+    t = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        list(pool.map(embedder.embed_documents, batches))
+    return len(texts) / (time.perf_counter() - t) if texts else 0.0
+
+
+def embedder_now(name: str, texts: list[str]) -> float:
+    """The embedder alone on ``texts`` on its ``parallel`` threads, measured now: this machine's
+    speed drifts by 10% and more over the minutes a run takes, so an import or a first index is
+    compared with the model measured right before and right after it (the mean of the two)."""
+    from spellbook.config import Settings
+    from spellbook.embedders.registry import load_embedder
+
+    embedder = load_embedder(Settings(vault=Path(tempfile.gettempdir()) / "unused", embedder=name))
+    embedder.warm_up()
+    try:
+        return embed_rate(embedder, texts, getattr(embedder, "parallel", 1))
+    finally:
+        embedder.close()
 
 
 _EMBEDDER_RSS = """
@@ -738,6 +762,7 @@ def main() -> int:
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=dict(os.environ))
         fresh = tmp / "imported" / "vault"
         fresh.mkdir(parents=True)
+        before = embedder_now(args.embedder, scribe_texts[:1000])
         t = time.perf_counter()
         proc = subprocess.Popen([SPELLBOOK_BIN, "import", "--vault", str(fresh), str(export), "--embedder",
                                  args.embedder], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=dict(os.environ))
@@ -746,7 +771,8 @@ def main() -> int:
         if proc.returncode:
             raise SystemExit(f"spellbook import exited {proc.returncode}")
         res["import"] = {"wall_s": time.perf_counter() - t, "notes": len(notes), "load": os.getloadavg()[0],
-                         "cpu_s": usage.ru_utime + usage.ru_stime}
+                         "cpu_s": usage.ru_utime + usage.ru_stime,
+                         "alone_now": (before, embedder_now(args.embedder, scribe_texts[:1000]))}
         log(f"import of {len(notes)} notes: {res['import']['wall_s']:.1f} s")
 
         # 5. first index of a hand-written vault, then the no-op reconcile
@@ -762,7 +788,9 @@ def main() -> int:
             log(f"wrote {len(handwritten)} hand-written files ({total_bytes / 1e6:.1f} MB) in "
                 f"{time.perf_counter() - t:.1f} s")
             res["hand_bytes"] = total_bytes
+            before = embedder_now(args.embedder, index_texts)
             res["index1"] = bench_cli_index(hv, args.embedder, logs, "index1")
+            res["index1"]["alone_now"] = (before, embedder_now(args.embedder, index_texts))
             log(f"index (first): {res['index1']['wall_s']:.1f} s  {res['index1']['summary']}")
             res["index2"] = bench_cli_index(hv, args.embedder, logs, "index2")
             log(f"index (no-op): {res['index2']['wall_s']:.2f} s  {res['index2']['summary']}")
@@ -890,6 +918,7 @@ def render_summary(args: argparse.Namespace, res: dict[str, Any], logs: ServerLo
             chunks_s = i1["chunks"] / i1["wall_s"]
             add(f"                {chunks_s:.0f} sections/s against the embedder alone on the same kind of sections: "
                 + against(chunks_s, a, "index_texts_per_s"))
+            add("                " + against_now(chunks_s, i1))
         add(f"                -> {i1['summary']}")
     if i2:
         add(f"   no-op rerun  {i2['wall_s']:6.2f} s  cpu {i2['user_s'] + i2['sys_s']:.1f} s  "
@@ -906,6 +935,7 @@ def render_summary(args: argparse.Namespace, res: dict[str, Any], logs: ServerLo
             f"{imp['wall_s']:.1f} s, {rate:.1f} notes/s, cpu {imp['cpu_s']:.1f} s (load {imp['load']:.2f})")
         if a:
             add(f"   the embedder alone on those texts: {against(rate, a, 'import_texts_per_s')}")
+            add("   " + against_now(rate, imp))
             own = imp["notes"] / a["import_texts_per_s"]  # the model's own CPU seconds for these texts
             add(f"   CPU: the model's own {own:.1f} s of {imp['cpu_s']:.1f} s ({own / imp['cpu_s']:.0%}); the rest, "
                 f"{(imp['cpu_s'] - own) / imp['notes'] * 1000:.1f} ms a note, is Spellbook's (start-up, files, catalog, Chroma)")
