@@ -1,8 +1,9 @@
 """The plain subset of YAML that Spellbook writes for its own fields, written and read without
 PyYAML (spellbook/vault/note.py uses PyYAML for everything else): one field a line, ``key: value``
-or ``key:`` then ``  - item`` lines; plain strings, decimal integers, booleans, timestamps. The
-emitter costs 0.05 ms a field and the loader ~0.15 ms a note; tests/unit/test_note.py holds both
-sides equal to PyYAML's on generated values."""
+or ``key:`` then ``  - item`` lines; plain strings, decimal integers, booleans, timestamps.
+PyYAML's emitter costs 0.05 ms a field, and parse_note takes 86 us a note through its loader
+against 29 us through ``read_plain``; tests/unit/test_note.py holds both sides equal to PyYAML's
+on generated values."""
 
 from __future__ import annotations
 
