@@ -49,7 +49,7 @@ def import_(args: argparse.Namespace) -> int:
 
     params = {"path": str(args.file.expanduser().resolve()), "format": args.format,
               "on_conflict": args.on_conflict, "dry_run": args.dry_run}
-    hub = open_hub(args)
+    hub = open_hub(args, embeds=not args.dry_run)
     try:
         result = hub.call("import_memories", params)
     finally:

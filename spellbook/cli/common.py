@@ -16,13 +16,16 @@ def settings_from(args: argparse.Namespace, **extra: Any):
     return build(args, **extra)
 
 
-def open_hub(args: argparse.Namespace, progress: Any = None):
+def open_hub(args: argparse.Namespace, progress: Any = None, embeds: bool = False):
+    """The hub for a command; ``embeds``: the command will embed (an import, a first index), so the
+    model starts loading as the index opens instead of at the first text."""
     from spellbook.server.hub import Hub
 
     settings = settings_from(args, watch=False)
     if not settings.vault_dir.is_dir():
         raise SpellbookError(f"No vault at {settings.vault_dir}; run `spellbook init {settings.vault_dir}` first.")
-    hub = Hub(settings, watch=False, warm_up=False, client="cli")  # the model loads only if something needs embedding
+    # Otherwise the model loads only if something needs embedding.
+    hub = Hub(settings, watch=False, warm_up=False, load_model=embeds, client="cli")
     hub.start(background=False, progress=progress)
     return hub
 

@@ -209,11 +209,11 @@ def _index(args: argparse.Namespace) -> int:
 
     bar = ProgressBar("indexing")
     started = time.perf_counter()
-    if args.rebuild:
-        settings = settings_from(args)
-        if running_owner(settings) is None:
-            wipe_index(settings)  # nobody owns it: delete the folder's data outright
-    hub = open_hub(args, progress=bar)
+    settings = settings_from(args)
+    if args.rebuild and running_owner(settings) is None:
+        wipe_index(settings)  # nobody owns it: delete the folder's data outright
+    first = not (settings.index_path / "catalog.sqlite3").exists()  # everything will be embedded
+    hub = open_hub(args, progress=bar, embeds=first)
     try:
         if hub.role == "owner":
             result = hub.call("stats")

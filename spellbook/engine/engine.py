@@ -15,7 +15,9 @@ lifecycle's upkeep and then the memo's refresh.
 from __future__ import annotations
 
 import hashlib
+import logging
 import shutil
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -42,9 +44,12 @@ from spellbook.index.catalog import Catalog
 from spellbook.index.indexer import Indexer
 from spellbook.vault.store import Vault
 
+log = logging.getLogger(__name__)
+
 
 class Engine:
-    def __init__(self, settings: Settings, embedder: Embedder | None = None, vectors: Any | None = None) -> None:
+    def __init__(self, settings: Settings, embedder: Embedder | None = None, vectors: Any | None = None,
+                 load_model: bool = False) -> None:
         self.settings = settings
         self.vault = Vault(settings.vault_dir)
         if not self.vault.root.is_dir():
@@ -52,6 +57,7 @@ class Engine:
         settings.index_path.mkdir(parents=True, exist_ok=True)
         self._owns_embedder = embedder is None
         self.embedder = embedder or load_embedder(settings)
+        self._loading = _start_loading(self.embedder) if load_model else None  # while Chroma opens
         self.vectors = vectors if vectors is not None else _open_vectors(settings, self.vault.root)
         self.catalog = Catalog(settings.index_path / "catalog.sqlite3")
         self.access = Access(settings, self.catalog)  # privacy settings are checked here
@@ -111,8 +117,26 @@ class Engine:
         self.git.close()  # pending commits first
         self.catalog.close()
         self.vectors.close()
+        if self._loading is not None:
+            self._loading.join()
         if self._owns_embedder:
             self.embedder.close()  # a network embedder's connections
+
+
+def _start_loading(embedder: Embedder) -> threading.Thread:
+    """Load the model in a thread while the engine opens the rest, for a command that will embed (a
+    first index, an import): the default model reads its weights largely outside the GIL, so it
+    loads beside Chroma's import rather than after it (measured: 1.0 -> 0.85 s for the two)."""
+
+    def load() -> None:
+        try:
+            embedder.warm_up()
+        except Exception:  # noqa: BLE001 - the first embed meets it again, and reports it
+            log.debug("loading the embedder ahead failed", exc_info=True)
+
+    thread = threading.Thread(target=load, name="spellbook-load", daemon=True)
+    thread.start()
+    return thread
 
 
 def _open_vectors(settings: Settings, vault_root: Path) -> Any:

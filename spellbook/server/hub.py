@@ -67,6 +67,7 @@ class Hub:
         engine_factory: Callable[..., Any] | None = None,
         reconcile_on_open: bool = True,
         warm_up: bool = True,
+        load_model: bool = False,
         open_delay: float = 0.0,
         transport: str = "auto",
         client: str | None = None,
@@ -75,6 +76,7 @@ class Hub:
         self.watch = settings.watch if watch is None else watch
         self.reconcile_on_open = reconcile_on_open
         self.warm_up = warm_up
+        self.load_model = load_model  # start loading the model as the engine opens (a command that embeds)
         self.open_delay = open_delay
         self._engine_factory = engine_factory
         self.index_dir = settings.index_path
@@ -129,7 +131,7 @@ class Hub:
             from spellbook.engine import Engine
 
             factory = self._engine_factory or Engine
-            engine = factory(self.settings)
+            engine = factory(self.settings, load_model=True) if self.load_model else factory(self.settings)
             engine.prepare()
             self.engine = engine
             if self.watch and not self._closing.is_set():

@@ -1,6 +1,7 @@
 """A large batch (a first index, an import) is embedded on the embedder's ``parallel`` threads
 (spellbook/index/embedding.py): the vectors are those of one thread, in order; a text the
-model refuses is still blamed on its own; the default model says how many threads it may use."""
+model refuses is still blamed on its own; the default model says how many threads it may use; a
+command that embeds loads the model while the index opens."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import pytest
 from spellbook.config import Settings
 from spellbook.embedders.hashing import HashingEmbedder
 from spellbook.errors import EmbedderInputError
+from spellbook.engine import Engine
 from spellbook.index.embedding import PART_MIN, split
 from tests.helpers.engine import open_engine
 
@@ -134,3 +136,85 @@ def test_the_default_model_gives_the_same_vectors_on_two_threads(tmp_path: Path)
         assert hits and all(h["category"] == "imported" for h in hits)
     finally:
         engine.close()
+
+
+class SlowLoading(HashingEmbedder):
+    """The hashing embedder with a model that takes a while to load (or fails to)."""
+
+    def __init__(self, fail: bool = False) -> None:
+        super().__init__()
+        self.fail = fail
+        self.loaded_on: list[str] = []
+        self.loading = threading.Event()
+        self.release = threading.Event()
+
+    def warm_up(self) -> None:
+        self.loading.set()
+        self.release.wait(10)
+        self.loaded_on.append(threading.current_thread().name)
+        if self.fail:
+            raise OSError("the weights file is unreadable")
+
+
+def test_a_command_that_embeds_loads_the_model_while_the_index_opens(settings: Settings) -> None:
+    embedder = SlowLoading()
+    engine = Engine(settings, embedder=embedder, load_model=True)
+    try:
+        assert embedder.loading.wait(5)  # started as the engine opened, not at the first text
+        assert embedder.loaded_on == []  # ...and the engine did not wait for it
+        closing = threading.Thread(target=engine.close)
+        closing.start()
+        closing.join(0.3)
+        assert closing.is_alive()  # close waits for the load under way
+        embedder.release.set()
+        closing.join(5)
+        assert not closing.is_alive() and embedder.loaded_on == ["spellbook-load"]
+    finally:
+        embedder.release.set()
+        engine.close()
+
+    quiet = SlowLoading()
+    Engine(settings, embedder=quiet).close()  # a command that may embed nothing: no load
+    assert not quiet.loading.is_set()
+
+
+def test_a_model_that_fails_to_load_ahead_fails_where_it_is_used(settings: Settings) -> None:
+    (settings.vault_dir / "note.md").write_text("# Note\n\nThe canary release rolls back.\n", encoding="utf-8")
+    embedder = SlowLoading(fail=True)
+    embedder.release.set()
+    engine = Engine(settings, embedder=embedder, load_model=True)
+    try:
+        engine.start()
+        assert embedder.loaded_on == ["spellbook-load"]
+        assert engine.stats()["vectors"] == 1  # the load's error was not the engine's
+    finally:
+        engine.close()
+
+
+@pytest.mark.parametrize("command", ["import", "index"])
+def test_the_cli_loads_the_model_ahead_only_when_it_will_embed(tmp_path: Path, monkeypatch, command: str) -> None:
+    from spellbook.cli.main import main
+    from spellbook.server import hub as hub_module
+
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    export = tmp_path / "export.json"
+    export.write_text(json.dumps({"spellbook_export": 1, "count": 0, "memories": []}), encoding="utf-8")
+    asked: list[bool] = []
+    real = hub_module.Hub.__init__
+
+    def noting(self, *args, **kwargs):
+        asked.append(kwargs.get("load_model", False))
+        real(self, *args, **kwargs)
+
+    monkeypatch.setattr(hub_module.Hub, "__init__", noting)
+    base = ["--vault", str(vault), "--embedder", "hashing"]
+    if command == "import":
+        runs = [[*base, str(export)], [*base, "--dry-run", str(export)]]
+        expected = [True, False]
+    else:
+        runs = [base, base, [*base, "--rebuild"]]
+        expected = [True, False, True]  # the first index and a rebuild embed everything; a rerun what changed
+    for extra in runs:
+        assert main([command, *extra]) == 0
+    assert asked == expected
