@@ -24,7 +24,7 @@ from spellbook.index.indexer import Indexer
 from spellbook.scope import current as current_scope
 from spellbook.vault.fields import derived_id
 from spellbook.vault.note import content_version, parse_note, render_note
-from spellbook.vault.store import Vault
+from spellbook.vault.store import FileState, Vault
 
 MAX_HISTORY = 100
 MAX_DIFF_BYTES = 200_000
@@ -144,11 +144,11 @@ class History:
             text = _keep_id(data.decode("utf-8"), id, path)
         except UnicodeDecodeError:
             raise InvalidInputError(f"Version {version!r} of {match.path} is not UTF-8 text; restore it with git.")
-        if erased:
+        state = None if erased else self._state(path)
+        if state is None:  # erased, or deleted by hand and not committed yet
             path = self.vault.create(path, text)  # where it was; ' 2' if another note has that name now
             new_version = content_version(text)
         else:
-            state = self.vault.read(path)
             if current_version is not None and current_version != state.version:
                 raise ConflictError(path, current_version, state.version, self.access.scrub(state.text)[0], note_id=id)
             if state.text == text:
@@ -191,7 +191,8 @@ class History:
 
     def _versions(self, repo: Repo, id: str, limit: int | None) -> tuple[str, str, list[Version], bool]:
         """(path, title, versions newest first, erased) of a memory in the index or, failing
-        that, of one whose file was deleted in a commit."""
+        that, of one found in git by its id: erased if a commit took it out, else one whose file
+        is not in the index now (emptied or changed by hand and not committed, or caught mid-save)."""
         try:
             note = self.access.note(id)
         except NoteNotFoundError:
@@ -203,17 +204,31 @@ class History:
         found = self.git.git.last_commit_with(repo, f"id: {id.strip()}")
         if found is None:
             raise NoteNotFoundError(id)
-        commit, _, path = found  # the commit that deleted the file (or took the id out of it)
-        versions = self.git.git.file_log(repo, path, start=commit, limit=limit)
-        live = next((v for v in versions if v.path), None)
-        title = path
-        if live is not None:
-            blob = self.git.git.blobs(repo, [(live.commit, live.path)])[0] or b""
-            meta = parse_note(blob.decode("utf-8", "replace")).meta
-            if not current_scope().sees(_text(meta.get("context")), _text(meta.get("user"))):
-                raise NoteNotFoundError(id)  # an erased memory of another scope
-            title = meta.get("title") or Path(path).stem
-        return path, str(title), versions, True  # not in the vault now: restore creates the file again
+        commit, status, path = found  # the newest commit that put the id in a file or took it out
+        meta = self._meta_at(repo, commit, path) if status != "D" else None
+        if meta is not None and str(meta.get("id", "")).strip() == id.strip():
+            # That commit put the id in, and no commit took it out since: not erased. Its history
+            # runs to HEAD, and a restore writes its file (not a second one beside it).
+            versions, erased = self.git.git.file_log(repo, path, limit=limit), False
+        else:
+            versions, erased = self.git.git.file_log(repo, path, start=commit, limit=limit), True
+            live = next((v for v in versions if v.path), None)
+            meta = self._meta_at(repo, live.commit, live.path) if live is not None and live.path else None
+        if meta is not None and not current_scope().sees(_text(meta.get("context")), _text(meta.get("user"))):
+            raise NoteNotFoundError(id)  # another scope's memory
+        title = (meta or {}).get("title") or Path(path).stem
+        return path, str(title), versions, erased  # erased: not in the vault now, restore creates the file again
+
+    def _meta_at(self, repo: Repo, commit: str, path: str) -> dict[str, Any]:
+        blob = self.git.git.blobs(repo, [(commit, path)])[0] or b""
+        return parse_note(blob.decode("utf-8", "replace")).meta
+
+    def _state(self, path: str) -> FileState | None:
+        """The file as it is now, or None when there is none at ``path``."""
+        try:
+            return self.vault.read(path)
+        except FileNotFoundError:
+            return None
 
     def _current(self, path: str) -> str | None:
         try:

@@ -182,6 +182,61 @@ def test_restore_an_erased_memory(engine: Engine, vault: Path) -> None:
     assert head(vault).startswith('spellbook: restore "Saffron"') and committed_files(vault) == [back["path"]]
 
 
+def test_a_memory_whose_file_was_emptied_by_hand_is_restored_in_place(engine: Engine, vault: Path) -> None:
+    """Emptied in an editor (or caught by the watcher between an editor's truncate and its write):
+    the index loses the id, but no commit took it out: not erased, and a restore writes the file."""
+    stored = engine.scribe("Version one.", title="Evolving", category="ops")
+    engine.revise(stored["id"], text="Version two.")
+    file = vault / stored["path"]
+    file.write_text("")
+    engine.indexer.sync_path(stored["path"])
+    with pytest.raises(NoteNotFoundError):
+        engine.get_memories([stored["id"]])  # the index lost the id
+    history = engine.history(stored["id"])
+    assert not history["erased"] and history["title"] == "Evolving" and history["uncommitted"]
+    assert [v["change"] for v in history["versions"]] == ["modified", "added"]  # to HEAD, not cut at the scribe
+    empty = engine.vault.read(stored["path"]).version
+    assert history["current_version"] == empty
+
+    back = engine.restore(stored["id"], history["versions"][1]["version"], current_version=empty)
+    assert back["path"] == stored["path"] and not back["erased_before"]
+    assert sorted(p.name for p in (vault / "ops").iterdir()) == ["Evolving.md"]  # no second file
+    assert file.read_text().endswith("Version one.")
+    assert engine.get_memories([stored["id"]])["memories"][0]["path"] == stored["path"]
+    engine.git.flush()
+    assert git(vault, "show", f"HEAD~1:{stored['path']}") == ""  # the emptied file, committed before the restore
+
+
+def test_a_restore_during_a_hand_save_is_refused_not_lost(engine: Engine, vault: Path) -> None:
+    """The web view's case: the page read version V; an editor saves (truncate, then write) and the
+    watcher indexed the file in between; the restore must say the file changed, and keep the save."""
+    stored = engine.scribe("Version one.", title="Guarded", category="ops")
+    engine.revise(stored["id"], text="Version two.")
+    old = engine.history(stored["id"])["versions"][1]["version"]
+    read = engine.get_memories([stored["id"]])["memories"][0]["version"]
+    file = vault / stored["path"]
+    saved = file.read_text() + "\nhand edit\n"
+    file.write_text("")
+    engine.indexer.sync_path(stored["path"])  # the watcher, between the truncate and the write
+    file.write_text(saved)
+    with pytest.raises(ConflictError, match="changed on disk"):
+        engine.restore(stored["id"], old, current_version=read)
+    assert file.read_text() == saved
+
+
+def test_a_memory_deleted_by_hand_and_not_committed_is_restored_at_its_path(engine: Engine, vault: Path) -> None:
+    stored = engine.scribe("Version one.", title="Dropped", category="ops")
+    engine.revise(stored["id"], text="Version two.")
+    (vault / stored["path"]).unlink()
+    engine.indexer.sync_path(stored["path"])
+    history = engine.history(stored["id"])
+    assert not history["erased"] and history["current_version"] is None and len(history["versions"]) == 2
+    back = engine.restore(stored["id"], history["versions"][1]["version"])
+    assert back["path"] == stored["path"]
+    assert (vault / stored["path"]).read_text().endswith("Version one.")
+    assert sorted(p.name for p in (vault / "ops").iterdir()) == ["Dropped.md"]
+
+
 def test_a_vault_that_is_not_a_repository(tmp_path: Path) -> None:
     vault = tmp_path / "plain"
     vault.mkdir()
@@ -415,3 +470,10 @@ def test_history_stays_in_scope(engine: Engine, vault: Path) -> None:
     with scoped(Scope(context="shop")):
         assert engine.history(live["id"])["versions"]
         assert engine.history(gone["id"])["erased"]
+    (vault / live["path"]).write_text("")  # emptied by hand: found in git by its id, still in its scope
+    engine.indexer.sync_path(live["path"])
+    with scoped(Scope(context="blog")):
+        with pytest.raises(NoteNotFoundError):
+            engine.history(live["id"])
+    with scoped(Scope(context="shop")):
+        assert not engine.history(live["id"])["erased"]
