@@ -20,7 +20,10 @@ Sections:
 Each figure is printed beside the embedder's own cost for the same texts, measured in this
 process with the same model and thread count (section 0): what is above it is Spellbook's. Scribe
 and memorize are also split by language (English, Korean, Japanese). Section 6 exports the scribed
-notes and imports them into a fresh vault with ``spellbook import``.
+notes and imports them into a fresh vault with ``spellbook import``. An import and a first index are
+compared with the model measured right before and after them; up to 2,000 notes each runs three
+times between four such measurements and the median run is reported (``--batch-runs``): a run of a
+few seconds moves with the machine.
 
 The summary is printed at the end and written to ``bench/results/core_<embedder>.txt`` (or ``--out``).
 The environment is passed through to every spawned process, so e.g. ``OPENBLAS_NUM_THREADS=1``
@@ -50,6 +53,7 @@ import anyio
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
+from spellbook.config import INDEX_DIRNAME
 from spellbook.index.analysis import embed_text
 
 HERE = Path(__file__).resolve().parent
@@ -380,6 +384,15 @@ def against_now(rate: float, step: dict[str, Any]) -> str:
             f"{rate / mean * 100:.0f}% of their mean (the figure the target is read from)")
 
 
+def runs_line(step: dict[str, Any]) -> str | None:
+    """Each run's share when there were several (``median_run``); the step is the median one."""
+    shares = step.get("shares", [])
+    if len(shares) < 2:
+        return None
+    return (f"the median of {len(shares)} runs, each against the model right before and after it: "
+            + ", ".join(f"{x:.0%}" for x in shares))
+
+
 def embedder_alone(name: str, scribe_texts: list[str], queries: list[str], index_texts: list[str],
                    import_texts: list[str]) -> dict[str, Any]:
     """The embedder's own cost for the texts the server embeds: its model, its thread count, in
@@ -700,6 +713,26 @@ def bench_cli_index(vault: Path, embedder: str, logs: ServerLogs, name: str) -> 
     }
 
 
+def bench_cli_import(vault: Path, export: Path, embedder: str, notes: int) -> dict[str, Any]:
+    """Run ``spellbook import`` of ``export`` into ``vault`` as a subprocess: process start to exit."""
+    t = time.perf_counter()
+    proc = subprocess.Popen([SPELLBOOK_BIN, "import", "--vault", str(vault), str(export), "--embedder", embedder],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=dict(os.environ))
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t
+    if os.waitstatus_to_exitcode(status):
+        raise SystemExit(f"spellbook import exited {os.waitstatus_to_exitcode(status)}")
+    return {"wall_s": wall, "notes": notes, "load": os.getloadavg()[0], "cpu_s": usage.ru_utime + usage.ru_stime}
+
+
+def median_run(runs: list[dict[str, Any]], texts: int) -> dict[str, Any]:
+    """The run whose share of the embedder alone (measured right before and after it) is the
+    median, with every run's share beside it: one run of a few seconds moves with the machine."""
+    shares = [texts / r["wall_s"] / (sum(r["alone_now"]) / 2) for r in runs]
+    middle = sorted(range(len(runs)), key=shares.__getitem__)[len(runs) // 2]
+    return {**runs[middle], "shares": shares}
+
+
 # ============================================================================================
 # Main
 # ============================================================================================
@@ -712,6 +745,9 @@ def main() -> int:
     ap.add_argument("--keep", action="store_true", help="keep the temporary vaults and server logs")
     ap.add_argument("--out", type=Path, help="summary file (default bench/results/core_<embedder>.txt)")
     ap.add_argument("--skip-index", action="store_true", help="skip section 5 (hand-written vault)")
+    ap.add_argument("--batch-runs", type=int, default=0,
+                    help="imports and first indexes to run, the model measured between them (default 3 up to "
+                         "2,000 notes, else 1); the median run is reported")
     args = ap.parse_args()
 
     tmp = Path(tempfile.mkdtemp(prefix="spellbook-bench-"))
@@ -760,20 +796,19 @@ def main() -> int:
         subprocess.run([SPELLBOOK_BIN, "export", "--vault", str(vault), "--out", str(export), "--embedder",
                         args.embedder], check=True,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=dict(os.environ))
-        fresh = tmp / "imported" / "vault"
-        fresh.mkdir(parents=True)
-        before = embedder_now(args.embedder, scribe_texts[:1000])
-        t = time.perf_counter()
-        proc = subprocess.Popen([SPELLBOOK_BIN, "import", "--vault", str(fresh), str(export), "--embedder",
-                                 args.embedder], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=dict(os.environ))
-        _, status, usage = os.wait4(proc.pid, 0)
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        if proc.returncode:
-            raise SystemExit(f"spellbook import exited {proc.returncode}")
-        res["import"] = {"wall_s": time.perf_counter() - t, "notes": len(notes), "load": os.getloadavg()[0],
-                         "cpu_s": usage.ru_utime + usage.ru_stime,
-                         "alone_now": (before, embedder_now(args.embedder, scribe_texts[:1000]))}
-        log(f"import of {len(notes)} notes: {res['import']['wall_s']:.1f} s")
+        runs = args.batch_runs or (3 if args.notes <= 2000 else 1)
+        import_texts = scribe_texts[:1000]
+        alone = [embedder_now(args.embedder, import_texts)]
+        imports = []
+        for k in range(runs):
+            fresh = tmp / f"imported{k}" / "vault"
+            fresh.mkdir(parents=True)
+            imports.append(bench_cli_import(fresh, export, args.embedder, len(notes)))
+            alone.append(embedder_now(args.embedder, import_texts))
+            imports[-1]["alone_now"] = (alone[-2], alone[-1])
+            log(f"import {k + 1}/{runs} of {len(notes)} notes: {imports[-1]['wall_s']:.1f} s")
+            shutil.rmtree(fresh.parent, ignore_errors=True)
+        res["import"] = median_run(imports, len(notes))
 
         # 5. first index of a hand-written vault, then the no-op reconcile
         if not args.skip_index:
@@ -788,10 +823,15 @@ def main() -> int:
             log(f"wrote {len(handwritten)} hand-written files ({total_bytes / 1e6:.1f} MB) in "
                 f"{time.perf_counter() - t:.1f} s")
             res["hand_bytes"] = total_bytes
-            before = embedder_now(args.embedder, index_texts)
-            res["index1"] = bench_cli_index(hv, args.embedder, logs, "index1")
-            res["index1"]["alone_now"] = (before, embedder_now(args.embedder, index_texts))
-            log(f"index (first): {res['index1']['wall_s']:.1f} s  {res['index1']['summary']}")
+            alone = [embedder_now(args.embedder, index_texts)]
+            firsts = []
+            for k in range(runs):
+                shutil.rmtree(hv / INDEX_DIRNAME, ignore_errors=True)  # each run a first index
+                firsts.append(bench_cli_index(hv, args.embedder, logs, f"index1-{k + 1}"))
+                alone.append(embedder_now(args.embedder, index_texts))
+                firsts[-1]["alone_now"] = (alone[-2], alone[-1])
+                log(f"index (first) {k + 1}/{runs}: {firsts[-1]['wall_s']:.1f} s  {firsts[-1]['summary']}")
+            res["index1"] = median_run(firsts, firsts[-1]["chunks"] or 0)
             res["index2"] = bench_cli_index(hv, args.embedder, logs, "index2")
             log(f"index (no-op): {res['index2']['wall_s']:.2f} s  {res['index2']['summary']}")
 
@@ -919,6 +959,8 @@ def render_summary(args: argparse.Namespace, res: dict[str, Any], logs: ServerLo
             add(f"                {chunks_s:.0f} sections/s against the embedder alone on the same kind of sections: "
                 + against(chunks_s, a, "index_texts_per_s"))
             add("                " + against_now(chunks_s, i1))
+            if runs_line(i1):
+                add("                " + runs_line(i1))
         add(f"                -> {i1['summary']}")
     if i2:
         add(f"   no-op rerun  {i2['wall_s']:6.2f} s  cpu {i2['user_s'] + i2['sys_s']:.1f} s  "
@@ -936,6 +978,8 @@ def render_summary(args: argparse.Namespace, res: dict[str, Any], logs: ServerLo
         if a:
             add(f"   the embedder alone on those texts: {against(rate, a, 'import_texts_per_s')}")
             add("   " + against_now(rate, imp))
+            if runs_line(imp):
+                add("   " + runs_line(imp))
             own = imp["notes"] / a["import_texts_per_s"]  # the model's own CPU seconds for these texts
             add(f"   CPU: the model's own {own:.1f} s of {imp['cpu_s']:.1f} s ({own / imp['cpu_s']:.0%}); the rest, "
                 f"{(imp['cpu_s'] - own) / imp['notes'] * 1000:.1f} ms a note, is Spellbook's (start-up, files, catalog, Chroma)")
