@@ -208,8 +208,10 @@ class History:
         meta = self._meta_at(repo, commit, path) if status != "D" else None
         if meta is not None and str(meta.get("id", "")).strip() == id.strip():
             # That commit put the id in, and no commit took it out since: not erased. Its history
-            # runs to HEAD, and a restore writes its file (not a second one beside it).
-            versions, erased = self.git.git.file_log(repo, path, limit=limit), False
+            # runs to HEAD, and a restore writes its file (not a second one beside it), unless the
+            # file now holds another memory (put there by hand): then it goes beside it.
+            versions = self.git.git.file_log(repo, path, limit=limit)
+            erased = self._holds_other_id(path, id.strip())
         else:
             versions, erased = self.git.git.file_log(repo, path, start=commit, limit=limit), True
             live = next((v for v in versions if v.path), None)
@@ -222,6 +224,11 @@ class History:
     def _meta_at(self, repo: Repo, commit: str, path: str) -> dict[str, Any]:
         blob = self.git.git.blobs(repo, [(commit, path)])[0] or b""
         return parse_note(blob.decode("utf-8", "replace")).meta
+
+    def _holds_other_id(self, path: str, id: str) -> bool:
+        state = self._state(path)
+        other = parse_note(state.text).meta.get("id") if state is not None else None
+        return other is not None and str(other).strip() not in ("", id)
 
     def _state(self, path: str) -> FileState | None:
         """The file as it is now, or None when there is none at ``path``."""

@@ -237,6 +237,21 @@ def test_a_memory_deleted_by_hand_and_not_committed_is_restored_at_its_path(engi
     assert sorted(p.name for p in (vault / "ops").iterdir()) == ["Dropped.md"]
 
 
+def test_a_memory_replaced_by_hand_with_another_is_restored_beside_it(engine: Engine, vault: Path) -> None:
+    stored = engine.scribe("Version one.", title="Shared name", category="ops")
+    engine.git.flush()
+    file = vault / stored["path"]
+    other = "---\nid: other-memory\ntitle: Someone else\n---\nA different memory, put here by hand.\n"
+    file.write_text(other)
+    engine.indexer.sync_path(stored["path"])
+    history = engine.history(stored["id"])
+    assert history["erased"] and len(history["versions"]) == 1
+    back = engine.restore(stored["id"], history["versions"][0]["version"])
+    assert back["path"] == "ops/Shared name 2.md" and back["erased_before"]
+    assert file.read_text() == other  # the other memory is not overwritten
+    assert engine.get_memories(["other-memory"])["memories"][0]["path"] == stored["path"]
+
+
 def test_a_vault_that_is_not_a_repository(tmp_path: Path) -> None:
     vault = tmp_path / "plain"
     vault.mkdir()
