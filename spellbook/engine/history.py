@@ -226,7 +226,11 @@ class History:
         return parse_note(blob.decode("utf-8", "replace")).meta
 
     def _holds_other_id(self, path: str, id: str) -> bool:
-        state = self._state(path)
+        """Does the file at ``path`` now hold another memory (or something that is not a note)?"""
+        try:
+            state = self._state(path)
+        except (InvalidInputError, IsADirectoryError):
+            return True  # binary, not UTF-8, a folder: never written over
         other = parse_note(state.text).meta.get("id") if state is not None else None
         return other is not None and str(other).strip() not in ("", id)
 

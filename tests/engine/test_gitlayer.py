@@ -251,6 +251,15 @@ def test_a_memory_replaced_by_hand_with_another_is_restored_beside_it(engine: En
     assert file.read_text() == other  # the other memory is not overwritten
     assert engine.get_memories(["other-memory"])["memories"][0]["path"] == stored["path"]
 
+    binary = engine.scribe("Soon to be bytes.", title="Bytes", category="ops")
+    engine.git.flush()
+    (vault / binary["path"]).write_bytes(b"\x00\xff\xfe not text")
+    engine.indexer.sync_path(binary["path"])
+    history = engine.history(binary["id"])
+    assert history["erased"]
+    assert engine.restore(binary["id"], history["versions"][0]["version"])["path"] == "ops/Bytes 2.md"
+    assert (vault / binary["path"]).read_bytes() == b"\x00\xff\xfe not text"
+
 
 def test_a_vault_that_is_not_a_repository(tmp_path: Path) -> None:
     vault = tmp_path / "plain"
