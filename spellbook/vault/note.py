@@ -29,7 +29,7 @@ import yaml.resolver
 
 from spellbook.errors import InvalidInputError
 from spellbook.vault.fields import LINK_REASONS, RELATIONS
-from spellbook.vault.plain_yaml import TIMESTAMP, plain_field, read_plain, valid_time
+from spellbook.vault.plain_yaml import NUMBER_STARTS, TIMESTAMP, YAML12_NUMBER, plain_field, read_plain, valid_time
 
 # Field order for new notes; also the set of keys Spellbook may rewrite.
 OWNED_KEYS: tuple[str, ...] = (
@@ -329,7 +329,8 @@ def _check_expansion(root: yaml.Node) -> None:
 
 
 class _Dumper(yaml.SafeDumper):
-    """Obsidian-style YAML: lists indented under their key, timestamps unquoted."""
+    """Obsidian-style YAML: lists indented under their key, timestamps unquoted, and a string that
+    YAML 1.2 would read as a number quoted (plain_yaml.YAML12_NUMBER)."""
 
     def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
         return super().increase_indent(flow, False)
@@ -346,3 +347,4 @@ def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
 
 
 _Dumper.add_representer(str, _represent_str)
+_Dumper.add_implicit_resolver("tag:yaml.org,2002:float", YAML12_NUMBER, NUMBER_STARTS)

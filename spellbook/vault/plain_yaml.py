@@ -35,7 +35,27 @@ def plain_field(key: str, value: Any) -> str | None:
 
 
 _PLAIN_PUNCTUATION = frozenset(" _.,-()/'")
-_RESOLVER = yaml.resolver.Resolver()  # what the dumper's resolver makes of a plain scalar
+
+# Numbers YAML 1.2 (and js-yaml) read that PyYAML's YAML 1.1 resolver does not: 123e4567, 1e-5,
+# .5e3, 1., 0o17. JavaScript's YAML readers (js-yaml, yaml: Obsidian's world) and ruamel.yaml
+# follow YAML 1.2, so a string like these is written quoted, or it comes back a number there (an
+# id 123e4567 reads as Infinity, and a tool that writes the properties back writes that over it).
+YAML12_NUMBER = re.compile(
+    r"^(?:[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?(?:[eE][-+]?[0-9]+)?"
+    r"|[-+]?\.[0-9_]+(?:[eE][-+]?[0-9]+)?"
+    r"|[-+]?0o[0-7_]+|[-+]?0b[01_]+|[-+]?0x[0-9a-fA-F_]+)$"
+)
+NUMBER_STARTS = list("-+.0123456789")
+
+
+class WriteResolver(yaml.resolver.Resolver):
+    """What a plain scalar Spellbook writes may be read as: PyYAML's YAML 1.1 types, and YAML 1.2's
+    numbers (``YAML12_NUMBER``). Only for writing: reading stays YAML 1.1 (a hand-written
+    ``id: 123e4567`` is the string it always was)."""
+
+
+WriteResolver.add_implicit_resolver("tag:yaml.org,2002:float", YAML12_NUMBER, NUMBER_STARTS)
+_RESOLVER = WriteResolver()  # what the dumper's resolver makes of a plain scalar
 
 
 def _plain_key(key: str) -> bool:

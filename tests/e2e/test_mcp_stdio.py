@@ -12,6 +12,7 @@ import anyio
 import pytest
 from mcp import Client
 
+from spellbook.vault.note import parse_note
 from tests.helpers.stdio import alive, call, error, eventually, server
 
 pytestmark = pytest.mark.slow
@@ -201,7 +202,8 @@ def test_merge_over_stdio(tmp_path: Path) -> None:
             assert [r["path"] for r in merged["relinked"]] == ["Hand.md"]
             assert (vault / "Hand.md").read_text() == "# Hand\n\nI wrote down [[Tea|the second tea note]].\n"
             assert not (vault / second["path"]).exists()
-            assert f"merged_into: {first['id']}" in (vault / ".trash" / second["path"]).read_text()
+            trashed = parse_note((vault / ".trash" / second["path"]).read_text()).meta
+            assert trashed["merged_into"] == first["id"]  # read, not matched: an all-digit id is written quoted
             full = (await call(client, "get_memories", ids=[first["id"]]))["memories"][0]
             assert full["text"].endswith("## Tea again\n\nGreen tea steeps 3 minutes at 80C.\n")
             assert full["metadata"]["keywords"] == ["steep"] and full["version"] == merged["version"]

@@ -190,6 +190,42 @@ def test_what_spellbook_writes_takes_the_fast_path() -> None:
     assert parse_note(text).meta == meta
 
 
+# --- YAML 1.2 readers (Obsidian, js-yaml, ruamel.yaml) read what Spellbook writes as written --------
+
+NUMBERISH = st.lists(st.sampled_from(list("0179eE.-+oxbaf")), min_size=1, max_size=10).map("".join)
+# (no "_": ruamel.yaml takes "-_" for an integer and fails to build it; 1_000 is in the examples)
+
+
+def _read_as_yaml_1_2(text: str) -> dict:
+    from ruamel.yaml import YAML
+
+    return YAML(typ="safe", pure=True).load(text[4 : text.index("\n---\n", 3) + 1])
+
+
+@pytest.mark.parametrize("value", ["123e4567", "12E45678", "1e-5", "1.", "0o17", "1789982980889920", "0x1f", "1_000"])
+def test_an_id_that_yaml_1_2_reads_as_a_number_is_written_quoted(value: str) -> None:
+    """A random hex id can look like 123e4567: YAML 1.1 (PyYAML) reads that as a string, YAML 1.2
+    (Obsidian) as a number (Infinity), which a property edit there writes back over the id."""
+    text = render_note({"id": value, "merged_into": value, "tags": [value]}, "body\n")
+    assert f"id: '{value}'\n" in text
+    assert _read_as_yaml_1_2(text) == {"id": value, "merged_into": value, "tags": [value]}
+    assert parse_note(text).meta == {"id": value, "merged_into": value, "tags": [value]}
+
+
+@given(NUMBERISH)
+@settings(max_examples=2000, deadline=None)
+def test_strings_come_back_strings_under_yaml_1_1_and_1_2(value: str) -> None:
+    meta = {"id": value, "tags": [value, "b"]}
+    text = render_note(meta, "body\n")
+    assert parse_note(text).meta == meta
+    assert _typed(_read_as_yaml_1_2(text)) == _typed(meta)
+
+
+def test_a_hand_written_plain_number_like_value_still_reads_as_the_string_it_was() -> None:
+    """Reading stays YAML 1.1: an id written unquoted by an older Spellbook is the same id."""
+    assert parse_note("---\nid: 123e4567\ntitle: t\n---\nbody\n").meta == {"id": "123e4567", "title": "t"}
+
+
 def _typed(value: object) -> object:
     if isinstance(value, dict):
         return {k: _typed(v) for k, v in value.items()}
