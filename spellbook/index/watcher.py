@@ -4,6 +4,13 @@ File events mark paths dirty; a quiet period of ``debounce`` seconds flushes the
 ``sync_paths`` call. Directory events (a folder moved, created or deleted, as in a git checkout)
 ask for a whole-vault ``reconcile`` instead, which is cheap when little changed: it compares
 mtime and size first and hashes only what moved.
+
+A file still open for writing is not read yet. An editor that saves in place (Obsidian among them)
+truncates the file, then writes it, then closes it; read between the two, the note would be
+indexed empty until the write's own event, and a save that stalls there (a slow disk, a network
+folder) would leave it so for the stall. Where the file system reports closes (inotify, Linux), a
+path modified since its last close waits for that close, up to ``hold`` seconds (a file kept open,
+like a log, is indexed all the same); elsewhere, the debounce is all there is.
 """
 
 from __future__ import annotations
@@ -23,20 +30,25 @@ from spellbook.vault.paths import IGNORED_DIRS, is_ignored
 log = logging.getLogger(__name__)
 
 MAX_DELAY = 2.0  # seconds a change waits at most for the events around it to quiet down
+HOLD_SECONDS = 5.0  # seconds a file open for writing waits at most for its close
 
 
 class VaultWatcher(FileSystemEventHandler):
-    def __init__(self, indexer: Indexer, debounce: float = 0.25, reconcile: Callable[[], object] | None = None) -> None:
+    def __init__(self, indexer: Indexer, debounce: float = 0.25, reconcile: Callable[[], object] | None = None,
+                 hold: float = HOLD_SECONDS) -> None:
         self.indexer = indexer
         self._reconcile = reconcile or indexer.reconcile
         self.root = indexer.vault.root
         self.debounce = debounce
+        self.hold = hold
         self._dirty: set[str] = set()
+        self._writing: dict[str, float] = {}  # path -> when it was first modified since its last close
         self._full = False
         self._cond = threading.Condition()
         self._stopped = False
         self._last_event = 0.0
         self._observer = Observer()
+        self._closes = _reports_closes(self._observer)
         self._worker = threading.Thread(target=self._run, name="spellbook-watcher", daemon=True)
 
     def start(self) -> None:
@@ -69,6 +81,10 @@ class VaultWatcher(FileSystemEventHandler):
                 elif not is_ignored(path):
                     self._dirty.add(path)
                     relevant = True
+                    if event.event_type == "modified":
+                        self._writing.setdefault(path, time.monotonic())
+                    elif event.event_type in ("closed", "deleted", "moved"):
+                        self._writing.pop(path, None)
             if relevant:
                 self._last_event = time.monotonic()
                 self._cond.notify()
@@ -103,8 +119,12 @@ class VaultWatcher(FileSystemEventHandler):
                     self._cond.wait(min(self.debounce - quiet, MAX_DELAY - (now - first)))
                 if self._stopped and not (self._dirty or self._full):
                     return
-                dirty, full = self._dirty, self._full
-                self._dirty, self._full = set(), False
+                held = self._held() if not self._stopped else {}
+                dirty, full = self._dirty - held.keys(), self._full
+                self._dirty, self._full = set(held), False
+                if not (dirty or full):  # every change is a file still being written: wait for a close
+                    self._cond.wait(min(held.values()) - time.monotonic())
+                    continue
             try:  # on stop, what is still pending is synced first (the index is closed after)
                 if full:
                     self._reconcile()
@@ -112,3 +132,22 @@ class VaultWatcher(FileSystemEventHandler):
                     self.indexer.sync_paths(sorted(dirty))
             except Exception:  # noqa: BLE001 - a bad batch must never stop the watcher
                 log.exception("watcher: sync failed; will retry on the next change")
+
+    def _held(self) -> dict[str, float]:
+        """The dirty paths still open for writing, each with the time its hold runs out. A hold
+        that ran out is forgotten: the file is read now, and its next change waits again."""
+        if not self._closes:
+            return {}
+        now = time.monotonic()
+        for path in [p for p, since in self._writing.items() if since + self.hold <= now]:
+            del self._writing[path]
+        return {path: self._writing[path] + self.hold for path in self._dirty if path in self._writing}
+
+
+def _reports_closes(observer: object) -> bool:
+    """Whether the observer tells when a file opened for writing is closed (inotify does)."""
+    try:
+        from watchdog.observers.inotify import InotifyObserver
+    except ImportError:  # not Linux
+        return False
+    return isinstance(observer, InotifyObserver)
