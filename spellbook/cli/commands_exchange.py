@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from spellbook.cli.common import open_hub
+from spellbook.cli.common import ProgressBar, open_hub
 
 
 def export(args: argparse.Namespace) -> int:
@@ -47,12 +47,20 @@ def export(args: argparse.Namespace) -> int:
 def import_(args: argparse.Namespace) -> int:
     from spellbook.engine.exchange_formats import import_summary
 
-    params = {"path": str(args.file.expanduser().resolve()), "format": args.format,
-              "on_conflict": args.on_conflict, "dry_run": args.dry_run}
-    hub = open_hub(args, embeds=not args.dry_run)
+    params: dict[str, Any] = {"path": str(args.file.expanduser().resolve()), "format": args.format,
+                              "on_conflict": args.on_conflict, "dry_run": args.dry_run}
+    indexing, importing = ProgressBar("indexing"), ProgressBar("importing", unit="memory")
+    hub = open_hub(args, progress=indexing, embeds=not args.dry_run)
     try:
+        indexing.finish()
+        if hub.role == "owner":
+            params["progress"] = importing
+        else:
+            print("A running Spellbook server owns this index; it imports the file (its progress is not "
+                  "shown here).", file=sys.stderr)
         result = hub.call("import_memories", params)
     finally:
+        importing.finish()
         hub.close()
     if args.json:
         print(json.dumps(result, ensure_ascii=False, indent=2))

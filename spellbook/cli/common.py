@@ -38,11 +38,13 @@ def running_owner(settings: Any) -> int | None:
 
 
 class ProgressBar:
-    """Indexing progress on stderr, drawn by tqdm: redrawn in place on a terminal (at most 5 times a
-    second), else a line every 10 seconds, so a log shows progress without a line per file."""
+    """Progress (an index, an import) on stderr, drawn by tqdm: redrawn in place on a terminal (at
+    most 5 times a second), else a line every 10 seconds, so a log shows progress without a line
+    per file."""
 
-    def __init__(self, label: str) -> None:
+    def __init__(self, label: str, unit: str = "file") -> None:
         self.label = label
+        self.unit = unit
         self._bar: Any = None
 
     def __call__(self, done: int, total: int) -> None:
@@ -52,7 +54,7 @@ class ProgressBar:
             from tqdm import tqdm
 
             tty = sys.stderr.isatty()
-            self._bar = tqdm(total=total, desc=self.label, unit="file", file=sys.stderr, dynamic_ncols=tty,
+            self._bar = tqdm(total=total, desc=self.label, unit=self.unit, file=sys.stderr, dynamic_ncols=tty,
                              mininterval=0.2 if tty else 10.0, ascii=not tty)
         self._bar.total = total
         self._bar.update(done - self._bar.n)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from queue import Queue
 from typing import Any
@@ -33,12 +32,13 @@ from spellbook.engine.exchange_formats import (
     refuse_if,
     scrub_entries,
 )
+from spellbook.engine.import_run import Created, ImportProgress, ImportRun
 from spellbook.engine.memory_graph import looks_like_memory_graph, memory_graph_entries
-from spellbook.errors import ConflictError, InvalidInputError, SpellbookError, VaultPathError
+from spellbook.errors import InvalidInputError, SpellbookError, VaultPathError
 from spellbook.git.committer import Change, Committer
 from spellbook.index.catalog import Catalog
 from spellbook.index.filters import Filter, parse_filter, to_sql
-from spellbook.index.indexer import Indexer
+from spellbook.index.indexer import Indexer, Progress
 from spellbook.vault.exports import ExportPlaces, check_import_source, resolve_export_target, write_export
 from spellbook.vault.fields import derived_id, new_id
 from spellbook.vault.note import now_iso, parse_note, render_note
@@ -137,7 +137,12 @@ class Exchange:
         format: ImportFormat = "auto",
         on_conflict: OnConflict = "skip",
         dry_run: bool = False,
+        progress: Progress | None = None,
     ) -> dict[str, Any]:
+        """Import an export file. ``progress(done, total)``, for a caller in this process (the CLI's
+        bar): the memories handled so far, a written one once its batch is indexed."""
+        if progress is not None and not callable(progress):
+            raise InvalidInputError("progress is a callback for callers in the server's own process.")
         if format not in ("auto", "json", "mcp-memory"):
             raise InvalidInputError("format must be auto, json (a Spellbook export) or mcp-memory (memory.jsonl).")
         if on_conflict not in ("skip", "overwrite", "new_id"):
@@ -161,13 +166,14 @@ class Exchange:
         refuse_if(problems, len(entries))
 
         self.readiness.await_first_index()
-        run = _ImportRun(on_conflict, dry_run)
+        run = ImportRun(on_conflict, dry_run)
         run.kinds += named_kinds
+        tick = ImportProgress(progress, len(entries))
         # Batches are indexed in a thread while the next ones are written, each embedded (on the
         # embedder's `parallel` threads) while the one before it is written to the index.
         batches: Queue[list[str] | None] = Queue()
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="spellbook-import") as indexing:
-            indexed = indexing.submit(self.indexer.sync_batches, iter(batches.get, None))
+            indexed = indexing.submit(self.indexer.sync_batches, iter(batches.get, None), tick.indexed)
             sent = count = 0
             try:
                 for entry in entries:
@@ -175,6 +181,7 @@ class Exchange:
                         self._import_entry(entry, run)
                     except (SpellbookError, OSError) as exc:
                         run.failed(entry, exc)
+                    tick.read(len(run.written) + len(run.new))
                     if len(run.written) + len(run.new) - sent >= min(IMPORT_BATCH, FIRST_BATCH << count):
                         self._create_new(run)
                         batches.put(run.written[sent:])
@@ -185,6 +192,8 @@ class Exchange:
             finally:
                 batches.put(None)
             indexed.result()
+        if progress is not None:
+            progress(len(entries), len(entries))
         if run.written:
             self._commit_import(file, run)
         out: dict[str, Any] = {
@@ -202,7 +211,7 @@ class Exchange:
         return out
 
     # --- helpers ------------------------------------------------------------------------------
-    def _commit_import(self, file: Path, run: _ImportRun) -> None:
+    def _commit_import(self, file: Path, run: ImportRun) -> None:
         """One commit for everything an import wrote (in a git vault with commits on), and a line
         for each memory in the activity log: the texts and fields as written, not read back."""
         if not self.git.enabled and self.activity is None:
@@ -222,7 +231,7 @@ class Exchange:
         elif files:
             self.git.submit(Change("import", files, f"{len(files)} memories from {file.name}", "", on_done=log))
 
-    def _import_entry(self, entry: Entry, run: _ImportRun) -> None:
+    def _import_entry(self, entry: Entry, run: ImportRun) -> None:
         body, found = self.access.scrub(entry.body)
         meta, more = self.access.scrub_data(entry.meta)
         kinds = [r.kind for r in found] + more
@@ -260,13 +269,13 @@ class Exchange:
         meta = _with_id(meta, note_id, path)
         run.claimed.add(path)
         run.seen.setdefault(entry.id, path)
-        created = _Created(entry, path, _note_text(meta, body), meta, note_id, kinds)
+        created = Created(entry, path, _note_text(meta, body), meta, note_id, kinds)
         if run.dry_run:
             run.created(created, path)
         else:  # written with the others of its batch (``_create_new``)
             run.new.append(created)
 
-    def _create_new(self, run: _ImportRun) -> None:
+    def _create_new(self, run: ImportRun) -> None:
         """Write the new notes waiting in ``run``: one sync for the batch, not one per file."""
         if not run.new:
             return
@@ -313,57 +322,6 @@ class Exchange:
         if not file.is_file():
             raise InvalidInputError(f"No file at {file}. Pass the path of an export (absolute, or in {self._exports_dir()}).")
         return file
-
-
-@dataclass
-class _Created:
-    """A new note of an import: where it goes, its text and fields."""
-
-    entry: Entry
-    path: str
-    text: str
-    meta: dict[str, Any]
-    note_id: str
-    kinds: list[str]
-
-
-class _ImportRun:
-    """What one import did so far."""
-
-    def __init__(self, on_conflict: str, dry_run: bool) -> None:
-        self.on_conflict = on_conflict
-        self.dry_run = dry_run
-        self.lists: dict[str, list[dict[str, Any]]] = {
-            "created": [], "overwritten": [], "unchanged": [], "skipped": [], "failed": [],
-        }
-        self.seen: dict[str, str] = {}  # id -> path, for ids the file repeats
-        self.claimed: set[str] = set()  # paths taken by this import (a dry run writes none)
-        self.written: list[str] = []
-        self.texts: dict[str, str] = {}  # path -> what this import wrote there (for the commit)
-        self.metas: dict[str, dict[str, Any]] = {}  # path -> its fields (for the activity log)
-        self.kinds: list[str] = []
-        self.new: list[_Created] = []  # new notes waiting to be written together
-
-    def wrote(self, path: str, text: str, meta: dict[str, Any]) -> None:
-        self.written.append(path)
-        self.texts[path] = text
-        self.metas[path] = meta
-
-    def created(self, created: _Created, path: str) -> None:
-        self.kinds += created.kinds
-        extra = {"original_id": created.entry.id} if created.note_id != created.entry.id else {}
-        self.record("created", created.entry, path, id=created.note_id, **extra)
-
-    def failed(self, entry: Entry, exc: Exception) -> None:
-        message = f"{exc.path} changed on disk during the import; not overwritten" if isinstance(
-            exc, ConflictError) else str(exc)
-        self.record("failed", entry, entry.path, error=message)
-
-    def record(self, outcome: str, entry: Entry, path: str, **extra: Any) -> None:
-        item = {"where": entry.where, "id": entry.id, "path": path, "title": entry.title, **extra}
-        if path != entry.path:
-            item["requested_path"] = entry.path
-        self.lists[outcome].append(item)
 
 
 def _with_id(meta: dict[str, Any], note_id: str, path: str) -> dict[str, Any]:

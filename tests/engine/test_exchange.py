@@ -146,6 +146,29 @@ def good(n: int = 0, **change) -> dict:
             "body": "text", **change}
 
 
+def test_progress_counts_every_memory_a_written_one_once_indexed(engine: Engine, vault: Path, tmp_path: Path) -> None:
+    from spellbook.engine.exchange import IMPORT_BATCH
+
+    count = IMPORT_BATCH * 3 + 5
+    file = write_export(tmp_path, [good(n) for n in range(count)])
+    seen: list[tuple[int, int, int]] = []  # done, total, notes indexed at the time
+
+    def progress(done: int, total: int) -> None:
+        seen.append((done, total, engine.stats()["notes"]))
+
+    engine.import_memories(file, progress=progress)
+    assert {total for _, total, _ in seen} == {count}
+    assert [done for done, _, _ in seen] == sorted(done for done, _, _ in seen)  # never goes back
+    assert seen[-1][0] == count and len({done for done, _, _ in seen}) > 3  # steps on the way, then all
+    assert all(done <= indexed for done, _, indexed in seen)  # a written memory counts once it is searchable
+
+    seen.clear()
+    engine.import_memories(file, on_conflict="skip", progress=progress)  # all there: each is done when read
+    assert [done for done, _, _ in seen][:3] == [1, 2, 3] and seen[-1][:2] == (count, count)
+    with pytest.raises(InvalidInputError, match="callback"):
+        engine.import_memories(file, progress="50%")
+
+
 @pytest.mark.parametrize(("content", "message"), [
     ("not json at all", "is not JSON"),
     ("[]", "Not a Spellbook export"),
@@ -328,11 +351,33 @@ def test_cli_export_and_import(tmp_path: Path) -> None:
     dest.mkdir()
     dry = run("import", str(out), "--vault", str(dest), *common, "--dry-run")
     assert dry.stdout.startswith("Would import") and not (dest / "notes").exists()
-    report = json.loads(run("import", str(out), "--vault", str(dest), *common, "--json").stdout)
+    imported = run("import", str(out), "--vault", str(dest), *common, "--json")
+    report = json.loads(imported.stdout)
     assert report["counts"]["created"] == json.loads(out.read_text())["count"] >= 3
+    count = report["counts"]["created"]
+    assert "importing: 100%" in imported.stderr and f"{count}/{count}" in imported.stderr  # progress (tqdm)
     assert (dest / "notes" / "Hand.md").read_text() == (source / "notes" / "Hand.md").read_text()
     again = run("import", str(out), "--vault", str(dest), *common, "--on-conflict", "skip", "--format", "json")
     assert "0 created" in again.stdout and "skipped" in again.stdout
+
+
+@pytest.mark.slow
+def test_cli_import_under_a_running_server_goes_through_it(tmp_path: Path) -> None:
+    from spellbook.server.hub import Hub
+
+    vault = tmp_path / "vault"
+    run("init", str(vault))
+    file = write_export(tmp_path, [good(n) for n in range(3)])
+    owner = Hub(Settings(vault=vault, embedder="hashing", watch=False), watch=False, warm_up=False)
+    owner.start(background=False)
+    try:
+        assert owner.role == "owner"
+        imported = run("import", file, "--vault", str(vault), "--embedder", "hashing")
+        assert "owns this index; it imports the file" in imported.stderr and "importing" not in imported.stderr
+        assert "3 created" in imported.stdout
+        assert owner.call("memorize", {"query": "text"})["results"]  # the owner indexed them
+    finally:
+        owner.close()
 
 
 # --- new notes are written in batches (Vault.create_many): one fsync pass per batch -------------
