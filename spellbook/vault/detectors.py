@@ -237,8 +237,10 @@ def _find_assignments(text: str) -> Iterator[Match]:
     # _ASSIGN_RE tries its key at every word character (~0.25 ms on a 600-character note); a
     # match holds one of these literals, then more key characters, then its separator
     for regex in (_ASSIGN_RE, _CLI_RE) if _ASSIGN_HINT.search(text) else (_CLI_RE,):
-        for m in regex.finditer(text):
+        pos = 0
+        while (m := regex.search(text, pos)) is not None:
             start, end, value, quoted = _value_span(m)
+            pos = start  # a value passed over is searched again: "--token --token s3cret"
             if not quoted:  # "Set PASSWORD=hunter22." ends a sentence, not the password
                 value = value.rstrip(".:")
                 end = start + len(value)
@@ -251,6 +253,7 @@ def _find_assignments(text: str) -> Iterator[Match]:
                 and re.match(r"[ \t]+[A-Za-z]", text[end:])
             ):
                 continue  # "Password: stored in the team vault" is prose, not YAML
+            pos = m.end()
             yield _key_kind(m.group("key")), start, end
     for m in _XML_RE.finditer(text):
         if _plausible_value(m.group("uq"), quoted=True):

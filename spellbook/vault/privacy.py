@@ -182,6 +182,19 @@ class _Spans:
         self.starts.insert(i, start)
         self.ends.insert(i, end)
 
+    def gaps(self, start: int, end: int) -> list[tuple[int, int]]:
+        """The parts of ``[start, end)`` outside every span."""
+        out, pos = [], start
+        for i in range(max(0, bisect.bisect_right(self.starts, start) - 1), len(self.starts)):
+            if self.starts[i] >= end:
+                break
+            if self.starts[i] > pos:
+                out.append((pos, self.starts[i]))
+            pos = max(pos, self.ends[i])
+        if pos < end:
+            out.append((pos, end))
+        return out
+
 
 # --- public API --------------------------------------------------------------------------------
 
@@ -212,18 +225,33 @@ def redact(
             folded.append(text.casefold())
         return folded[0]
 
+    masked = text  # ``text`` with what is taken so far blanked out (line breaks, same length)
     for detector in detectors:
         if detector.kinds <= off or not detector.may_match(text, casefolded):
             continue
-        for kind, start, end in detector.find(text):
+        # A match that begins inside a taken span can run past it and hide a secret after it from
+        # the detector (``password=`` in a <private> span, ``password=000000`` after it): the
+        # others look at the masked text. A block (private, a key) looks at the text as it is.
+        taken_before = len(found)
+        for kind, start, end in detector.find(text if detector.covers_markers else masked):
             if kind in off:
                 continue
             if not detector.covers_markers and markers.overlaps(start, end):
                 continue
-            if taken.overlaps(start, end):
+            if not taken.overlaps(start, end):
+                parts = [(start, end)]
+            elif detector.covers_markers:
+                # A block with an earlier redaction inside it (a key with a <private> span in it, or
+                # its END line in one): the rest of the block is hidden around it. Left out, its
+                # BEGIN line alone would be found by a second pass: redact(redact(t)) != redact(t).
+                parts = taken.gaps(start, end)
+            else:
                 continue
-            taken.add(start, end)
-            found.append(Redaction(kind, start, end))
+            for part in parts:
+                taken.add(*part)
+                found.append(Redaction(kind, *part))
+        if len(found) > taken_before:
+            masked = _blank(text, found)
     if not found:
         return text, []
     found.sort(key=lambda r: r.start)
@@ -234,6 +262,16 @@ def redact(
         pos = r.end
     out.append(text[pos:])
     return "".join(out), found
+
+
+def _blank(text: str, spans: Iterable[Redaction]) -> str:
+    """``text`` with each span replaced by as many line breaks, where a secret's value stops."""
+    out, pos = [], 0
+    for r in sorted(spans, key=lambda r: r.start):
+        out += [text[pos : r.start], "\n" * (r.end - r.start)]
+        pos = r.end
+    out.append(text[pos:])
+    return "".join(out)
 
 
 def redact_data(

@@ -393,6 +393,33 @@ def test_arbitrary_text_is_idempotent_and_spans_are_consistent(text: str) -> Non
     assert redact(out) == (out, [])
 
 
+@pytest.mark.parametrize("text", [
+    "-----BEGIN RSA PRIVATE KEY-----<private>-----END RSA PRIVATE KEY-----",  # found by the fuzz test
+    "-----BEGIN RSA PRIVATE KEY-----\nMIIEabc\n<private>x</private>\nMIIEdef\n-----END RSA PRIVATE KEY-----\nafter",
+    "a <private>-----BEGIN RSA PRIVATE KEY-----</private>\nMIIEdef\n-----END RSA PRIVATE KEY----- b",
+])
+def test_a_key_cut_by_a_private_span_is_hidden_around_it(text: str) -> None:
+    """A key block with a <private> span in it, or its BEGIN or END line in one: the private span
+    is taken first, and the rest of the block is hidden around it (it was left whole, so a second
+    pass found the BEGIN line alone, and the key's lines after the span stayed in the note)."""
+    out, found = redact(text)
+    assert "BEGIN" not in out and "END" not in out and "MIIE" not in out
+    assert {r.kind for r in found} == {"private", "private-key"}
+    assert all(a.end <= b.start for a, b in zip(found, found[1:]))
+    assert redact(out) == (out, [])
+
+
+@pytest.mark.parametrize(("text", "hidden"), [
+    ("<private>password=</private>password=000000", "000000"),  # a key in the span, its value after it
+    ("--token </private>--token 0password: x", "0password"),  # a value passed over holds the next key
+])
+def test_a_value_passed_over_does_not_hide_the_secret_after_it(text: str, hidden: str) -> None:
+    """Both were found only by a second pass (the fuzz tests, at 20,000 examples and more)."""
+    out, _ = redact(text)
+    assert hidden not in out
+    assert redact(out) == (out, [])
+
+
 def test_crlf_text() -> None:
     text = "a <private>x\r\ny\r\n\r\nb\r\npassword = hunter22\r\n"
     assert redact(text)[0] == "a [REDACTED:private]\r\n\r\nb\r\npassword = [REDACTED:password]\r\n"
