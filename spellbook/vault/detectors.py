@@ -233,6 +233,9 @@ def _value_span(m: re.Match[str]) -> tuple[int, int, str, bool]:
     raise AssertionError("value group missing")
 
 
+RESCAN_CHARS = 200  # a passed-over value up to this long is searched again for a key
+
+
 def _find_assignments(text: str) -> Iterator[Match]:
     # _ASSIGN_RE tries its key at every word character (~0.25 ms on a 600-character note); a
     # match holds one of these literals, then more key characters, then its separator
@@ -240,7 +243,9 @@ def _find_assignments(text: str) -> Iterator[Match]:
         pos = 0
         while (m := regex.search(text, pos)) is not None:
             start, end, value, quoted = _value_span(m)
-            pos = start  # a value passed over is searched again: "--token --token s3cret"
+            # A value passed over is searched again ("--token </private>--token s3cret"), if it is
+            # short: a long one ("password=<password=<..." for 50 KB) would make this quadratic.
+            pos = start if end - start <= RESCAN_CHARS else m.end()
             if not quoted:  # "Set PASSWORD=hunter22." ends a sentence, not the password
                 value = value.rstrip(".:")
                 end = start + len(value)

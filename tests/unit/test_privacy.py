@@ -436,8 +436,10 @@ def test_crlf_text() -> None:
         "http://a:b" * 5_000,
         "eyJaaaaaaaaa." * 4_000,
         "Bearer " * 7_000,
+        "password=<" * 5_000,  # each value passed over holds the rest: searched again, 10 s
+        "--token <" * 5_000 + "--token " * 500,
     ],
-    ids=["word", "dotted", "assign", "private", "pem", "url", "jwt", "bearer"],
+    ids=["word", "dotted", "assign", "private", "pem", "url", "jwt", "bearer", "passed-over", "cli-passed-over"],
 )
 def test_adversarial_input_stays_fast(text: str) -> None:
     import time
