@@ -121,16 +121,30 @@ class Detector:
         return any(needle in haystack for needle in self.needles)
 
 
+RESCAN_CHARS = 200  # a value passed over up to this long is searched again for a match
+
+
+def _resume(m: re.Match[str], start: int, end: int) -> int:
+    """Where a detector searches on after passing a match over: inside its value (``start``) when
+    that is short, so a match in it is still found ("--token </private>--token s3cret"); after the
+    match when long ("password=<password=<..." for 50 KB would make the search quadratic)."""
+    return max(start, m.start() + 1) if end - start <= RESCAN_CHARS else m.end()
+
+
 def _regex(
     kind: str, pattern: str, needles: tuple[str, ...], flags: int = 0, group: int | str = 0, accept=None
 ) -> Detector:
     compiled = re.compile(pattern, flags)
 
     def find(text: str) -> Iterator[Match]:
-        for m in compiled.finditer(text):
+        pos = 0
+        while (m := compiled.search(text, pos)) is not None:
             start, end = m.span(group)
             if start < end and (accept is None or accept(m.group(group))):
+                pos = m.end()
                 yield kind, start, end
+            else:
+                pos = _resume(m, start, end)
 
     return Detector(frozenset({kind}), find, needles=needles, folded=bool(flags & re.IGNORECASE))
 
@@ -149,6 +163,9 @@ def _find_private(text: str) -> Iterator[Match]:
     paragraphs = [m.start() for m in _PARAGRAPH_END_RE.finditer(text)]
     pos = 0
     while (m := _PRIVATE_OPEN_RE.search(text, pos)) is not None:
+        if "[REDACTED:" in m.group():  # "<x [REDACTED:private]>": a tag a redaction put together
+            pos = m.start() + 1
+            continue
         i = bisect.bisect_left(close_starts, m.end())
         if i < len(closes):
             end = closes[i][1]
@@ -233,9 +250,6 @@ def _value_span(m: re.Match[str]) -> tuple[int, int, str, bool]:
     raise AssertionError("value group missing")
 
 
-RESCAN_CHARS = 200  # a passed-over value up to this long is searched again for a key
-
-
 def _find_assignments(text: str) -> Iterator[Match]:
     # _ASSIGN_RE tries its key at every word character (~0.25 ms on a 600-character note); a
     # match holds one of these literals, then more key characters, then its separator
@@ -243,9 +257,7 @@ def _find_assignments(text: str) -> Iterator[Match]:
         pos = 0
         while (m := regex.search(text, pos)) is not None:
             start, end, value, quoted = _value_span(m)
-            # A value passed over is searched again ("--token </private>--token s3cret"), if it is
-            # short: a long one ("password=<password=<..." for 50 KB) would make this quadratic.
-            pos = start if end - start <= RESCAN_CHARS else m.end()
+            pos = _resume(m, start, end)
             if not quoted:  # "Set PASSWORD=hunter22." ends a sentence, not the password
                 value = value.rstrip(".:")
                 end = start + len(value)
@@ -266,7 +278,9 @@ def _find_assignments(text: str) -> Iterator[Match]:
 
 
 def _find_prose(text: str) -> Iterator[Match]:
-    for m in _PROSE_RE.finditer(text):
+    pos = 0
+    while (m := _PROSE_RE.search(text, pos)) is not None:
+        pos = _resume(m, *m.span("qv" if m.group("qv") is not None else "uv"))
         if m.group("qv") is not None:
             value, start = m.group("qv"), m.start("qv")
             if len(value) < 4 or _is_placeholder(value):
@@ -281,6 +295,7 @@ def _find_prose(text: str) -> Iterator[Match]:
                 or not _plausible_value(value, quoted=False)
             ):
                 continue
+        pos = m.end()
         yield _key_kind(m.group("key")), start, start + len(value)
 
 
@@ -301,7 +316,9 @@ _CJK_RE = re.compile(
 
 
 def _find_cjk(text: str) -> Iterator[Match]:
-    for m in _CJK_RE.finditer(text):
+    pos = 0
+    while (m := _CJK_RE.search(text, pos)) is not None:
+        pos = _resume(m, *m.span("qv" if m.group("qv") is not None else "uv"))
         kind = next(k.replace("_", "-")[2:] for k, v in m.groupdict().items() if k.startswith("k_") and v)
         if m.group("qv") is not None:
             value, start = m.group("qv"), m.start("qv")
@@ -316,6 +333,7 @@ def _find_cjk(text: str) -> Iterator[Match]:
                 any(c.isdigit() for c in value) and any(c.isalpha() for c in value)
             ):
                 continue  # "토큰은 JWT입니다": prose, not a value
+        pos = m.end()
         yield kind, start, start + len(value)
 
 

@@ -199,6 +199,9 @@ class _Spans:
 # --- public API --------------------------------------------------------------------------------
 
 
+DETECTOR_ROUNDS = 4  # passes of one detector over a text while each finds more (bounds the work)
+
+
 def redact(
     text: str, *, extra_patterns: Sequence[str] = (), disabled: Collection[str] = ()
 ) -> tuple[str, list[Redaction]]:
@@ -232,26 +235,32 @@ def redact(
         # A match that begins inside a taken span can run past it and hide a secret after it from
         # the detector (``password=`` in a <private> span, ``password=000000`` after it): the
         # others look at the masked text. A block (private, a key) looks at the text as it is.
-        taken_before = len(found)
-        for kind, start, end in detector.find(text if detector.covers_markers else masked):
-            if kind in off:
-                continue
-            if not detector.covers_markers and markers.overlaps(start, end):
-                continue
-            if not taken.overlaps(start, end):
-                parts = [(start, end)]
-            elif detector.covers_markers:
-                # A block with an earlier redaction inside it (a key with a <private> span in it, or
-                # its END line in one): the rest of the block is hidden around it. Left out, its
-                # BEGIN line alone would be found by a second pass: redact(redact(t)) != redact(t).
-                parts = taken.gaps(start, end)
-            else:
-                continue
-            for part in parts:
-                taken.add(*part)
-                found.append(Redaction(kind, *part))
-        if len(found) > taken_before:
-            masked = _blank(text, found)
+        for _ in range(DETECTOR_ROUNDS):
+            taken_before, passed_over = len(found), False
+            for kind, start, end in detector.find(text if detector.covers_markers else masked):
+                if kind in off:
+                    continue
+                if not detector.covers_markers and markers.overlaps(start, end):
+                    continue
+                if not taken.overlaps(start, end):
+                    parts = [(start, end)]
+                elif detector.covers_markers:
+                    # A block with an earlier redaction inside it (a key with a <private> span in
+                    # it, or its END line in one): the rest of the block is hidden around it. Left
+                    # out, its BEGIN line alone would be found by a second pass.
+                    parts = taken.gaps(start, end)
+                else:
+                    passed_over = True  # it may have hidden a match inside it from the detector
+                    continue
+                for part in parts:
+                    taken.add(*part)
+                    found.append(Redaction(kind, *part))
+            if len(found) > taken_before:
+                masked = _blank(text, found)
+            # Again on the text blanked since, when this detector passed a match over: what a
+            # second redact() would find in the markers' place, this one finds now.
+            if not passed_over or len(found) == taken_before:
+                break
     if not found:
         return text, []
     found.sort(key=lambda r: r.start)

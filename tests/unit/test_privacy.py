@@ -412,12 +412,22 @@ def test_a_key_cut_by_a_private_span_is_hidden_around_it(text: str) -> None:
 @pytest.mark.parametrize(("text", "hidden"), [
     ("<private>password=</private>password=000000", "000000"),  # a key in the span, its value after it
     ("--token </private>--token 0password: x", "0password"),  # a value passed over holds the next key
+    ("password=--token '--token 000000\"password=--token '--token 000000\"", "000000"),  # quoted, over a taken one
+    ("</password>API 키: <password>API 키: private</password>API 키: <password>API 키: private", "private"),
 ])
 def test_a_value_passed_over_does_not_hide_the_secret_after_it(text: str, hidden: str) -> None:
     """Both were found only by a second pass (the fuzz tests, at 20,000 examples and more)."""
     out, _ = redact(text)
     assert hidden not in out
     assert redact(out) == (out, [])
+
+
+def test_a_tag_put_together_by_a_redaction_is_not_a_tag() -> None:
+    """``<PRIVATE <private></private>>``: no opening tag in the text, but after the inner span
+    becomes ``[REDACTED:private]`` the outer one looks like ``<PRIVATE attrs>``."""
+    for text in ["<PRIVATE <private></private>> after", "<private></private>><PRIVATE\n\n<private></private>> x"]:
+        out, _ = redact(text)
+        assert redact(out) == (out, []) and out.endswith(("after", "x"))
 
 
 def test_crlf_text() -> None:
