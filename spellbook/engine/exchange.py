@@ -11,6 +11,7 @@ indexes what it wrote by reading it back, as ``scribe`` does.
 from __future__ import annotations
 
 import json
+from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path, PurePosixPath
 from queue import Queue
@@ -37,6 +38,7 @@ from spellbook.engine.memory_graph import looks_like_memory_graph, memory_graph_
 from spellbook.errors import InvalidInputError, SpellbookError, VaultPathError
 from spellbook.git.committer import Change, Committer
 from spellbook.index.catalog import Catalog
+from spellbook.index.claims import with_folders
 from spellbook.index.filters import Filter, parse_filter, to_sql
 from spellbook.index.indexer import Indexer, Progress
 from spellbook.vault.exports import ExportPlaces, check_import_source, resolve_export_target, write_export
@@ -171,9 +173,24 @@ class Exchange:
         tick = ImportProgress(progress, len(entries))
         # Batches are indexed in a thread while the next ones are written, each embedded (on the
         # embedder's `parallel` threads) while the one before it is written to the index.
+        # The paths are claimed from before their write until their batch is indexed, so the
+        # watcher does not index them too (index/claims.py).
         batches: Queue[list[str] | None] = Queue()
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="spellbook-import") as indexing:
-            indexed = indexing.submit(self.indexer.sync_batches, iter(batches.get, None), tick.indexed)
+        queued: deque[list[str]] = deque()
+
+        def indexed_one(done: int) -> None:  # sync_batches reports each batch, in order, once written
+            run.hold.release(queued.popleft())
+            tick.indexed(done)
+
+        def send(batch: list[str]) -> None:
+            queued.append(batch)
+            batches.put(batch)
+
+        with (
+            self.indexer.claims.hold() as run.hold,
+            ThreadPoolExecutor(max_workers=1, thread_name_prefix="spellbook-import") as indexing,
+        ):
+            indexed = indexing.submit(self.indexer.sync_batches, iter(batches.get, None), indexed_one)
             sent = count = 0
             try:
                 for entry in entries:
@@ -184,11 +201,11 @@ class Exchange:
                     tick.read(len(run.written) + len(run.new))
                     if len(run.written) + len(run.new) - sent >= min(IMPORT_BATCH, FIRST_BATCH << count):
                         self._create_new(run)
-                        batches.put(run.written[sent:])
+                        send(run.written[sent:])
                         sent, count = len(run.written), count + 1
                 self._create_new(run)
                 if len(run.written) > sent:
-                    batches.put(run.written[sent:])
+                    send(run.written[sent:])
             finally:
                 batches.put(None)
             indexed.result()
@@ -256,6 +273,7 @@ class Exchange:
                 run.record("unchanged", entry, existing)
                 return
             if not run.dry_run:
+                run.hold.add([existing])
                 self.vault.write(existing, text, expected_version=state.version)  # never clobbers a newer edit
                 run.wrote(existing, text, meta)
             run.kinds += kinds
@@ -279,9 +297,12 @@ class Exchange:
         """Write the new notes waiting in ``run``: one sync for the batch, not one per file."""
         if not run.new:
             return
+        run.hold.add(with_folders(c.path for c in run.new))  # the folders too: create_many may make them
         paths = self.vault.create_many([(c.path, c.text) for c in run.new])
         for created, path in zip(run.new, paths):
             if isinstance(path, str):
+                if path != created.path:  # a file took its name meanwhile: written at a free one
+                    run.hold.add([path])
                 run.wrote(path, created.text, created.meta)
                 run.created(created, path)
             else:  # its id stays taken for the rest of the file: importing it again writes it

@@ -9,6 +9,7 @@ from typing import Any
 
 from spellbook.engine.exchange_formats import Entry
 from spellbook.errors import ConflictError
+from spellbook.index.claims import Claims, Hold
 from spellbook.index.indexer import Progress
 
 
@@ -67,6 +68,7 @@ class ImportRun:
         self.metas: dict[str, dict[str, Any]] = {}  # path -> its fields (for the activity log)
         self.kinds: list[str] = []
         self.new: list[Created] = []  # new notes waiting to be written together
+        self.hold: Hold = Claims().hold()  # the paths claimed from the watcher: import_memories sets the indexer's
 
     def wrote(self, path: str, text: str, meta: dict[str, Any]) -> None:
         self.written.append(path)

@@ -29,16 +29,12 @@ from typing import Any
 
 import numpy as np
 
-from spellbook.errors import (
-    EmbedderInputError,
-    IndexUnavailableError,
-    InvalidInputError,
-    VaultPathError,
-)
+from spellbook.errors import EmbedderInputError, IndexUnavailableError, InvalidInputError, VaultPathError
 from spellbook.index.analysis import Prepared, analyse_note, embed_text
 from spellbook.index.embedding import BatchEmbedder, Vectors
 from spellbook.index.report import SyncReport
 from spellbook.index.catalog import Catalog, ChunkRow, FileRow
+from spellbook.index.claims import Claims
 from spellbook.index.rows import NoteRow
 from spellbook.index.chunker import CHUNKER_VERSION
 from spellbook.vault.crashpoints import crash_point
@@ -69,6 +65,7 @@ class Indexer:
         self.refused: set[str] = set()  # ...of which the endpoint refused the text (retried on reconcile)
         self._filling = threading.Lock()
         self.batches = BatchEmbedder(embedder)
+        self.claims = Claims()  # paths a writer indexes itself (an import): the watcher leaves them to it
         self.closed = False
 
     def close(self) -> None:
@@ -132,7 +129,7 @@ class Indexer:
                 continue
             if row is not None and row.mtime_ns == st.st_mtime_ns and row.size == st.st_size:
                 report.unchanged += 1
-            else:
+            elif path not in self.claims:  # a claimed file is its writer's to index (index/claims.py)
                 candidates.append(path)
         orphan_check = self._drop_orphan_vectors()
         if orphan_check:

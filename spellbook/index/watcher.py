@@ -11,6 +11,11 @@ indexed empty until the write's own event, and a save that stalls there (a slow 
 folder) would leave it so for the stall. Where the file system reports closes (inotify, Linux), a
 path modified since its last close waits for that close, up to ``hold`` seconds (a file kept open,
 like a log, is indexed all the same); elsewhere, the debounce is all there is.
+
+A path a writer has claimed (an import indexes the files it writes itself: index/claims.py) is
+held until its release, then synced only if the file on disk is not what the index holds, and a
+folder it claimed is no reason for a whole-vault reconcile when it is created: without that, an
+import's files were read and embedded twice, by the import and here.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from pathlib import Path
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
-from spellbook.index.indexer import Indexer
+from spellbook.index.indexer import Indexer, file_changed
 from spellbook.vault.paths import IGNORED_DIRS, is_ignored
 
 log = logging.getLogger(__name__)
@@ -43,6 +48,7 @@ class VaultWatcher(FileSystemEventHandler):
         self.hold = hold
         self._dirty: set[str] = set()
         self._writing: dict[str, float] = {}  # path -> when it was first modified since its last close
+        self._claimed: set[str] = set()  # dirty paths held for a writer's claim (synced if changed)
         self._full = False
         self._cond = threading.Condition()
         self._stopped = False
@@ -69,14 +75,14 @@ class VaultWatcher(FileSystemEventHandler):
         if event.event_type in ("opened", "closed_no_write"):
             return
         paths = [event.src_path] + ([event.dest_path] if getattr(event, "dest_path", "") else [])
-        relevant = False
+        relevant, claims = False, self.indexer.claims
         with self._cond:
             for raw in paths:
                 path = self._relative(raw)
                 if path is None:
                     continue
-                if event.is_directory:
-                    if event.event_type != "modified":
+                if event.is_directory:  # a folder a writer made for its claimed files is no news
+                    if event.event_type != "modified" and not (event.event_type == "created" and path in claims):
                         self._full = relevant = True
                 elif not is_ignored(path):
                     self._dirty.add(path)
@@ -122,6 +128,7 @@ class VaultWatcher(FileSystemEventHandler):
                 held = self._held() if not self._stopped else {}
                 dirty, full = self._dirty - held.keys(), self._full
                 self._dirty, self._full = set(held), False
+                settled, self._claimed = dirty & self._claimed, self._claimed - dirty
                 if not (dirty or full):  # every change is a file still being written: wait for a close
                     self._cond.wait(min(held.values()) - time.monotonic())
                     continue
@@ -129,19 +136,32 @@ class VaultWatcher(FileSystemEventHandler):
                 if full:
                     self._reconcile()
                 else:
-                    self.indexer.sync_paths(sorted(dirty))
+                    paths = [p for p in sorted(dirty) if p not in settled or self._changed(p)]
+                    if paths:
+                        self.indexer.sync_paths(paths)
             except Exception:  # noqa: BLE001 - a bad batch must never stop the watcher
                 log.exception("watcher: sync failed; will retry on the next change")
 
     def _held(self) -> dict[str, float]:
-        """The dirty paths still open for writing, each with the time its hold runs out. A hold
-        that ran out is forgotten: the file is read now, and its next change waits again."""
-        if not self._closes:
-            return {}
+        """The dirty paths still open for writing, each with the time its hold runs out, and the
+        claimed ones, looked at again after a debounce. A hold that ran out is forgotten: the file
+        is read now, and its next change waits again."""
         now = time.monotonic()
-        for path in [p for p, since in self._writing.items() if since + self.hold <= now]:
-            del self._writing[path]
-        return {path: self._writing[path] + self.hold for path in self._dirty if path in self._writing}
+        held: dict[str, float] = {}
+        if self._closes:
+            for path in [p for p, since in self._writing.items() if since + self.hold <= now]:
+                del self._writing[path]
+            held = {path: self._writing[path] + self.hold for path in self._dirty if path in self._writing}
+        claims = self.indexer.claims
+        if len(claims):
+            claimed = [path for path in self._dirty if path in claims]
+            self._claimed.update(claimed)
+            held.update((path, min(held.get(path, now + self.debounce), now + self.debounce)) for path in claimed)
+        return held
+
+    def _changed(self, path: str) -> bool:
+        """Whether a path released by its claim is not what the index holds (read it again)."""
+        return file_changed(self.indexer.vault, self.indexer.catalog.file(path), path)
 
 
 def _reports_closes(observer: object) -> bool:

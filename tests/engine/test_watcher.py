@@ -1,9 +1,12 @@
 """The vault watcher with a real observer (inotify here) over a real vault: a file still open for
 writing is not read until it is closed, so an editor's in-place save (truncate, write, close) is
-never indexed half done; a file kept open is indexed all the same once its hold runs out."""
+never indexed half done; a file kept open is indexed all the same once its hold runs out. A path a
+writer claimed (an import) is left to it: not read or embedded twice, and synced after its release
+only when it changed since."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -13,7 +16,9 @@ import pytest
 from spellbook.config import Settings
 from spellbook.embedders.hashing import HashingEmbedder
 from spellbook.engine import Engine
+from spellbook.index.claims import Claims, with_folders
 from spellbook.index.watcher import VaultWatcher
+from tests.helpers.engine import CountingEmbedder
 
 DEBOUNCE = 0.1
 
@@ -101,3 +106,113 @@ def test_stopping_indexes_what_is_still_held(engine: Engine, watch) -> None:
         assert wait_for(lambda: "kettle.md" in watcher._writing, seconds=3.0)
         watcher.stop()
     assert "zqstop" in indexed_text(engine, "kettle.md")
+
+
+class SlowCounting(CountingEmbedder):
+    """Counts what it embeds, at 2 ms a text: an import's files wait on disk for their batch, long
+    enough for the watcher to see them."""
+
+    def embed_documents(self, texts):
+        time.sleep(0.002 * len(texts))
+        return super().embed_documents(texts)
+
+
+def test_a_claimed_path_is_left_to_its_writer_and_synced_after_release_only_if_changed(engine: Engine, watch) -> None:
+    by_watcher: list[list[str]] = []
+    original = engine.indexer.sync_paths
+
+    def sync_paths(paths):
+        if threading.current_thread().name == "spellbook-watcher":
+            by_watcher.append(list(paths))
+        return original(paths)
+
+    engine.indexer.sync_paths = sync_paths
+    watch()
+    root = engine.vault.root
+    with engine.indexer.claims.hold() as hold:
+        hold.add(["tea.md", "milk.md"])
+        (root / "tea.md").write_text("# Tea\n\nGreen tea at 80 C, zqclaimed.\n")
+        (root / "milk.md").write_text("# Milk\n\nOat milk foams best cold, zqmilk.\n")
+        time.sleep(10 * DEBOUNCE)
+        assert engine.catalog.file("tea.md") is None, "the watcher indexed a claimed file"
+        engine.indexer.sync_paths(["tea.md", "milk.md"])  # the writer indexes its files
+        (root / "milk.md").write_text("# Milk\n\nOat milk foams best cold, zqedited.\n")  # a person, after
+        hold.release(["tea.md", "milk.md"])
+    assert wait_for(lambda: "zqedited" in indexed_text(engine, "milk.md"))
+    time.sleep(5 * DEBOUNCE)
+    assert not any("tea.md" in paths for paths in by_watcher), \
+        "a released file the writer had indexed, unchanged since, was read again"
+    assert any("milk.md" in paths for paths in by_watcher)
+
+
+def test_a_claimed_folder_created_is_no_reason_to_reconcile(engine: Engine) -> None:
+    reconciles: list[float] = []
+    watcher = VaultWatcher(engine.indexer, DEBOUNCE, reconcile=lambda: reconciles.append(time.monotonic()))
+    watcher.start()
+    try:
+        root = engine.vault.root
+        with engine.indexer.claims.hold() as hold:
+            hold.add(with_folders(["ops/deploy/Rollback.md"]))
+            (root / "ops" / "deploy").mkdir(parents=True)
+            (root / "ops" / "deploy" / "Rollback.md").write_text("# Rollback\n\nRevert the tag.\n")
+            time.sleep(8 * DEBOUNCE)
+            assert reconciles == [], "a folder the writer claimed started a whole-vault reconcile"
+        (root / "journal").mkdir()  # nobody's claim: it may hold anything (a folder moved in)
+        assert wait_for(lambda: bool(reconciles), seconds=3.0)
+    finally:
+        watcher.stop()
+
+
+def test_reconcile_leaves_a_claimed_file_to_its_writer(engine: Engine) -> None:
+    (engine.vault.root / "tea.md").write_text("# Tea\n\nGreen tea at 80 C.\n")
+    with engine.indexer.claims.hold() as hold:
+        hold.add(["tea.md"])
+        engine.indexer.reconcile()
+        assert engine.catalog.file("tea.md") is None
+    engine.indexer.reconcile()
+    assert engine.catalog.file("tea.md") is not None
+
+
+def test_an_import_under_the_watcher_embeds_each_text_once(tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    source = Engine(Settings(vault=tmp_path / "a", index_dir=tmp_path / "ia", embedder="hashing", watch=False),
+                    embedder=CountingEmbedder())
+    source.start()
+    try:
+        for i in range(120):
+            source.scribe(f"Note {i} about topic {i % 12}, zq{i:03d}.", title=f"Note {i}",
+                          category=f"area{i % 4}", topic=f"topic{i % 12}")
+        export = source.export(path="all.json")["path"]
+    finally:
+        source.close()
+    (tmp_path / "b").mkdir()
+    embedder = SlowCounting()
+    target = Engine(Settings(vault=tmp_path / "b", index_dir=tmp_path / "ib", embedder="hashing", watch=False),
+                    embedder=embedder)
+    target.start()
+    watcher = VaultWatcher(target.indexer, DEBOUNCE, reconcile=target.reconcile)
+    watcher.start()
+    try:
+        report = target.import_memories(export)
+        assert report["counts"]["created"] == 120
+        time.sleep(10 * DEBOUNCE)  # whatever the watcher would do with the import's events
+        texts = embedder.embedded
+        assert len(texts) - len(set(texts)) == 0, f"{len(texts) - len(set(texts))} texts embedded twice"
+        assert len(set(texts)) == len(target.catalog.all_chunk_ids()) == 120
+    finally:
+        watcher.stop()
+        target.close()
+    assert not target.indexer.claims, "the import left claims behind"
+
+
+def test_claims_count_each_writer_and_a_hold_releases_the_rest_on_exit() -> None:
+    claims = Claims()
+    with claims.hold() as first, claims.hold() as second:
+        first.add(["a.md", "b.md"])
+        second.add(["b.md"])
+        first.release(["a.md", "a.md", "c.md"])  # twice, and one never claimed: no harm
+        assert "a.md" not in claims and "b.md" in claims
+        second.release(["b.md"])
+        assert "b.md" in claims  # still the first writer's
+    assert len(claims) == 0
+    assert with_folders(["x/y/z.md", "top.md"]) == {"x", "x/y", "x/y/z.md", "top.md"}
