@@ -26,7 +26,18 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.events import (
+    DirCreatedEvent,
+    DirDeletedEvent,
+    DirMovedEvent,
+    FileClosedEvent,
+    FileCreatedEvent,
+    FileDeletedEvent,
+    FileModifiedEvent,
+    FileMovedEvent,
+    FileSystemEvent,
+    FileSystemEventHandler,
+)
 from watchdog.observers import Observer
 
 from spellbook.index.indexer import Indexer, file_changed
@@ -36,6 +47,11 @@ log = logging.getLogger(__name__)
 
 MAX_DELAY = 2.0  # seconds a change waits at most for the events around it to quiet down
 HOLD_SECONDS = 5.0  # seconds a file open for writing waits at most for its close
+# The events the watcher acts on. Not a file opened or closed unwritten (every read of a note, the
+# indexer's own among them) nor a folder's "modified" beside each change in it: inotify is not
+# even asked for the first two, and watchdog makes no event object for any of them.
+EVENTS = [FileCreatedEvent, FileModifiedEvent, FileDeletedEvent, FileMovedEvent, FileClosedEvent,
+          DirCreatedEvent, DirDeletedEvent, DirMovedEvent]
 
 
 class VaultWatcher(FileSystemEventHandler):
@@ -58,7 +74,7 @@ class VaultWatcher(FileSystemEventHandler):
         self._worker = threading.Thread(target=self._run, name="spellbook-watcher", daemon=True)
 
     def start(self) -> None:
-        self._observer.schedule(self, str(self.root), recursive=True)
+        self._observer.schedule(self, str(self.root), recursive=True, event_filter=EVENTS)
         self._observer.start()
         self._worker.start()
 

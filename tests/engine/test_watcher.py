@@ -216,3 +216,30 @@ def test_claims_count_each_writer_and_a_hold_releases_the_rest_on_exit() -> None
         assert "b.md" in claims  # still the first writer's
     assert len(claims) == 0
     assert with_folders(["x/y/z.md", "top.md"]) == {"x", "x/y", "x/y/z.md", "top.md"}
+
+
+def test_reading_a_note_makes_no_event(engine: Engine) -> None:
+    """Every read of a note (the indexer's own, a person's viewer) would be two events, and each
+    change a third for its folder: inotify is not asked for them, watchdog builds none."""
+    seen: list[tuple[str, bool]] = []
+
+    class Recording(VaultWatcher):
+        def on_any_event(self, event) -> None:
+            seen.append((event.event_type, event.is_directory))
+            super().on_any_event(event)
+
+    watcher = Recording(engine.indexer, DEBOUNCE)
+    watcher.start()
+    try:
+        file = engine.vault.root / "kettle.md"
+        for _ in range(20):
+            file.read_bytes()
+        (engine.vault.root / "tea.md").write_text("# Tea\n\nGreen tea at 80 C, zqread.\n")
+        assert wait_for(lambda: "zqread" in indexed_text(engine, "tea.md"))
+        time.sleep(3 * DEBOUNCE)
+    finally:
+        watcher.stop()
+    kinds = {kind for kind, _ in seen}
+    assert "created" in kinds and "closed" in kinds
+    assert not kinds & {"opened", "closed_no_write"}, seen
+    assert ("modified", True) not in seen, "a folder's modified event was built"
