@@ -20,7 +20,9 @@ Sections:
 Each figure is printed beside the embedder's own cost for the same texts, measured in this
 process with the same model and thread count (section 0): what is above it is Spellbook's. Scribe
 and memorize are also split by language (English, Korean, Japanese). Section 6 exports the scribed
-notes and imports them into a fresh vault with ``spellbook import``. An import and a first index are
+notes and imports them into a fresh vault twice: with the ``import`` tool of a running server over
+MCP stdio (the call, the server's watcher on), and with ``spellbook import`` (process start to
+exit: interpreter, Chroma and the model load included). An import and a first index are
 compared with the model measured right before and after them; up to 2,000 notes each runs three
 times between four such measurements and the median run is reported (``--batch-runs``): a run of a
 few seconds moves with the machine.
@@ -725,6 +727,33 @@ def bench_cli_import(vault: Path, export: Path, embedder: str, notes: int) -> di
     return {"wall_s": wall, "notes": notes, "load": os.getloadavg()[0], "cpu_s": usage.ru_utime + usage.ru_stime}
 
 
+def proc_cpu(pid: int) -> float:
+    """User + system CPU seconds of a process so far, its exited threads included."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def bench_mcp_import(vault: Path, export: Path, embedder: str, notes: int, logs: ServerLogs,
+                           name: str) -> dict[str, Any]:
+    """The ``import`` tool of a server on a fresh vault, over MCP stdio: the call, timed from the
+    request to the answer (the server started and ready before), and the server's CPU meanwhile."""
+    with logs.new(name) as errlog:
+        async with client_for(vault, embedder, errlog) as client:
+            await client.list_tools(cache_mode="bypass")
+            pid = int((await wait_ready(client))["owner_pid"])
+            cpu = proc_cpu(pid)
+            t = time.perf_counter()
+            r = await client.call_tool("import", {"path": str(export)})
+            wall = time.perf_counter() - t
+            cpu = proc_cpu(pid) - cpu
+    if r.is_error:
+        raise SystemExit(f"the import tool failed: {_error_text(r)}")
+    created = ((r.structured_content or {}).get("counts") or {}).get("created")
+    if created != notes:
+        raise SystemExit(f"the import tool created {created} of {notes} memories")
+    return {"wall_s": wall, "notes": notes, "load": os.getloadavg()[0], "cpu_s": cpu}
+
+
 def median_run(runs: list[dict[str, Any]], texts: int) -> dict[str, Any]:
     """The run whose share of the embedder alone (measured right before and after it) is the
     median, with every run's share beside it: one run of a few seconds moves with the machine."""
@@ -809,6 +838,16 @@ def main() -> int:
             log(f"import {k + 1}/{runs} of {len(notes)} notes: {imports[-1]['wall_s']:.1f} s")
             shutil.rmtree(fresh.parent, ignore_errors=True)
         res["import"] = median_run(imports, len(notes))
+        imports = []
+        for k in range(runs):
+            fresh = tmp / f"mcp-imported{k}" / "vault"
+            fresh.parent.mkdir(parents=True)
+            imports.append(anyio.run(bench_mcp_import, fresh, export, args.embedder, len(notes), logs, f"import{k}"))
+            alone.append(embedder_now(args.embedder, import_texts))
+            imports[-1]["alone_now"] = (alone[-2], alone[-1])
+            log(f"import tool {k + 1}/{runs} of {len(notes)} notes: {imports[-1]['wall_s']:.1f} s")
+            shutil.rmtree(fresh.parent, ignore_errors=True)
+        res["import_mcp"] = median_run(imports, len(notes))
 
         # 5. first index of a hand-written vault, then the no-op reconcile
         if not args.skip_index:
@@ -983,6 +1022,20 @@ def render_summary(args: argparse.Namespace, res: dict[str, Any], logs: ServerLo
             own = imp["notes"] / a["import_texts_per_s"]  # the model's own CPU seconds for these texts
             add(f"   CPU: the model's own {own:.1f} s of {imp['cpu_s']:.1f} s ({own / imp['cpu_s']:.0%}); the rest, "
                 f"{(imp['cpu_s'] - own) / imp['notes'] * 1000:.1f} ms a note, is Spellbook's (start-up, files, catalog, Chroma)")
+
+    imp = res.get("import_mcp")
+    if imp:
+        rate = imp["notes"] / imp["wall_s"]
+        add(f"6b. the `import` tool of a running server over MCP stdio, the same file into a fresh vault (the call): "
+            f"{imp['wall_s']:.1f} s, {rate:.1f} notes/s, server cpu {imp['cpu_s']:.1f} s (load {imp['load']:.2f})")
+        if a:
+            add(f"   the embedder alone on those texts: {against(rate, a, 'import_texts_per_s')}")
+            add("   " + against_now(rate, imp))
+            if runs_line(imp):
+                add("   " + runs_line(imp))
+            own = imp["notes"] / a["import_texts_per_s"]
+            add(f"   CPU: the model's own {own:.1f} s of {imp['cpu_s']:.1f} s ({own / imp['cpu_s']:.0%}); the rest, "
+                f"{(imp['cpu_s'] - own) / imp['notes'] * 1000:.1f} ms a note, is Spellbook's (files, catalog, Chroma, watcher)")
 
     odd: list[str] = []
     if s:
