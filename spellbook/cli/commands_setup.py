@@ -98,7 +98,7 @@ def doctor(args: argparse.Namespace) -> int:
         report = hub.call("repair" if args.repair else "check")
         if args.repair:
             probe["vectors_missing"] = report.get("counts", {}).get("vectors_missing", 0)
-        config += doctor.embedder_check(probe)
+        config += doctor.embedder_check(probe) + doctor.id_check(report)
     except SpellbookError as exc:  # the index cannot be opened: say why, with the other checks
         report = {"consistent": False}
         config.append(doctor.check("index", "fail", str(exc)))
@@ -117,7 +117,7 @@ def print_doctor(report: dict[str, Any], args: argparse.Namespace) -> int:
         verdict = "index == vault" if report["consistent"] else "index differs from the vault"
         print(f"{verdict}: {report['files_in_vault']} files in the vault, {report['files_indexed']} indexed")
         for key, count in report["counts"].items():
-            if count:
+            if count and key != "ids_read_as_numbers":  # a check of its own, below
                 print(f"  {key.replace('_', ' ')}: {count}")
         if report["identity_problem"]:
             print(f"  index must be rebuilt: {report['identity_problem']}")

@@ -31,6 +31,25 @@ def check(name: str, status: str, detail: str, fix: str | None = None) -> Check:
     return out
 
 
+def id_check(report: Mapping[str, Any]) -> list[Check]:
+    """Ids written unquoted that YAML 1.2 tools (Obsidian's properties) read as numbers."""
+    quoted = report.get("quoted_ids") or []
+    left = report.get("counts", {}).get("ids_read_as_numbers", 0)
+    out = []
+    if quoted:
+        out.append(check("ids", "ok", f"quoted the id of {len(quoted)} notes that YAML 1.2 read as a number: "
+                         + ", ".join(quoted[:5]) + (" ..." if len(quoted) > 5 else "")))
+    if left:
+        paths = report.get("ids_read_as_numbers", [])
+        out.append(check(
+            "ids", "warn",
+            f"{left} notes write their id unquoted where YAML 1.2 (Obsidian's properties) reads a number, "
+            f"e.g. {paths[0] if paths else '?'}: editing that property in Obsidian would write the number over the id",
+            "run `spellbook doctor --repair` to quote them (only those values change)",
+        ))
+    return out
+
+
 # ---------------------------------------------------------------- settings and folders
 
 

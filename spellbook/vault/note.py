@@ -162,6 +162,34 @@ def render_note(
     return ("\ufeff" + text) if original and original.bom else text
 
 
+ID_KEYS = ("id", "merged_into")  # the fields that name a memory: a tool that reads them as numbers loses it
+
+
+def quote_number_ids(text: str) -> str | None:
+    """``text`` with its ``ID_KEYS`` quoted where they are plain strings YAML 1.2 reads as numbers
+    (``id: 123e4567``, written so before Spellbook quoted them: Obsidian shows Infinity, and a
+    property edit there writes it back); only the value changes, every other byte is kept. None
+    when there is nothing to quote."""
+    note = parse_note(text)
+    if note.frontmatter is None:
+        return None
+    bom = 1 if text.startswith("\ufeff") else 0
+    offset = _OPEN_FENCE.match(text, bom).end()  # where the frontmatter's first block starts
+    cuts: list[tuple[int, int, str]] = []
+    for key, block in note.blocks:
+        value = note.meta.get(key) if key in ID_KEYS else None
+        plain = _PLAIN_VALUE.match(block)
+        if isinstance(value, str) and YAML12_NUMBER.match(value) and plain and plain.group("value") == value:
+            cuts.append((offset + plain.start("value"), offset + plain.end("value"), f"'{value}'"))
+        offset += len(block)
+    for start, end, quoted in reversed(cuts):
+        text = text[:start] + quoted + text[end:]
+    return text if cuts else None
+
+
+_PLAIN_VALUE = re.compile(r"[^:]*:[ \t]*(?P<value>[^\s'\"#][^\s#]*)[ \t]*(?:#.*)?\r?(?:\n|$)")
+
+
 def dump_field(key: str, value: Any, newline: str = "\n") -> str:
     text = plain_field(key, value)
     if text is None:

@@ -94,12 +94,38 @@ def test_doctor_finds_drift_and_repairs_it(tmp_path: Path) -> None:
     assert sick.returncode == 1
     report = json.loads(sick.stdout)
     assert report["counts"] == {
-        "not_indexed": 1, "deleted_but_indexed": 1, "changed": 1, "vectors_missing": 1, "orphan_vectors": 0
+        "not_indexed": 1, "deleted_but_indexed": 1, "changed": 1, "vectors_missing": 1, "orphan_vectors": 0,
+        "ids_read_as_numbers": 0,
     }
     assert report["not_indexed"] == ["New.md"] and report["changed_since_indexed"] == ["Welcome.md"]
     repaired = run("doctor", *common, "--repair")
     assert repaired.stdout.startswith("index == vault")
     assert run("doctor", *common).returncode == 0
+
+
+def test_doctor_quotes_the_ids_yaml_1_2_reads_as_numbers(tmp_path: Path) -> None:
+    """An older Spellbook wrote ``id: 123e4567`` unquoted: Obsidian (YAML 1.2) reads Infinity there.
+    doctor names such notes; --repair quotes the value, nothing else, and the memory keeps its id."""
+    vault = tmp_path / "vault"
+    run("init", str(vault))
+    common = ["--vault", str(vault), "--embedder", "hashing"]
+    old = "---\nid: 123e4567\ntitle: Kettle   # as written\nmerged_into: 9e12\n---\nDescale with citric acid.\n"
+    (vault / "Kettle.md").write_text(old)
+    (vault / "Quoted.md").write_text("---\nid: '456e789'\ntitle: Quoted\n---\nAlready quoted.\n")
+    run("index", *common)
+    found = run("doctor", *common, "--json", check=False)
+    report = json.loads(found.stdout)
+    assert report["ids_read_as_numbers"] == ["Kettle.md"] and report["counts"]["ids_read_as_numbers"] == 1
+    assert found.returncode == 0  # a warning: the index is fine
+    text = run("doctor", *common).stdout
+    assert "WARN  ids: 1 notes write their id unquoted" in text and "spellbook doctor --repair" in text
+    repaired = run("doctor", *common, "--repair")
+    assert "quoted the id of 1 notes" in repaired.stdout and repaired.stdout.startswith("index == vault")
+    assert (vault / "Kettle.md").read_text() == old.replace("123e4567", "'123e4567'").replace("9e12", "'9e12'")
+    again = json.loads(run("doctor", *common, "--json").stdout)
+    assert again["counts"]["ids_read_as_numbers"] == 0 and again["consistent"]
+    hits = json.loads(run("search", *common, "descale citric acid", "--json").stdout)["results"]
+    assert hits[0]["path"] == "Kettle.md" and hits[0]["id"] == "123e4567"
 
 
 def test_install_and_uninstall_a_client(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spellbook.vault.note import _yaml_field, content_version, parse_note, render_note
+from spellbook.vault.note import _yaml_field, content_version, parse_note, quote_number_ids, render_note
 from spellbook.vault.plain_yaml import plain_field as _plain_field
 
 META = {"id": "abc123", "title": "A title", "tags": ["x", "y/z"], "created": "2026-01-02T03:04:05+09:00"}
@@ -224,6 +224,24 @@ def test_strings_come_back_strings_under_yaml_1_1_and_1_2(value: str) -> None:
 def test_a_hand_written_plain_number_like_value_still_reads_as_the_string_it_was() -> None:
     """Reading stays YAML 1.1: an id written unquoted by an older Spellbook is the same id."""
     assert parse_note("---\nid: 123e4567\ntitle: t\n---\nbody\n").meta == {"id": "123e4567", "title": "t"}
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("---\nid: 123e4567\ntitle: T  # c\n---\nbody\n", "---\nid: '123e4567'\ntitle: T  # c\n---\nbody\n"),
+    ("\ufeff---\r\nid: 12E45 # kept\r\nmerged_into: 1e5\r\n# a comment\r\n---\r\nb\r\n",
+     "\ufeff---\r\nid: '12E45' # kept\r\nmerged_into: '1e5'\r\n# a comment\r\n---\r\nb\r\n"),
+    ("---\nid: '123e4567'\n---\nbody\n", None),  # quoted already
+    ("---\nid: abc123\n---\nbody\n", None),  # a string under YAML 1.2 too
+    ("---\ntitle: 1e5\n---\nbody\n", None),  # not an id: a person's value, theirs to keep
+    ("---\nid: 123e4567\n", None),  # no closing fence: no frontmatter
+    ("# no frontmatter\nid: 1e5\n", None),
+])
+def test_an_old_unquoted_number_like_id_is_quoted_and_nothing_else_changes(text: str, expected: str | None) -> None:
+    out = quote_number_ids(text)
+    assert out == expected
+    if out is not None:
+        assert parse_note(out).meta == parse_note(text).meta
+        assert quote_number_ids(out) is None
 
 
 def _typed(value: object) -> object:
