@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -44,6 +45,10 @@ from spellbook.index.indexer import Indexer, file_changed
 from spellbook.vault.paths import IGNORED_DIRS, is_ignored
 
 log = logging.getLogger(__name__)
+# watchdog's inotify adds the watch of a new folder twice when files appear in it at once (an import
+# making folders) and says so in a RuntimeWarning of a few KB on the server's stderr; the second
+# watch replaces the first with the same callback, so nothing is lost.
+warnings.filterwarnings("ignore", message="Callback with id", category=RuntimeWarning, module="watchdog")
 
 MAX_DELAY = 2.0  # seconds a change waits at most for the events around it to quiet down
 HOLD_SECONDS = 5.0  # seconds a file open for writing waits at most for its close
