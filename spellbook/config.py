@@ -50,6 +50,10 @@ class Settings(BaseSettings):
         default=30.0, gt=0, description="A network embedder that failed is skipped this long; missing vectors are "
         "retried this often.",
     )
+    embed_processes: bool = Field(
+        default=True, description="A first index or an import embeds in child processes forked with the model "
+        "(Linux; the default model), where it does not wait for the GIL.",
+    )
     max_text_chars: int = Field(default=50_000, ge=1, description="Largest body scribe/revise accept.")
     max_chunk_chars: int = Field(
         default=2_000, ge=200, description="Hand-written sections longer than this are split further."

@@ -30,6 +30,10 @@ class Embedder(ABC):
     # own thread: a model that computes on one core with the GIL released says how many cores it
     # may use. 1 for a model that already spreads over the cores itself or runs elsewhere.
     parallel: int = 1
+    # Whether a child process forked with this embedder loaded may embed (the parts of a large batch
+    # then run in such processes: spellbook/embedders/lanes.py). Only for a model that computes in
+    # process on state a fork copies whole; ``after_fork`` renews what the child cannot share.
+    forks: bool = False
 
     @abstractmethod
     def embed_documents(self, texts: Sequence[str]) -> list[list[float]]: ...
@@ -47,6 +51,10 @@ class Embedder(ABC):
     def health(self) -> dict[str, Any]:
         """For ``stats``: where the model runs and whether it answers."""
         return {"endpoint": "in process", "reachable": True}
+
+    def after_fork(self) -> None:
+        """In a forked child (``forks``): new locks for the ones another thread may have held at the
+        fork, and the files it reads opened again (the child closes every inherited descriptor)."""
 
     def close(self) -> None:
         """Release connections or sessions (the engine calls it for an embedder it built)."""

@@ -17,9 +17,12 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 
 class HashingEmbedder(Embedder):
     model_id = "hashing-v1"
+    forks = True  # no state: a forked child embeds the same
 
-    def __init__(self, dimensions: int = 256) -> None:
+    def __init__(self, dimensions: int = 256, parallel: int | None = None) -> None:
         self.dimensions = dimensions
+        if parallel is not None:  # tests of large batches (the class's 1 otherwise)
+            self.parallel = parallel
 
     def _embed(self, text: str) -> list[float]:
         vec = [0.0] * self.dimensions

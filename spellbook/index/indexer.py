@@ -35,7 +35,7 @@ from spellbook.index.embedding import BatchEmbedder, Vectors
 from spellbook.index.report import SyncReport
 from spellbook.index.catalog import Catalog, ChunkRow, FileRow
 from spellbook.index.claims import Claims
-from spellbook.index.rows import NoteRow
+from spellbook.index.rows import NoteRow, file_changed  # file_changed: imported from here too
 from spellbook.index.chunker import CHUNKER_VERSION
 from spellbook.vault.crashpoints import crash_point
 from spellbook.vault.paths import MAX_FILE_BYTES
@@ -53,7 +53,8 @@ Progress = Callable[[int, int], None]
 
 
 class Indexer:
-    def __init__(self, vault: Vault, catalog: Catalog, vectors: Any, embedder: Any, max_chunk_chars: int = 2_000):
+    def __init__(self, vault: Vault, catalog: Catalog, vectors: Any, embedder: Any, max_chunk_chars: int = 2_000,
+                 embed_processes: bool = True):
         self.vault = vault
         self.catalog = catalog
         self.vectors = vectors
@@ -64,7 +65,7 @@ class Indexer:
         self.missing: set[str] = set()  # chunk ids in the catalog without a vector (embedder failed)
         self.refused: set[str] = set()  # ...of which the endpoint refused the text (retried on reconcile)
         self._filling = threading.Lock()
-        self.batches = BatchEmbedder(embedder)
+        self.batches = BatchEmbedder(embedder, embed_processes)
         self.claims = Claims()  # paths a writer indexes itself (an import): the watcher leaves them to it
         self.closed = False
 
@@ -182,39 +183,44 @@ class Indexer:
         if not self._filling.acquire(blocking=False):
             return report  # another thread is at it
         try:
-            queue = sorted(self.missing - self.refused)
-            for start in range(0, len(queue), FILL_BATCH):
-                with self.lock:
-                    batch = [cid for cid in queue[start : start + FILL_BATCH] if cid in self.missing]
-                    rows = self.catalog.chunks(batch)
-                    notes = self.catalog.notes_at({r.path for r in rows.values()})
-                    # removed since, or a chunk without its note (only a repair can fix that)
-                    self.missing.difference_update(c for c in batch if c not in rows or rows[c].path not in notes)
-                todo = [(cid, r) for cid, r in rows.items() if r.path in notes]
-                if not todo:
-                    continue
-                embedded = self.batches.embed([embed_text(notes[r.path].title, r.heading, r.text) for _, r in todo])
-                with self._open_lock():  # keep only what is still current: a write may have replaced a chunk
-                    now = self.catalog.chunks([cid for cid, _ in todo])
-                    keep = [(cid, r, v) for (cid, r), v in zip(todo, embedded) if isinstance(v, list)
-                            and cid in self.missing and cid in now and now[cid].digest == r.digest]
-                    if keep:
-                        ids, vectors = [k[0] for k in keep], [k[2] for k in keep]
-                        self.vectors.upsert(ids, vectors, [{"path": k[1].path} for k in keep])
-                    self.missing.difference_update(k[0] for k in keep)
-                report.embedded_chunks += len(keep)
-                failed = [(cid, v) for (cid, _), v in zip(todo, embedded) if not isinstance(v, list)]
-                self.refused.update(cid for cid, v in failed if isinstance(v, EmbedderInputError))
-                if failed:
-                    report.embedder_error = str(failed[-1][1])
-                if any(not isinstance(v, EmbedderInputError) for _, v in failed):
-                    break  # down, or misconfigured: try again later
-            if report.embedded_chunks:
-                log.info("filled in %d missing vectors; %d still missing", report.embedded_chunks, len(self.missing))
+            with self.batches.bulk():
+                self._fill(report)
         finally:
             self._filling.release()
+        if report.embedded_chunks:
+            log.info("filled in %d missing vectors; %d still missing", report.embedded_chunks, len(self.missing))
         report.vectors_missing = len(self.missing)
         return report
+
+    def _fill(self, report: SyncReport) -> None:
+        """``fill_missing``'s rounds (the lock for each, the model outside it)."""
+        queue = sorted(self.missing - self.refused)
+        for start in range(0, len(queue), FILL_BATCH):
+            with self.lock:
+                batch = [cid for cid in queue[start : start + FILL_BATCH] if cid in self.missing]
+                rows = self.catalog.chunks(batch)
+                notes = self.catalog.notes_at({r.path for r in rows.values()})
+                # removed since, or a chunk without its note (only a repair can fix that)
+                self.missing.difference_update(c for c in batch if c not in rows or rows[c].path not in notes)
+            todo = [(cid, r) for cid, r in rows.items() if r.path in notes]
+            if not todo:
+                continue
+            embedded = self.batches.embed([embed_text(notes[r.path].title, r.heading, r.text) for _, r in todo])
+            with self._open_lock():  # keep only what is still current: a write may have replaced a chunk
+                now = self.catalog.chunks([cid for cid, _ in todo])
+                keep = [(cid, r, v) for (cid, r), v in zip(todo, embedded) if isinstance(v, list)
+                        and cid in self.missing and cid in now and now[cid].digest == r.digest]
+                if keep:
+                    ids, vectors = [k[0] for k in keep], [k[2] for k in keep]
+                    self.vectors.upsert(ids, vectors, [{"path": k[1].path} for k in keep])
+                self.missing.difference_update(k[0] for k in keep)
+            report.embedded_chunks += len(keep)
+            failed = [(cid, v) for (cid, _), v in zip(todo, embedded) if not isinstance(v, list)]
+            self.refused.update(cid for cid, v in failed if isinstance(v, EmbedderInputError))
+            if failed:
+                report.embedder_error = str(failed[-1][1])
+            if any(not isinstance(v, EmbedderInputError) for _, v in failed):
+                break  # down, or misconfigured: try again later
 
     # --- some paths ---------------------------------------------------------------------------
     def sync_paths(self, paths: Iterable[str]) -> SyncReport:
@@ -236,16 +242,17 @@ class Indexer:
         again: list[str] = []
         pending: list[_Staged] = []
         finished = 0
-        for paths in chain(batches, [None]):
-            if paths is not None:
-                with self._open_lock():
-                    pending.append(self._stage(paths, ids, now=False))
-            if len(pending) == 2 or (paths is None and pending):
-                staged = pending.pop(0)
-                report.add(self._finish_later(staged, again))
-                finished += staged.size
-                if done is not None:
-                    done(finished)
+        with self.batches.bulk():  # parts embedded in child processes where the model allows it
+            for paths in chain(batches, [None]):
+                if paths is not None:
+                    with self._open_lock():
+                        pending.append(self._stage(paths, ids, now=False))
+                if len(pending) == 2 or (paths is None and pending):
+                    staged = pending.pop(0)
+                    report.add(self._finish_later(staged, again))
+                    finished += staged.size
+                    if done is not None:
+                        done(finished)
         if again:
             report.add(self.sync_paths(again))
         return report
@@ -422,15 +429,6 @@ class Indexer:
                 self._recently_removed.move_to_end(row.digest)
         while len(self._recently_removed) > RECENTLY_REMOVED_MAX:
             self._recently_removed.popitem(last=False)
-
-
-def file_changed(vault: Vault, row: FileRow | None, path: str) -> bool:
-    """True when the file at ``path`` is no longer what the catalog indexed (or is gone)."""
-    try:
-        st = vault.stat(path)
-    except (OSError, VaultPathError):
-        return True
-    return row is None or row.mtime_ns != st.st_mtime_ns or row.size != st.st_size
 
 
 @dataclass

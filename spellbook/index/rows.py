@@ -1,4 +1,5 @@
-"""The rows the catalog stores and returns: a file's ledger entry, a note, a folder note, a chunk."""
+"""The rows the catalog stores and returns (a file's ledger entry, a note, a folder note, a chunk), and
+whether a file is still what its ledger row says (``file_changed``)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,12 @@ import math
 from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from spellbook.errors import VaultPathError
+
+if TYPE_CHECKING:
+    from spellbook.vault.store import Vault
 
 
 @dataclass(frozen=True)
@@ -146,3 +152,12 @@ def _finite(value: Any) -> Any:
         return {str(k): _finite(v) for k, v in value.items()}
     return value
 
+
+
+def file_changed(vault: Vault, row: FileRow | None, path: str) -> bool:
+    """True when the file at ``path`` is no longer what the catalog indexed (or is gone)."""
+    try:
+        st = vault.stat(path)
+    except (OSError, VaultPathError):
+        return True
+    return row is None or row.mtime_ns != st.st_mtime_ns or row.size != st.st_size

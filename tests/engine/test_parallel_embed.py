@@ -31,6 +31,7 @@ class ThreadNoting(HashingEmbedder):
     """The hashing embedder, noting which thread embedded each text; refuses texts with 'REFUSE'."""
 
     parallel = 2
+    forks = False  # threads of this process, which it notes (child processes: test_lanes.py)
 
     def __init__(self) -> None:
         super().__init__()

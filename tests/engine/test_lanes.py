@@ -1,0 +1,266 @@
+"""A first index or an import embeds its large parts in child processes forked with the model
+(spellbook/embedders/lanes.py): the vectors are those of this process, the children keep nothing
+they inherited, exit at the end of the job (or when this process dies), and a child that fails or
+hangs costs only the time to notice: its texts are embedded here instead."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from spellbook.config import Settings
+from spellbook.embedders import lanes as lanes_module
+from spellbook.embedders.hashing import HashingEmbedder
+from spellbook.errors import EmbedderInputError
+from spellbook.index.analysis import embed_text
+from spellbook.index.embedding import BatchEmbedder
+from tests.helpers.engine import open_engine
+
+pytestmark = pytest.mark.skipif(not lanes_module.can_fork(), reason="child processes are forked on Linux only")
+
+TEXT = "The canary release rolls back when the error rate doubles within ten minutes."
+
+
+class Noting(HashingEmbedder):
+    """The hashing embedder on two parts at once, writing a line for each call to ``log`` (the
+    process and what it was asked): calls made in a child show up there too. ``kill`` / ``hang`` /
+    ``refuse``: texts holding that word make a child die, hang or refuse them."""
+
+    parallel = 2
+
+    def __init__(self, log: Path) -> None:
+        super().__init__()
+        self.log = log
+
+    def embed_documents(self, texts):
+        child = os.getpid() != PARENT
+        with open(self.log, "a", encoding="utf-8") as f:
+            f.write(json.dumps({"pid": os.getpid(), "texts": len(texts), "fds": _fds() if child else [],
+                                "marked": [w for w in ("KILL", "HANG", "REFUSE") if any(w in t for t in texts)]}) + "\n")
+        if child and any("KILL" in t for t in texts):
+            os.kill(os.getpid(), signal.SIGKILL)
+        if child and any("HANG" in t for t in texts):
+            time.sleep(3600)
+        if child and any("SLOW" in t for t in texts):
+            time.sleep(0.5)
+        if any("REFUSE" in t for t in texts):
+            raise EmbedderInputError("the model refuses this text")
+        return super().embed_documents(texts)
+
+    def calls(self) -> list[dict]:
+        return [json.loads(line) for line in self.log.read_text(encoding="utf-8").splitlines()]
+
+
+PARENT = os.getpid()
+
+
+def _fds() -> dict[str, str]:
+    out = {}
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            out[fd] = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            pass
+    return out
+
+
+def _notes(vault: Path, count: int, marker: dict[int, str] | None = None) -> None:
+    for i in range(count):
+        extra = f" {marker[i]}" if marker and i in marker else ""
+        (vault / f"note {i:03d}.md").write_text(f"# Note {i}\n\n{TEXT} Number {i}.{extra}\n", encoding="utf-8")
+
+
+def _alive(pid: int) -> bool:
+    """Running (a zombie that its new parent has not reaped yet has exited)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    return "\nState:\tZ" not in status
+
+
+def test_a_first_index_embeds_in_two_child_processes_and_they_exit_with_the_job(settings: Settings, tmp_path: Path) -> None:
+    _notes(settings.vault_dir, 150)
+    embedder = Noting(tmp_path / "calls.jsonl")
+    engine = open_engine(settings, embedder)
+    try:
+        calls = embedder.calls()
+        children = {c["pid"] for c in calls if c["pid"] != PARENT}
+        assert len(children) == 2, calls  # the parts of each large batch, in two children
+        assert sum(c["texts"] for c in calls if c["pid"] in children) > 100
+        assert not any(_alive(pid) for pid in children)  # gone with the first index, reaped
+        assert engine.indexer.batches.lane_pids() == []
+        assert engine.vectors.ids() == engine.catalog.all_chunk_ids() and not engine.indexer.missing
+        for path in ("note 000.md", "note 077.md", "note 149.md"):
+            (chunk_id,) = engine.catalog.chunk_ids(path)
+            row = engine.catalog.chunks([chunk_id])[chunk_id]
+            text = embed_text(engine.catalog.note_at(path).title, row.heading, row.text)
+            expected = HashingEmbedder().embed_documents([text])[0]
+            assert engine.vectors.vectors([chunk_id])[chunk_id] == pytest.approx(expected, abs=1e-6)
+    finally:
+        engine.close()
+
+
+def test_a_child_keeps_only_its_socket_and_the_null_device(settings: Settings, tmp_path: Path) -> None:
+    _notes(settings.vault_dir, 40)
+    embedder = Noting(tmp_path / "calls.jsonl")
+    engine = open_engine(settings, embedder)  # holds the owner's files: catalog, Chroma, the log file...
+    try:
+        child = next(c for c in embedder.calls() if c["pid"] != PARENT)
+        fds = child["fds"]
+        assert {fd for fd in ("0", "1", "2")} <= fds.keys() and all(fds[fd] == os.devnull for fd in ("0", "1", "2"))
+        assert fds["3"].startswith("socket:")
+        others = {fd: target for fd, target in fds.items() if fd not in ("0", "1", "2", "3")}
+        # what is left: the call log this embedder opened, and listdir's own descriptor
+        assert all(target == str(tmp_path / "calls.jsonl") or target.startswith("/proc/") for target in others.values()), fds
+    finally:
+        engine.close()
+
+
+def test_a_refused_text_is_blamed_alone(settings: Settings, tmp_path: Path) -> None:
+    _notes(settings.vault_dir, 80, {57: "REFUSE"})
+    embedder = Noting(tmp_path / "calls.jsonl")
+    engine = open_engine(settings, embedder)
+    try:
+        refused = set(engine.catalog.chunk_ids("note 057.md"))
+        assert engine.indexer.missing == refused
+        assert engine.vectors.ids() == engine.catalog.all_chunk_ids() - refused
+        assert any(c["pid"] != PARENT for c in embedder.calls())
+    finally:
+        engine.close()
+
+
+@pytest.mark.parametrize("failure", ["KILL", "HANG"])
+def test_a_child_that_dies_or_hangs_costs_only_time(settings: Settings, tmp_path: Path, monkeypatch,
+                                                    caplog: pytest.LogCaptureFixture, failure: str) -> None:
+    monkeypatch.setattr(lanes_module, "DEADLINE_SECONDS", 1.0)
+    monkeypatch.setattr(lanes_module, "PER_TEXT_SECONDS", 0.0)
+    _notes(settings.vault_dir, 150, {90: failure})
+    embedder = Noting(tmp_path / "calls.jsonl")
+    started = time.monotonic()
+    with caplog.at_level(logging.WARNING, logger="spellbook.embedders.lanes"):
+        engine = open_engine(settings, embedder)
+    try:
+        assert time.monotonic() - started < 30
+        assert engine.vectors.ids() == engine.catalog.all_chunk_ids() and not engine.indexer.missing
+        assert len(engine.catalog.all_chunk_ids()) == 150
+        warned = [r.getMessage() for r in caplog.records if "child process" in r.getMessage()]
+        assert len(warned) == 1, warned  # once for the job, then embedded here
+        assert ("signal 9" in warned[0]) if failure == "KILL" else ("did not answer in time" in warned[0])
+        assert any(c["pid"] == PARENT and failure in c["marked"] and c["texts"] >= 16 for c in embedder.calls())
+        children = {c["pid"] for c in embedder.calls() if c["pid"] != PARENT}
+        assert children and not any(_alive(pid) for pid in children)  # the hung one was killed
+    finally:
+        engine.close()
+
+
+def test_no_child_processes_when_switched_off_or_for_small_parts(tmp_path: Path) -> None:
+    for processes, count in ((False, 150), (True, 10)):
+        vault = tmp_path / f"vault-{processes}"
+        vault.mkdir()
+        _notes(vault, count)
+        embedder = Noting(tmp_path / f"calls-{processes}.jsonl")
+        engine = open_engine(Settings(vault=vault, embedder="hashing", watch=False, embed_processes=processes), embedder)
+        try:
+            assert {c["pid"] for c in embedder.calls()} == {PARENT}
+            assert len(engine.vectors.ids()) == count
+        finally:
+            engine.close()
+
+
+def test_close_waits_for_the_parts_under_way_then_the_children_exit(tmp_path: Path) -> None:
+    embedder = Noting(tmp_path / "calls.jsonl")
+    batches = BatchEmbedder(embedder)
+    texts = [f"{TEXT} {i} SLOW" for i in range(64)]  # each child takes 0.5 s over its part
+    with batches.bulk():
+        wait = batches.start(texts)
+        deadline = time.monotonic() + 10
+        while len(batches.lane_pids()) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        pids = batches.lane_pids()
+        assert len(pids) == 2
+        closing = threading.Thread(target=batches.close)
+        closing.start()
+        closing.join(0.2)
+        assert closing.is_alive()  # the children are still at their parts
+        vectors = wait()
+        closing.join(10)
+    assert not closing.is_alive()
+    np.testing.assert_allclose(np.asarray(vectors), np.asarray(HashingEmbedder().embed_documents(texts)), atol=1e-9)
+    assert {c["pid"] for c in embedder.calls()} == set(pids)  # both parts answered by the children
+    assert not any(_alive(pid) for pid in pids)
+
+
+@pytest.mark.slow
+def test_the_default_model_in_child_processes_gives_this_process_vectors(tmp_path: Path) -> None:
+    from spellbook.embedders.use import USEEmbedder
+
+    langs = ["The canary release rolls back when the error rate doubles.",
+             "배포 파이프라인이 실패하면 롤백 스크립트를 실행한다.", "東京の倉庫では毎週月曜日に在庫を数える。"]
+    texts = [f"{langs[i % 3]} ({i})" for i in range(96)]
+    alone = np.asarray(USEEmbedder(cache_dir=tmp_path / "cache", parallel=1).embed_documents(texts), dtype=np.float32)
+    two = USEEmbedder(cache_dir=tmp_path / "cache", parallel=2)
+    batches = BatchEmbedder(two)
+    assert batches.processes
+    with batches.bulk():
+        got = batches.start(texts)()
+        assert len(batches.lane_pids()) == 2
+    np.testing.assert_allclose(np.asarray(got, dtype=np.float32), alone, atol=1e-6)
+    assert batches.lane_pids() == []
+
+
+@pytest.mark.slow
+def test_the_children_die_with_a_killed_import(tmp_path: Path) -> None:
+    """``spellbook import`` killed with SIGKILL mid-import: its children read end-of-file and exit."""
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    export = tmp_path / "export.json"
+    memories = [{"id": f"m{i:04d}", "path": f"imported/m{i:04d}.md", "title": f"Memory {i}",
+                 "metadata": {"id": f"m{i:04d}", "title": f"Memory {i}"}, "body": f"{TEXT} Number {i}. " * 8}
+                for i in range(3000)]
+    export.write_text(json.dumps({"spellbook_export": 1, "count": len(memories), "memories": memories}), encoding="utf-8")
+    spellbook = str(Path(sys.executable).with_name("spellbook"))
+    proc = subprocess.Popen([spellbook, "import", "--vault", str(vault), str(export)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env={**os.environ, "SPELLBOOK_CACHE_DIR": str(tmp_path / "cache")})
+    try:
+        deadline = time.monotonic() + 120
+        children: list[int] = []
+        while len(children) < 2 and time.monotonic() < deadline and proc.poll() is None:
+            children = _children_named(proc.pid, "spellbook-embed")
+            time.sleep(0.05)
+        assert len(children) == 2, "the import never embedded in two child processes"
+        proc.kill()
+        proc.wait(10)
+        deadline = time.monotonic() + 5
+        while any(_alive(pid) for pid in children) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert not any(_alive(pid) for pid in children)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+def _children_named(parent: int, name: str) -> list[int]:
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            status = Path(f"/proc/{entry}/status").read_text()
+        except OSError:
+            continue
+        fields = dict(line.split(":\t", 1) for line in status.splitlines() if ":\t" in line)
+        if fields.get("PPid", "").strip() == str(parent) and fields.get("Name", "").strip() == name:
+            out.append(int(entry))
+    return out
