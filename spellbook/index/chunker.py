@@ -16,7 +16,13 @@ from markdown_it import MarkdownIt
 
 CHUNKER_VERSION = 1
 
-_md = MarkdownIt("commonmark")
+# Headings are block tokens: the inline rules (a third of the parse) and the text join after them
+# are left out; a heading's inline token keeps its source text in ``content`` all the same.
+_md = MarkdownIt("commonmark").disable(["inline", "text_join"])
+# A heading needs a ``#`` (ATX) or a line that ends in ``=`` or ``-`` (a setext underline, maybe
+# inside a quote or a list): a body with neither has none, and is not parsed (most notes an agent
+# writes; tests/unit/test_paths_chunker.py holds this equal to the full parse on generated text).
+_HEADING_HINT = re.compile(r"#|[=-][ \t]*(?:[\r\n]|\Z)")
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|(?<=[。！？])")
 
 
@@ -52,7 +58,7 @@ def chunk_body(body: str, max_chars: int = 2_000) -> list[Chunk]:
 
 def _sections(body: str, lines: list[str]) -> list[tuple[str, int, int]]:
     """(heading path, first line, end line) for the text before the first heading and each heading."""
-    tokens = _md.parse(body)
+    tokens = _md.parse(body) if _HEADING_HINT.search(body) else []
     marks: list[tuple[int, int, str]] = []  # (line, level, title)
     for i, token in enumerate(tokens):
         if token.type == "heading_open" and token.map:

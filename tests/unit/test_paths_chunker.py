@@ -5,8 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from markdown_it import MarkdownIt
 
 from spellbook.errors import VaultPathError
+from spellbook.index import chunker
 from spellbook.index.chunker import chunk_body
 from spellbook.vault.paths import is_ignored, note_path, resolve_path, sanitize_segment
 
@@ -85,6 +89,24 @@ def test_long_sections_split_by_paragraph_then_sentence() -> None:
 def test_blank_sections_make_no_chunks() -> None:
     assert chunk_body("") == []
     assert [c.heading for c in chunk_body("# A\n\n# B\ntext\n")] == ["B"]
+
+
+MARKDOWN = ["# ", "## ", "#", "\\#", " # ", "    # ", "Title", "text", "한국어", "見出し", "=", "===", "-", "---", "- ", "* ",
+            "> ", ">", "1. ", "```", "~~~", "    ", " ", "\t", "\n", "\n\n", "\r\n", "\r", "**b**", "`c`", "[[Link]]",
+            "<h1>x</h1>", "\u2028", "\x00", "＃", "=\t", "- - -", "Setext\n===", "a -", "x="]
+
+
+@given(st.lists(st.sampled_from(MARKDOWN), max_size=14).map("".join))
+@settings(max_examples=3000, deadline=None)
+def test_sections_are_the_full_parse_s_headings(body: str) -> None:
+    """The chunker parses blocks only, and only a body where a heading is possible: its sections
+    are those of markdown-it's whole commonmark parse."""
+    full = MarkdownIt("commonmark")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(chunker, "_md", full)
+        patch.setattr(chunker, "_HEADING_HINT", chunker.re.compile(""))  # always parse
+        expected = chunker._sections(body, body.splitlines(keepends=True))
+    assert chunker._sections(body, body.splitlines(keepends=True)) == expected
 
 
 def test_vault_stat_compares_without_resolving_but_never_leaves_the_vault(tmp_path: Path) -> None:
