@@ -58,6 +58,12 @@ WriteResolver.add_implicit_resolver("tag:yaml.org,2002:float", YAML12_NUMBER, NU
 _RESOLVER = WriteResolver()  # what the dumper's resolver makes of a plain scalar
 
 
+# Letters and digits (``\w`` is ``str.isalnum()`` or ``_``, character by character) and the
+# punctuation above: one regex call instead of a Python test a character (tests/unit/test_note.py
+# holds the two equal on every code point).
+_PLAIN_CHARS = re.compile(r"[\w .,\-()/']*")
+
+
 def _plain_key(key: str) -> bool:
     return key.isidentifier() and key.isascii() and _resolves_to_str(key)
 
@@ -69,7 +75,7 @@ def _plain_str(value: str) -> bool:
         0 < len(value) <= 1_000
         and value[0].isalnum()
         and value[-1] != " "
-        and all(c.isalnum() or c in _PLAIN_PUNCTUATION for c in value)
+        and _PLAIN_CHARS.fullmatch(value) is not None
         and _resolves_to_str(value)
     )
 
@@ -125,7 +131,14 @@ _DECIMAL = re.compile(r"^(?:0|-?[1-9][0-9]*)\Z")
 _CONSTRUCTOR = yaml.constructor.SafeConstructor()
 
 
+# The first characters some implicit resolver looks at: a plain scalar that starts with none of
+# them is a string without asking the resolver (what ``resolve`` itself does, in Python, per value).
+_RESOLVED_FIRST = frozenset(WriteResolver.yaml_implicit_resolvers)
+
+
 def _resolves_to_str(value: str) -> bool:
+    if value and value[0] not in _RESOLVED_FIRST and None not in _RESOLVED_FIRST:
+        return True
     return _RESOLVER.resolve(yaml.ScalarNode, value, (True, False)) == "tag:yaml.org,2002:str"
 
 

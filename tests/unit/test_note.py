@@ -148,6 +148,24 @@ def test_everything_else_goes_through_pyyaml(key: str, value: object) -> None:
     assert _plain_field(key, value) is None
 
 
+def test_the_plain_character_check_is_the_per_character_test_on_every_code_point() -> None:
+    """``_plain_str`` checks characters with one regex (``\\w`` and a few marks): on every code point
+    it says what ``c.isalnum() or c in _PLAIN_PUNCTUATION`` says."""
+    from spellbook.vault.plain_yaml import _PLAIN_CHARS, _PLAIN_PUNCTUATION
+
+    differ = [hex(i) for i in range(0x110000)
+              if (chr(i).isalnum() or chr(i) in _PLAIN_PUNCTUATION) != (_PLAIN_CHARS.fullmatch(chr(i)) is not None)]
+    assert differ == []
+
+
+@given(st.lists(st.sampled_from(PIECES), max_size=5).map("".join))
+@settings(max_examples=2000, deadline=None)
+def test_the_resolver_shortcut_answers_as_the_resolver(value: str) -> None:
+    from spellbook.vault.plain_yaml import _RESOLVER, _resolves_to_str
+
+    assert _resolves_to_str(value) == (_RESOLVER.resolve(yaml.ScalarNode, value, (True, False)) == "tag:yaml.org,2002:str")
+
+
 KEYS = ["id", "title", "tags", "created", "importance", "x1", "yes", "null", "On", "y", "a b", "key-x", "한글", "_k", ""]
 SCALARS = st.sampled_from(PIECES) | st.lists(st.sampled_from(PIECES), min_size=1, max_size=4).map("".join) | st.sampled_from([
     "7", "0", "-3", "007", "010", "0_7", "1_000", "-0", "+5", "1.5", "2026-01-02", "2026-01-02T03:04:05Z", "2026-01-02T03:04:05.1234567+09:00",
