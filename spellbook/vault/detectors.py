@@ -114,11 +114,13 @@ class Detector:
     needles: tuple[str, ...] = ()
     folded: bool = False  # needles are lower case, looked for in ``text.casefold()`` (IGNORECASE patterns)
 
-    def may_match(self, text: str, folded: Callable[[], str]) -> bool:
-        if not self.needles:
-            return True
-        haystack = folded() if self.folded else text
-        return any(needle in haystack for needle in self.needles)
+    def __post_init__(self) -> None:
+        # (folded, needle): how ``present_needles`` names a needle found in a text
+        object.__setattr__(self, "keys", frozenset((self.folded, needle) for needle in self.needles))
+
+    def may_match_in(self, present: frozenset[tuple[bool, str]]) -> bool:
+        """Whether a text that holds these needles (``present_needles``) may hold a match."""
+        return not self.needles or not self.keys.isdisjoint(present)
 
 
 RESCAN_CHARS = 200  # a value passed over up to this long is searched again for a match

@@ -221,16 +221,10 @@ def redact(
     markers = _Spans(m.span() for m in MARKER_RE.finditer(text))
     taken = _Spans()
     found: list[Redaction] = []
-    folded: list[str] = []
-
-    def casefolded() -> str:
-        if not folded:
-            folded.append(text.casefold())
-        return folded[0]
-
+    present = present_needles(text, BUILTIN)
     masked = text  # ``text`` with what is taken so far blanked out (line breaks, same length)
     for detector in detectors:
-        if detector.kinds <= off or not detector.may_match(text, casefolded):
+        if detector.kinds <= off or not detector.may_match_in(present):
             continue
         # A match that begins inside a taken span can run past it and hide a secret after it from
         # the detector (``password=`` in a <private> span, ``password=000000`` after it): the
@@ -271,6 +265,18 @@ def redact(
         pos = r.end
     out.append(text[pos:])
     return "".join(out), found
+
+
+_NEEDLES: list = [None, ()]  # the detectors last asked about, and their needles
+
+
+def present_needles(text: str, detectors: tuple[Detector, ...]) -> frozenset[tuple[bool, str]]:
+    """The needles of ``detectors`` that ``text`` holds (``Detector.keys``), each looked for once:
+    detectors share needles, and a test a needle costs far less in Python than one a detector."""
+    if _NEEDLES[0] is not detectors:
+        _NEEDLES[:] = [detectors, tuple(dict.fromkeys(key for d in detectors for key in sorted(d.keys)))]
+    folded = text.casefold()
+    return frozenset(key for key in _NEEDLES[1] if key[1] in (folded if key[0] else text))
 
 
 def _blank(text: str, spans: Iterable[Redaction]) -> str:
@@ -327,14 +333,8 @@ def may_hold_secrets(text: str, extra_patterns: Sequence[str] = ()) -> bool:
     of their matches holds is there) and no pattern of the person's own is set."""
     if extra_patterns:
         return True
-    folded: list[str] = []
-
-    def casefolded() -> str:
-        if not folded:
-            folded.append(text.casefold())
-        return folded[0]
-
-    return any(d.may_match(text, casefolded) for d in BUILTIN)
+    present = present_needles(text, BUILTIN)
+    return any(d.may_match_in(present) for d in BUILTIN)
 
 
 def describe(redactions: Iterable[Redaction | str]) -> str:
