@@ -1,3 +1,3 @@
-from spellbook.cli import main
+from spellbook.cli import run
 
-raise SystemExit(main())
+run()

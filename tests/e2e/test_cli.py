@@ -161,3 +161,37 @@ def test_merge_from_the_shell(tmp_path: Path) -> None:
     assert (vault / "Tea.md").read_text().startswith("---\nid: tea-1\ntags:\n  - tea\n  - green\n")
     again = run("merge", *common, "tea-1", "tea-2", check=False)
     assert again.returncode == 1 and "No memory with id 'tea-2'" in again.stderr
+
+
+def test_an_import_leaves_without_the_teardown_and_loses_nothing(tmp_path: Path) -> None:
+    """``spellbook import``/``index`` close everything they opened, then leave at once (no final
+    garbage collection, no atexit: 0.25-0.35 s after a 1,000-note import); what they wrote is whole,
+    and the exit code is the command's."""
+    hooks = tmp_path / "site"
+    hooks.mkdir()
+    marker = tmp_path / "teardown.txt"
+    (hooks / "sitecustomize.py").write_text(
+        "import atexit, sys\n"
+        f"atexit.register(lambda: open({str(marker)!r}, 'a').write(' '.join(sys.argv[1:2]) + '\\n'))\n"
+    )
+    env = child_env(PYTHONPATH=str(hooks))
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    export = tmp_path / "export.json"
+    memories = [{"id": f"m{n}", "path": f"imp/Note {n}.md", "title": f"Note {n}", "metadata": {"id": f"m{n}"},
+                 "body": f"Imported body number {n}."} for n in range(40)]
+    memories.append({"id": "bad", "path": "../outside.md", "title": "x", "metadata": {}, "body": "x"})
+    export.write_text(json.dumps({"spellbook_export": 1, "memories": memories[:40]}), encoding="utf-8")
+    common = ["--vault", str(vault), "--embedder", "hashing"]
+    done = subprocess.run([SPELLBOOK, "import", *common, str(export)], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "40 created" in done.stdout, done.stderr[-500:]
+    stats = subprocess.run([SPELLBOOK, "stats", *common, "--json"], env=env, capture_output=True, text=True, timeout=120)
+    assert json.loads(stats.stdout)["notes"] == 40 and json.loads(stats.stdout)["vectors"] == 40
+    doctor = subprocess.run([SPELLBOOK, "doctor", *common], env=env, capture_output=True, text=True, timeout=120)
+    assert doctor.returncode == 0, doctor.stdout[-800:]
+    assert marker.read_text().split() == ["stats", "doctor"]  # the import's teardown never ran
+
+    export.write_text(json.dumps({"spellbook_export": 1, "memories": memories}), encoding="utf-8")
+    refused = subprocess.run([SPELLBOOK, "import", *common, str(export)], env=env, capture_output=True, text=True,
+                             timeout=120)
+    assert refused.returncode == 1 and "outside" in refused.stderr  # an error is still reported and exits 1
