@@ -59,9 +59,11 @@ class VectorIndex:
         self._collection_id = ""
         self._chroma_lock = threading.RLock()  # held through every Chroma call, so a rest never closes one under way
         self._last_used = time.monotonic()
-        self._collection: Any = self._open()
-        self._count: int | None = None
-        self._matrix: VectorMatrix | None = None  # loaded on the first filtered query
+        self._collection: Any = self._open() if client is not None else None
+        # A new index (``client`` None: the folder holds no database yet) opens Chroma on first use,
+        # in practice in the writer thread: an import or a first index starts meanwhile.
+        self._count: int | None = None if client is not None else 0
+        self._matrix: VectorMatrix | None = None if client is not None else VectorMatrix()  # else: on the first query
         self._matrix_lock = threading.Lock()
         self._behind: dict[str, tuple[np.ndarray, dict]] = {}  # chunk id -> (float32 vector, meta) not in Chroma yet
         self._behind_changed = threading.Condition()  # guards _behind
@@ -72,17 +74,19 @@ class VectorIndex:
 
     @classmethod
     def embedded(cls, folder: Path) -> VectorIndex:
-        chromadb = import_chromadb()
-        from chromadb.config import Settings as ChromaSettings
-
+        """Chroma in ``folder``; where it holds no database yet, chromadb is imported and opened only
+        when a vector is written (its import is ~0.6 s of a command's start, the model's meanwhile)."""
         private_folder(folder)  # vectors and documents of every note: owner only
+        new = not (folder / "chroma.sqlite3").exists()
 
         def connect() -> Any:
-            return chromadb.PersistentClient(
-                path=str(folder), settings=ChromaSettings(anonymized_telemetry=False, allow_reset=True)
-            )
+            import_chromadb()
+            from chromadb import PersistentClient
+            from chromadb.config import Settings as ChromaSettings
 
-        return cls(connect(), connect=connect, snapshot=VectorSnapshot(folder.parent / SNAPSHOT_FILE, folder))
+            return PersistentClient(path=str(folder), settings=ChromaSettings(anonymized_telemetry=False, allow_reset=True))
+
+        return cls(None if new else connect(), connect=connect, snapshot=VectorSnapshot(folder.parent / SNAPSHOT_FILE, folder))
 
     @classmethod
     def server(cls, url: str, collection: str) -> VectorIndex:
@@ -171,6 +175,9 @@ class VectorIndex:
                 with self._behind_changed:
                     self._behind.clear()
                 self._keeper.before_change()
+                if self._client is None:  # a new index never opened: nothing in Chroma to drop
+                    self._matrix_clear()
+                    return
                 with self._chroma():
                     try:
                         self._client.delete_collection(self._name)
@@ -178,9 +185,12 @@ class VectorIndex:
                         pass
                     self._collection = self._open()
             self._count = None
-            with self._matrix_lock:
-                if self._matrix is not None:
-                    self._matrix.clear()
+            self._matrix_clear()
+
+    def _matrix_clear(self) -> None:
+        with self._matrix_lock:
+            if self._matrix is not None:
+                self._matrix.clear()
 
     def count(self) -> int:
         self.flush(FLUSH_SECONDS)

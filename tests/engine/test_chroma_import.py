@@ -54,3 +54,38 @@ def test_chroma_tracing_switched_on_gets_the_real_exporter() -> None:
     """)
     assert got == {"before": False, "after": True, "exporter": "opentelemetry.exporter.otlp.proto.grpc.trace_exporter",
                    "module_is_real": True}
+
+
+def test_a_new_index_imports_chromadb_only_when_a_vector_is_written(tmp_path: Path) -> None:
+    """A first index or an import starts before chromadb is imported (~0.6 s): where the index
+    folder holds no database yet, Chroma opens when the writer has vectors for it; an empty vault
+    never opens it, and a later start opens the database that is there."""
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    got = _run(f"""
+        import json, sys
+        from pathlib import Path
+        from spellbook.config import Settings
+        from spellbook.engine import Engine
+        from spellbook.embedders.hashing import HashingEmbedder
+
+        settings = Settings(vault=Path({str(vault)!r}), embedder="hashing", watch=False)
+        engine = Engine(settings, embedder=HashingEmbedder())
+        engine.start()  # an empty vault: reset and reconcile need nothing from Chroma
+        started = "chromadb" in sys.modules
+        found = engine.memorize("walrus")["results"]
+        out = engine.scribe("Walruses haul out on sea ice to rest between dives.", title="Walrus")
+        hit = engine.memorize("walruses resting on ice", mode="semantic")["results"][0]["id"] == out["id"]
+        engine.vectors.flush(10)
+        written = "chromadb" in sys.modules
+        engine.close()
+        engine = Engine(settings, embedder=HashingEmbedder())
+        opened = "chromadb" in sys.modules and engine.vectors._collection is not None  # the database exists now
+        engine.start()
+        stats, consistent = engine.stats(), engine.check()["consistent"]
+        engine.close()
+        print(json.dumps({{"started": started, "found": found, "hit": hit, "written": written, "opened": opened,
+                          "vectors": stats["vectors"], "consistent": consistent}}))
+    """)
+    assert got == {"started": False, "found": [], "hit": True, "written": True, "opened": True, "vectors": 1,
+                   "consistent": True}

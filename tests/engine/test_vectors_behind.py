@@ -23,7 +23,8 @@ def held(settings: Settings, monkeypatch):
 
 
 def _in_chroma(engine, ids) -> set[str]:
-    return set(engine.vectors._collection.get(ids=list(ids), include=[])["ids"])
+    with engine.vectors._chroma() as collection:  # opened by now, or opened here (a new index opens on first use)
+        return set(collection.get(ids=list(ids), include=[])["ids"])
 
 
 def test_a_search_finds_a_note_whose_vectors_are_not_in_chroma_yet(held) -> None:
@@ -41,7 +42,8 @@ def test_a_search_finds_a_note_whose_vectors_are_not_in_chroma_yet(held) -> None
     assert all(isinstance(v, np.ndarray) and v.dtype == np.float32 for v, _ in engine.vectors._behind.values())
     assert engine.vectors.flush(10) == 0  # a flush makes the writer write now
     assert _in_chroma(engine, chunk_ids) == set(chunk_ids)
-    stored = engine.vectors._collection.get(ids=list(chunk_ids), include=["embeddings"])
+    with engine.vectors._chroma() as collection:
+        stored = collection.get(ids=list(chunk_ids), include=["embeddings"])
     for chunk_id, vector in zip(stored["ids"], stored["embeddings"]):
         assert list(vector) == pytest.approx(seen[chunk_id], abs=1e-6)
     assert engine.check()["consistent"]
@@ -70,7 +72,8 @@ def test_a_revise_before_the_write_stores_the_new_vectors_only(held) -> None:
     assert latest and latest != first
     engine.vectors.flush(10)
     assert engine.vectors.ids() == engine.catalog.all_chunk_ids()
-    stored = engine.vectors._collection.get(ids=chunk_ids, include=["embeddings"])
+    with engine.vectors._chroma() as collection:
+        stored = collection.get(ids=chunk_ids, include=["embeddings"])
     for chunk_id, vector in zip(stored["ids"], stored["embeddings"]):
         assert list(vector) == pytest.approx(latest[chunk_id], abs=1e-6)
     assert engine.memorize("shellfish stones", mode="semantic")["results"][0]["id"] == out["id"]
@@ -136,8 +139,8 @@ def test_the_owner_lets_chroma_rest_once_it_has_read_the_vectors_at_start(settin
     try:
         vectors = hub.engine.vectors
         assert len(vectors.matrix()) == 5
-        if exact_rows == 1:
-            assert vectors._collection is not None
+        if exact_rows == 1:  # queries need the graph: written, and not rested
+            assert vectors.flush(10) == 0 and not vectors.rest_after_start() and vectors._collection is not None
             return
         assert vectors._collection is None
         hits = hub.call("memorize", {"query": "seabird cliffs", "mode": "semantic"})["results"]
