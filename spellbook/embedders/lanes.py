@@ -42,6 +42,11 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
+try:
+    import fcntl  # imported here, not in the child: an import there could wait on a lock another thread held
+except ImportError:  # Windows: no fork, no lanes
+    fcntl = None  # type: ignore[assignment]
+
 import numpy as np
 
 from spellbook.errors import EmbedderError, EmbedderInputError
@@ -98,9 +103,13 @@ class Lanes:
     def _take(self) -> _Lane:
         with self._lock:
             self._check()
-            fork = len(self._all) < self.count and self._free.empty()
-            if fork:
-                lane = _Lane.fork(self.embedder)  # under the lock: one fork at a time, counted once
+            if len(self._all) < self.count and self._free.empty():
+                try:
+                    lane = _Lane.fork(self.embedder)  # under the lock: one fork at a time, counted once
+                except LaneError as exc:
+                    self.broken = str(exc)
+                    log.warning("could not start a child process to embed in (%s); embedding in this process", exc)
+                    raise
                 self._all.append(lane)
                 return lane
         while True:
@@ -250,8 +259,6 @@ def _child(fd: int, embedder: Any, name: Any) -> None:
     """The child's whole life: keep only its socket, embed what it is sent, exit at end-of-file."""
     code = 0
     try:
-        import fcntl  # Linux only, like the rest of the child
-
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the parent, which closes the lanes
         gc.disable()  # nothing it allocates is cyclic, and no finalizer of the parent's objects runs here
         fd = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)  # never one of the standard three

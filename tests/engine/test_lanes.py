@@ -164,6 +164,25 @@ def test_a_child_that_dies_or_hangs_costs_only_time(settings: Settings, tmp_path
         engine.close()
 
 
+def test_a_fork_that_fails_leaves_the_job_to_this_process(settings: Settings, tmp_path: Path, monkeypatch,
+                                                         caplog: pytest.LogCaptureFixture) -> None:
+    def no_fork() -> int:
+        raise OSError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(lanes_module.os, "fork", no_fork)
+    _notes(settings.vault_dir, 150)
+    embedder = Noting(tmp_path / "calls.jsonl")
+    with caplog.at_level(logging.WARNING, logger="spellbook.embedders.lanes"):
+        engine = open_engine(settings, embedder)
+    try:
+        assert {c["pid"] for c in embedder.calls()} == {PARENT}
+        assert engine.vectors.ids() == engine.catalog.all_chunk_ids() and len(engine.vectors.ids()) == 150
+        warned = [r.getMessage() for r in caplog.records if "could not start" in r.getMessage()]
+        assert len(warned) == 1 and "could not fork" in warned[0], warned  # tried once for the job
+    finally:
+        engine.close()
+
+
 def test_no_child_processes_when_switched_off_or_for_small_parts(tmp_path: Path) -> None:
     for processes, count in ((False, 150), (True, 10)):
         vault = tmp_path / f"vault-{processes}"
