@@ -260,6 +260,9 @@ def _child(fd: int, embedder: Any, name: Any) -> None:
     code = 0
     try:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the parent, which closes the lanes
+        for sig in (signal.SIGTERM, signal.SIGHUP):  # not a handler the parent's event loop set
+            signal.signal(sig, signal.SIG_DFL)
+        signal.set_wakeup_fd(-1)  # ...nor its wakeup descriptor (closed below, its number maybe reused)
         gc.disable()  # nothing it allocates is cyclic, and no finalizer of the parent's objects runs here
         fd = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)  # never one of the standard three
         null = os.open(os.devnull, os.O_RDWR)

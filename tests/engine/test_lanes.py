@@ -46,7 +46,8 @@ class Noting(HashingEmbedder):
         child = os.getpid() != PARENT
         with open(self.log, "a", encoding="utf-8") as f:
             f.write(json.dumps({"pid": os.getpid(), "texts": len(texts), "fds": _fds() if child else [],
-                                "marked": [w for w in ("KILL", "HANG", "REFUSE") if any(w in t for t in texts)]}) + "\n")
+                                "marked": [w for w in ("KILL", "HANG", "REFUSE") if any(w in t for t in texts)],
+                                "signals": _signals() if child else {}}) + "\n")
         if child and any("KILL" in t for t in texts):
             os.kill(os.getpid(), signal.SIGKILL)
         if child and any("HANG" in t for t in texts):
@@ -72,6 +73,11 @@ def _fds() -> dict[str, str]:
         except OSError:
             pass
     return out
+
+
+def _signals() -> dict[str, object]:
+    wakeup = signal.set_wakeup_fd(-1)  # called in the child's main thread: the one that forked it
+    return {"wakeup": wakeup, **{name: str(signal.getsignal(getattr(signal, name))) for name in ("SIGINT", "SIGTERM")}}
 
 
 def _notes(vault: Path, count: int, marker: dict[int, str] | None = None) -> None:
@@ -125,6 +131,27 @@ def test_a_child_keeps_only_its_socket_and_the_null_device(settings: Settings, t
         assert all(target == str(tmp_path / "calls.jsonl") or target.startswith("/proc/") for target in others.values()), fds
     finally:
         engine.close()
+
+
+def test_a_child_drops_the_parents_signal_handlers(settings: Settings, tmp_path: Path) -> None:
+    """A server's event loop has a SIGTERM handler and a wakeup descriptor (uvicorn's, asyncio's): a
+    child must not run the one nor write to the other, whose number may now be its socket's."""
+    _notes(settings.vault_dir, 40)
+    read, write = os.pipe()
+    os.set_blocking(write, False)
+    before = signal.signal(signal.SIGTERM, lambda *_: None)
+    old_wakeup = signal.set_wakeup_fd(write)
+    try:
+        embedder = Noting(tmp_path / "calls.jsonl")
+        engine = open_engine(settings, embedder)
+        engine.close()
+    finally:
+        signal.set_wakeup_fd(old_wakeup)
+        signal.signal(signal.SIGTERM, before)
+        os.close(read)
+        os.close(write)
+    child = next(c for c in embedder.calls() if c["pid"] != PARENT)
+    assert child["signals"] == {"wakeup": -1, "SIGINT": str(signal.SIG_IGN), "SIGTERM": str(signal.SIG_DFL)}
 
 
 def test_a_refused_text_is_blamed_alone(settings: Settings, tmp_path: Path) -> None:
