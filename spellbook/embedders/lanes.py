@@ -30,7 +30,7 @@ import ctypes
 import gc
 import logging
 import os
-import pickle
+import json
 import queue
 import signal
 import socket
@@ -56,7 +56,7 @@ log = logging.getLogger(__name__)
 DEADLINE_SECONDS = 60.0  # an answer may take this long, plus PER_TEXT_SECONDS a text
 PER_TEXT_SECONDS = 1.0
 CLOSE_SECONDS = 2.0  # a closed lane's child has this long to exit before it is killed
-_HEADER = struct.Struct("!Q")
+_HEADER = struct.Struct("!II")  # the JSON part's length, then the bytes'
 _PR_SET_NAME = 15
 
 
@@ -181,15 +181,15 @@ class _Lane:
             try:
                 self.sock.settimeout(DEADLINE_SECONDS)
                 _send(self.sock, list(texts))
-                kind, payload = _recv(self.sock, deadline)
-            except (OSError, EOFError, pickle.PickleError) as exc:
+                head, data = _recv(self.sock, deadline)
+            except (OSError, EOFError, ValueError) as exc:
                 raise LaneError(self._why(exc)) from None
-        if kind == "ok":
-            rows, dim, data = payload
+        if head.get("kind") == "ok":
+            rows, dim = int(head["rows"]), int(head["dim"])
             return np.frombuffer(data, dtype=np.float64).reshape(rows, dim).tolist() if rows else []
-        if kind == "input":
-            raise EmbedderInputError(payload)
-        raise EmbedderError(payload)
+        if head.get("kind") == "input":
+            raise EmbedderInputError(str(head.get("message")))
+        raise EmbedderError(str(head.get("message")))
 
     def _why(self, exc: BaseException) -> str:
         """What became of the child: its exit (looked for a moment, as it may be dying), or silence."""
@@ -276,21 +276,22 @@ def _child(fd: int, embedder: Any, name: Any) -> None:
         sock = socket.socket(fileno=3)
         while True:
             try:
-                texts = _recv(sock, None)
-            except (EOFError, OSError):
+                texts, _ = _recv(sock, None)
+            except (EOFError, OSError, ValueError):
                 break
+            data = b""
             try:
-                vectors = embedder.embed_documents(texts)
-                array = np.asarray(vectors, dtype=np.float64)
-                reply: tuple[str, Any] = ("ok", (len(vectors), array.shape[1] if len(vectors) else 0, array.tobytes()))
+                array = np.asarray(embedder.embed_documents(texts), dtype=np.float64)
+                head: dict[str, Any] = {"kind": "ok", "rows": len(array), "dim": array.shape[1] if len(array) else 0}
+                data = array.tobytes()
             except EmbedderInputError as exc:
-                reply = ("input", str(exc))
+                head = {"kind": "input", "message": str(exc)}
             except EmbedderError as exc:
-                reply = ("error", str(exc))
+                head = {"kind": "error", "message": str(exc)}
             except Exception as exc:  # noqa: BLE001 - the parent raises it as the embedder's error
-                reply = ("error", f"{type(exc).__name__}: {exc}")
+                head = {"kind": "error", "message": f"{type(exc).__name__}: {exc}"}
             try:
-                _send(sock, reply)
+                _send(sock, head, data)
             except OSError:
                 break
     except BaseException:  # noqa: BLE001 - nothing of the parent's may run on in the child
@@ -320,17 +321,17 @@ def _namer() -> Any:
     return name
 
 
-# --- framing: a length, then a pickle ------------------------------------------------------------
+# --- framing: two lengths, a JSON value, then raw bytes (the vectors) ---------------------------------
 
 
-def _send(sock: socket.socket, value: Any) -> None:
-    data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-    sock.sendall(_HEADER.pack(len(data)) + data)
+def _send(sock: socket.socket, value: Any, data: bytes = b"") -> None:
+    text = json.dumps(value, ensure_ascii=False).encode("utf-8", "surrogatepass")  # any str goes across
+    sock.sendall(_HEADER.pack(len(text), len(data)) + text + data)
 
 
-def _recv(sock: socket.socket, deadline: float | None) -> Any:
-    (size,) = _HEADER.unpack(_read(sock, _HEADER.size, deadline))
-    return pickle.loads(_read(sock, size, deadline))
+def _recv(sock: socket.socket, deadline: float | None) -> tuple[Any, bytes]:
+    size, extra = _HEADER.unpack(_read(sock, _HEADER.size, deadline))
+    return json.loads(_read(sock, size, deadline).decode("utf-8", "surrogatepass")), _read(sock, extra, deadline)
 
 
 def _read(sock: socket.socket, size: int, deadline: float | None) -> bytes:

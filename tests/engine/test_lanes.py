@@ -247,6 +247,15 @@ def test_close_waits_for_the_parts_under_way_then_the_children_exit(tmp_path: Pa
     assert not any(_alive(pid) for pid in pids)
 
 
+def test_any_text_crosses_to_a_child_and_back_as_it_is(tmp_path: Path) -> None:
+    texts = ["", "배포 파이프라인", "東京の倉庫 📦", "quote \" back\\slash \n new line", "\x00 nul", "a" * 20_000] * 6
+    batches = BatchEmbedder(Noting(tmp_path / "calls.jsonl"))
+    with batches.bulk():
+        got = batches.start(texts)()
+        assert batches.lane_pids()
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(HashingEmbedder().embed_documents(texts)))
+
+
 @pytest.mark.slow
 def test_the_default_model_in_child_processes_gives_this_process_vectors(tmp_path: Path) -> None:
     from spellbook.embedders.use import USEEmbedder
