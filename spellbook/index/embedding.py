@@ -41,6 +41,7 @@ class BatchEmbedder:
         self._workers: ThreadPoolExecutor | None = None
         self._lanes: Lanes | None = None
         self._bulk = 0  # bulk jobs under way
+        self._closed = False  # no child process is forked once closing began
         self._lock = threading.Lock()
 
     @contextmanager
@@ -96,6 +97,7 @@ class BatchEmbedder:
         with self._lock:
             workers, self._workers = self._workers, None
             lanes, self._lanes = self._lanes, None
+            self._closed = True
         if workers is not None:
             workers.shutdown(cancel_futures=True)
         if lanes is not None:
@@ -136,7 +138,7 @@ class BatchEmbedder:
         if not self.processes or len(texts) < PART_MIN:
             return None
         with self._lock:
-            if not self._bulk:
+            if not self._bulk or self._closed:
                 return None
             if self._lanes is None:
                 self._lanes = Lanes(self.embedder, self.parallel)

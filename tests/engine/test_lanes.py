@@ -247,6 +247,20 @@ def test_close_waits_for_the_parts_under_way_then_the_children_exit(tmp_path: Pa
     assert not any(_alive(pid) for pid in pids)
 
 
+def test_nothing_is_forked_once_closing_began(tmp_path: Path) -> None:
+    """A part that started before the engine closed, and reaches the model after, is embedded here:
+    no child process is made while the server shuts down."""
+    embedder = Noting(tmp_path / "calls.jsonl")
+    batches = BatchEmbedder(embedder)
+    texts = [f"{TEXT} {i}" for i in range(64)]
+    with batches.bulk():
+        batches.close()
+        got = batches.embed(texts)
+        assert batches.lane_pids() == []
+    assert {c["pid"] for c in embedder.calls()} == {PARENT}
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(HashingEmbedder().embed_documents(texts)))
+
+
 def test_any_text_crosses_to_a_child_and_back_as_it_is(tmp_path: Path) -> None:
     texts = ["", "배포 파이프라인", "東京の倉庫 📦", "quote \" back\\slash \n new line", "\x00 nul", "a" * 20_000] * 6
     batches = BatchEmbedder(Noting(tmp_path / "calls.jsonl"))
