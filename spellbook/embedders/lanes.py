@@ -8,7 +8,7 @@ that holds the GIL makes the model's threads wait up to the switch interval afte
 Measured here over MCP, a 1,000-note import: while the importer wrote files the model's two
 threads ran at 0.4 of a core each, and at 0.9 once it had finished. A child process has an
 interpreter lock of its own, so the model there waits for nobody; the two cores are shared by the
-scheduler instead (the same import 66% -> 77% of the model alone).
+scheduler instead (the same import 68% -> 77% of the model alone).
 
 A lane is forked once the model is loaded: the child has the model's weights copy-on-write (no
 second load, little memory of its own), closes every file it inherited (the owner lock, the MCP
@@ -28,9 +28,9 @@ from __future__ import annotations
 
 import ctypes
 import gc
+import json
 import logging
 import os
-import json
 import queue
 import signal
 import socket
