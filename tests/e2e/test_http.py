@@ -241,3 +241,52 @@ def test_install_http_writes_the_token_into_the_clients_config(tmp_path: Path) -
     missing = subprocess.run([SPELLBOOK, "install", "cursor", "--http", url, "--vault", str(tmp_path / "none")],
                              env=env, capture_output=True, text=True, timeout=60)
     assert missing.returncode == 1 and "http.token" in missing.stderr
+
+
+def test_an_import_over_http_embeds_in_child_processes_that_end_with_it(tmp_path: Path) -> None:
+    """The HTTP server (uvicorn's event loop, with its signal handlers and wakeup descriptor) forks
+    an import's child processes (spellbook/embedders/lanes.py): every note gets its vector, no lane
+    fails, and no child outlives the call."""
+    from tests.engine.test_lanes import _alive, _children_named
+
+    port = free_port()
+    vault = tmp_path / "vault"
+    proc = start(vault, port, "--embedder", "use-m3", SPELLBOOK_CACHE_DIR=str(tmp_path / "cache"))
+    export = tmp_path / "export.json"
+    texts = ["The canary release rolls back when the error rate doubles within ten minutes.",
+             "배포 파이프라인이 실패하면 롤백 스크립트를 실행하고 담당자에게 알린다.",
+             "東京の倉庫では毎週月曜日に在庫を数え、足りない部品を発注する。"]
+    memories = [{"id": f"m{i:03d}", "path": f"imp/Note {i}.md", "title": f"Note {i}", "metadata": {"id": f"m{i:03d}"},
+                 "body": f"{texts[i % 3]} ({i}) " * 4} for i in range(300)]
+    export.write_text(json.dumps({"spellbook_export": 1, "memories": memories}), encoding="utf-8")
+    seen: set[int] = set()
+    try:
+        async def main() -> dict:
+            async with (httpx2.AsyncClient(headers=bearer(vault), timeout=120) as http,
+                        Client(streamable_http_client(f"http://127.0.0.1:{port}/mcp", http_client=http)) as client):
+                done = anyio.Event()
+
+                async def watch() -> None:
+                    while not done.is_set():
+                        seen.update(_children_named(proc.pid, "spellbook-embed"))
+                        await anyio.sleep(0.02)
+
+                while (await client.call_tool("stats", {})).structured_content.get("state") != "ready":
+                    await anyio.sleep(0.05)  # the template's first index (it may fork a child of its own)
+
+                async with anyio.create_task_group() as tasks:
+                    tasks.start_soon(watch)
+                    result = await client.call_tool("import", {"path": str(export)})
+                    done.set()
+                assert not result.is_error, result
+                stats = (await client.call_tool("stats", {})).structured_content
+                return {"created": result.structured_content["counts"]["created"], "stats": stats}
+
+        out = anyio.run(main)
+        assert out["created"] == 300
+        assert out["stats"]["notes"] >= 300 and out["stats"]["vectors"] == out["stats"]["chunks"]
+        assert len(seen) == 2, seen  # the parts went to two children...
+        assert not any(_alive(pid) for pid in seen)  # ...gone once the import answered
+    finally:
+        log = stop(proc)
+    assert "child process" not in log and "Traceback" not in log, log[-2000:]  # no lane failed or warned
