@@ -16,7 +16,7 @@ from mcp import Client
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.helpers.processes import SPELLBOOK, child_env, free_port, start, stop
+from tests.helpers.processes import SPELLBOOK, alive, child_env, children_named, free_port, start, stop
 
 pytestmark = pytest.mark.slow
 
@@ -247,8 +247,6 @@ def test_an_import_over_http_embeds_in_child_processes_that_end_with_it(tmp_path
     """The HTTP server (uvicorn's event loop, with its signal handlers and wakeup descriptor) forks
     an import's child processes (spellbook/embedders/lanes.py): every note gets its vector, no lane
     fails, and no child outlives the call."""
-    from tests.engine.test_lanes import _alive, _children_named
-
     port = free_port()
     vault = tmp_path / "vault"
     proc = start(vault, port, "--embedder", "use-m3", SPELLBOOK_CACHE_DIR=str(tmp_path / "cache"))
@@ -268,7 +266,7 @@ def test_an_import_over_http_embeds_in_child_processes_that_end_with_it(tmp_path
 
                 async def watch() -> None:
                     while not done.is_set():
-                        seen.update(_children_named(proc.pid, "spellbook-embed"))
+                        seen.update(children_named(proc.pid, "spellbook-embed"))
                         await anyio.sleep(0.02)
 
                 while (await client.call_tool("stats", {})).structured_content.get("state") != "ready":
@@ -286,7 +284,7 @@ def test_an_import_over_http_embeds_in_child_processes_that_end_with_it(tmp_path
         assert out["created"] == 300
         assert out["stats"]["notes"] >= 300 and out["stats"]["vectors"] == out["stats"]["chunks"]
         assert len(seen) == 2, seen  # the parts went to two children...
-        assert not any(_alive(pid) for pid in seen)  # ...gone once the import answered
+        assert not any(alive(pid) for pid in seen)  # ...gone once the import answered
     finally:
         log = stop(proc)
     assert "child process" not in log and "Traceback" not in log, log[-2000:]  # no lane failed or warned

@@ -25,6 +25,7 @@ from spellbook.errors import EmbedderInputError
 from spellbook.index.analysis import embed_text
 from spellbook.index.embedding import BatchEmbedder
 from tests.helpers.engine import open_engine
+from tests.helpers.processes import alive, children_named
 
 pytestmark = pytest.mark.skipif(not lanes_module.can_fork(), reason="child processes are forked on Linux only")
 
@@ -86,15 +87,6 @@ def _notes(vault: Path, count: int, marker: dict[int, str] | None = None) -> Non
         (vault / f"note {i:03d}.md").write_text(f"# Note {i}\n\n{TEXT} Number {i}.{extra}\n", encoding="utf-8")
 
 
-def _alive(pid: int) -> bool:
-    """Running (a zombie that its new parent has not reaped yet has exited)."""
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-    except OSError:
-        return False
-    return "\nState:\tZ" not in status
-
-
 def test_a_first_index_embeds_in_two_child_processes_and_they_exit_with_the_job(settings: Settings, tmp_path: Path) -> None:
     _notes(settings.vault_dir, 150)
     embedder = Noting(tmp_path / "calls.jsonl")
@@ -104,7 +96,7 @@ def test_a_first_index_embeds_in_two_child_processes_and_they_exit_with_the_job(
         children = {c["pid"] for c in calls if c["pid"] != PARENT}
         assert len(children) == 2, calls  # the parts of each large batch, in two children
         assert sum(c["texts"] for c in calls if c["pid"] in children) > 100
-        assert not any(_alive(pid) for pid in children)  # gone with the first index, reaped
+        assert not any(alive(pid) for pid in children)  # gone with the first index, reaped
         assert engine.indexer.batches.lane_pids() == []
         assert engine.vectors.ids() == engine.catalog.all_chunk_ids() and not engine.indexer.missing
         for path in ("note 000.md", "note 077.md", "note 149.md"):
@@ -186,7 +178,7 @@ def test_a_child_that_dies_or_hangs_costs_only_time(settings: Settings, tmp_path
         assert ("signal 9" in warned[0]) if failure == "KILL" else ("did not answer in time" in warned[0])
         assert any(c["pid"] == PARENT and failure in c["marked"] and c["texts"] >= 16 for c in embedder.calls())
         children = {c["pid"] for c in embedder.calls() if c["pid"] != PARENT}
-        assert children and not any(_alive(pid) for pid in children)  # the hung one was killed
+        assert children and not any(alive(pid) for pid in children)  # the hung one was killed
     finally:
         engine.close()
 
@@ -244,7 +236,7 @@ def test_close_waits_for_the_parts_under_way_then_the_children_exit(tmp_path: Pa
     assert not closing.is_alive()
     np.testing.assert_allclose(np.asarray(vectors), np.asarray(HashingEmbedder().embed_documents(texts)), atol=1e-9)
     assert {c["pid"] for c in embedder.calls()} == set(pids)  # both parts answered by the children
-    assert not any(_alive(pid) for pid in pids)
+    assert not any(alive(pid) for pid in pids)
 
 
 def test_nothing_is_forked_once_closing_began(tmp_path: Path) -> None:
@@ -306,30 +298,15 @@ def test_the_children_die_with_a_killed_import(tmp_path: Path) -> None:
         deadline = time.monotonic() + 120
         children: list[int] = []
         while len(children) < 2 and time.monotonic() < deadline and proc.poll() is None:
-            children = _children_named(proc.pid, "spellbook-embed")
+            children = children_named(proc.pid, "spellbook-embed")
             time.sleep(0.05)
         assert len(children) == 2, "the import never embedded in two child processes"
         proc.kill()
         proc.wait(10)
         deadline = time.monotonic() + 5
-        while any(_alive(pid) for pid in children) and time.monotonic() < deadline:
+        while any(alive(pid) for pid in children) and time.monotonic() < deadline:
             time.sleep(0.02)
-        assert not any(_alive(pid) for pid in children)
+        assert not any(alive(pid) for pid in children)
     finally:
         if proc.poll() is None:
             proc.kill()
-
-
-def _children_named(parent: int, name: str) -> list[int]:
-    out = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            status = Path(f"/proc/{entry}/status").read_text()
-        except OSError:
-            continue
-        fields = dict(line.split(":\t", 1) for line in status.splitlines() if ":\t" in line)
-        if fields.get("PPid", "").strip() == str(parent) and fields.get("Name", "").strip() == name:
-            out.append(int(entry))
-    return out

@@ -71,3 +71,28 @@ def claude_env(home: Path) -> dict[str, str]:
     env.pop("CLAUDE_CONFIG_DIR", None)
     env.pop("ANTHROPIC_API_KEY", None)
     return env
+
+
+def alive(pid: int) -> bool:
+    """Running (a zombie that its new parent has not reaped yet has exited)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    return "\nState:\tZ" not in status
+
+
+def children_named(parent: int, name: str) -> list[int]:
+    """The pids of `parent`'s children whose name (/proc/<pid>/status) is `name`."""
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            status = Path(f"/proc/{entry}/status").read_text()
+        except OSError:
+            continue
+        fields = dict(line.split(":\t", 1) for line in status.splitlines() if ":\t" in line)
+        if fields.get("PPid", "").strip() == str(parent) and fields.get("Name", "").strip() == name:
+            out.append(int(entry))
+    return out
