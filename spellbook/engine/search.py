@@ -8,6 +8,7 @@ both sides run at once, then one read of the candidates' rows serves coverage, b
 from __future__ import annotations
 
 import datetime as dt
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Literal
@@ -17,9 +18,10 @@ from spellbook.embedders.base import Embedder
 from spellbook.engine.access import Access, Readiness
 from spellbook.errors import EmbedderError, InvalidInputError
 from spellbook.index.catalog import Catalog, NoteRow
+from spellbook.index.rows import KeptRows
 from spellbook.index.indexer import Indexer, file_changed
 from spellbook.scope import current as current_scope
-from spellbook.engine.hybrid import blend, coverage, query_terms
+from spellbook.engine.hybrid import blend, coverage_in, haystack, query_terms
 from spellbook.index.filters import Filter, event_type_of, parse_filter, to_chunk_sql, to_sql
 from spellbook.index.keyword import tokenize
 from spellbook.vault.fields import expires_key
@@ -35,6 +37,7 @@ MAX_QUERY_CHARS = 2_000
 SNIPPET_CHARS = 240
 SUPERSEDED_FACTOR = 0.5
 RELEVANCE_SIGMAS = 5.0  # relevance 1.0 = 5 standard deviations above two unrelated notes' similarity
+HAYSTACK_CACHE = 5_000  # candidates' coverage texts kept until the next write
 MAX_SKIPPED = 1_000  # more hidden (archived, expired) chunks than this: filter the vector query instead
 SEMANTIC_WEIGHT = 0.3  # hybrid = 0.3 * semantic + 0.7 * keyword x coverage; tuned on shared/eval (docs/search.md)
 
@@ -64,6 +67,8 @@ class Search:
         self.readiness = readiness
         self.maintenance = maintenance
         self._baseline: tuple[float, float, int] | None = None
+        self._haystacks = KeptRows(HAYSTACK_CACHE)  # chunk id -> what coverage reads in it, until the next write
+        self._haystacks_lock = threading.Lock()
 
     def memorize(
         self,
@@ -129,6 +134,7 @@ class Search:
 
     def _search(self, query: str, limit: int, spec: Filter | None, mode: Mode) -> list[dict[str, Any]]:
         where, params = to_chunk_sql(spec)  # every query below joins chunks as c
+        generation = self.catalog.generation  # before any read: what is kept for it was read since
         depth = max(limit * 6, 50)
         similarity: dict[str, float] = {}
         keyword_scores: dict[str, float] = {}
@@ -158,10 +164,12 @@ class Search:
             now = expires_key(dt.datetime.now(dt.UTC))
             notes = {path: note for path, note in notes.items() if note.live(now) and self.access.visible(note)}
         query_set = query_terms(query)
+        hay = self._haystacks_of(generation, [c for cid, c in chunks.items() if cid in keyword_scores
+                                              and c.path in notes] if mode == "hybrid" else [], notes)
 
         def covers(chunk: Any) -> float:
-            note = notes[chunk.path]
-            return coverage(query_set, (chunk.text, chunk.heading, note.title, _meta_text(note.meta)))
+            text = hay.get(chunk.chunk_id)
+            return coverage_in(query_set, _haystack(chunk, notes[chunk.path]) if text is None else text)
 
         if mode == "hybrid":
             covered = {cid: covers(c) for cid, c in chunks.items() if cid in keyword_scores and c.path in notes}
@@ -191,6 +199,20 @@ class Search:
                                if cid in found]
             hits.append(hit)
         return hits
+
+    def _haystacks_of(self, generation: int, chunks: list[Any], notes: dict[str, NoteRow]) -> dict[str, str]:
+        """What coverage reads in each chunk (its text, heading, note title and metadata words),
+        made once per chunk until the catalog's next write: a search's candidates come back again
+        and again."""
+        with self._haystacks_lock:
+            out = self._haystacks.get(generation, (c.chunk_id for c in chunks))
+        made = [(c.chunk_id, _haystack(c, notes[c.path])) for c in chunks if c.chunk_id not in out]
+        if made:
+            out.update(made)
+            with self._haystacks_lock:
+                if self._haystacks.generation == generation:
+                    self._haystacks.put(made)
+        return out
 
     def _similarity_baseline(self) -> tuple[float, float]:
         """(mean, standard deviation) of the cosine similarity between stored chunks, i.e. what
@@ -319,6 +341,10 @@ def mostly_latin(text: str) -> bool:
     letters = [ch for ch in text if ch.isalpha()]
     latin = sum(1 for ch in letters if ch < "\u0250")  # Basic Latin .. Latin Extended-B
     return not letters or latin * 2 >= len(letters)
+
+
+def _haystack(chunk: Any, note: NoteRow) -> str:
+    return haystack((chunk.text, chunk.heading, note.title, _meta_text(note.meta)))
 
 
 def _meta_text(meta: dict[str, Any]) -> str:

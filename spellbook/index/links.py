@@ -162,18 +162,18 @@ class LinkQueries:
 
     def superseded(self, notes: Iterable[NoteRow]) -> set[str]:
         """Paths of these notes that another note's ``supersedes`` relation points to."""
-        by_name: dict[str, list[NoteRow]] = {}
-        for note in notes:
-            for name in _names(note):
-                by_name.setdefault(name, []).append(note)
-        if not by_name:
-            return set()
         with self._lock:
             generation, targets = self._superseding
             if generation != self._generation():  # a search asks this every time: one read per write
                 rows = self._db.execute("SELECT DISTINCT lower(target) FROM links WHERE relation = 'supersedes'")
                 targets = frozenset(r[0] for r in rows)
                 self._superseding = (self._generation(), targets)
+        if not targets:  # most vaults: no note's names to work out
+            return set()
+        by_name: dict[str, list[NoteRow]] = {}
+        for note in notes:
+            for name in _names(note):
+                by_name.setdefault(name, []).append(note)
         names = [name for name in by_name if name in targets]
         if not names:
             return set()

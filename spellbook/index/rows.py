@@ -120,12 +120,12 @@ class KeptRows:
     def __init__(self, size: int) -> None:
         self.size = size
         self._rows: OrderedDict[str, Any] = OrderedDict()
-        self._generation = -1
+        self.generation = -1  # the write count the rows were read at
 
     def get(self, generation: int, keys: Iterable[str]) -> dict[str, Any]:
-        if generation != self._generation:
+        if generation != self.generation:
             self._rows.clear()
-            self._generation = generation
+            self.generation = generation
         return {k: self._rows[k] for k in keys if k in self._rows}
 
     def put(self, items: Iterable[tuple[str, Any]]) -> list[tuple[str, Any]]:

@@ -365,6 +365,30 @@ def test_importance_recency_and_superseded_nudge_ranking(settings: Settings, vau
         engine.close()
 
 
+def test_coverage_reads_a_note_as_it_is_after_each_write(engine: Engine, vault: Path) -> None:
+    """Search keeps what coverage reads in each candidate until the next write: a query asked
+    again after a revise (new keywords) or a hand edit (new title) sees the note as it is now."""
+    note = engine.scribe("Pasta water wants a lot of salt.", title="Cooking pasta", category="home")
+    other = engine.scribe("Bread dough rests overnight in the fridge.", title="Bread", category="home")
+
+    def relevance() -> float:
+        hits = engine.memorize("pasta salt zucchini basil", limit=5, mode="hybrid")["results"]
+        return next(h["relevance"] for h in hits if h["id"] == note["id"])
+
+    first = relevance()
+    assert relevance() == first  # asked again, nothing written: the same
+    engine.revise(note["id"], keywords=["zucchini"])
+    after_revise = relevance()
+    assert after_revise > first
+    engine.revise(other["id"], text="Bread dough rests overnight.")  # another note's write drops it all too
+    assert relevance() == after_revise
+    file = vault / note["path"]
+    file.write_text(file.read_text(encoding="utf-8").replace("title: Cooking pasta", "title: Cooking pasta with basil"),
+                    encoding="utf-8")
+    engine.reconcile()
+    assert relevance() > after_revise
+
+
 def test_get_topic_returns_a_topic_in_order(engine: Engine, vault: Path) -> None:
     first = engine.scribe("Step one: install.", title="One", category="guide", topic="setup")
     second = engine.scribe("Step two: configure.", title="Two", category="guide", topic="setup")
