@@ -12,6 +12,11 @@ folder) would leave it so for the stall. Where the file system reports closes (i
 path modified since its last close waits for that close, up to ``hold`` seconds (a file kept open,
 like a log, is indexed all the same); elsewhere, the debounce is all there is.
 
+Folders Spellbook never indexes (the index's own ``.spellbook``, ``.git``, ``.obsidian``...: see
+``IGNORED_DIRS``) are not watched at all where watchdog's inotify allows it: a scribe's catalog
+and Chroma writes were half the events the watcher's three threads passed along to be dropped, and
+a git commit writes dozens of files under ``.git``.
+
 A path a writer has claimed (an import indexes the files it writes itself: index/claims.py) is
 held until its release, then synced only if the file on disk is not what the index holds, and a
 folder it claimed is no reason for a whole-vault reconcile when it is created: without that, an
@@ -21,10 +26,12 @@ import's files were read and embedded twice, by the import and here.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 import warnings
 from collections.abc import Callable
+from inspect import signature
 from pathlib import Path
 
 from watchdog.events import (
@@ -40,6 +47,7 @@ from watchdog.events import (
     FileSystemEventHandler,
 )
 from watchdog.observers import Observer
+from watchdog.observers.api import BaseObserver
 
 from spellbook.index.indexer import Indexer, file_changed
 from spellbook.vault.paths import IGNORED_DIRS, is_ignored
@@ -74,7 +82,7 @@ class VaultWatcher(FileSystemEventHandler):
         self._cond = threading.Condition()
         self._stopped = False
         self._last_event = 0.0
-        self._observer = Observer()
+        self._observer = _observer()
         self._closes = _reports_closes(self._observer)
         self._worker = threading.Thread(target=self._run, name="spellbook-watcher", daemon=True)
 
@@ -183,6 +191,38 @@ class VaultWatcher(FileSystemEventHandler):
     def _changed(self, path: str) -> bool:
         """Whether a path released by its claim is not what the index holds (read it again)."""
         return file_changed(self.indexer.vault, self.indexer.catalog.file(path), path)
+
+
+def _observer() -> BaseObserver:
+    """watchdog's observer for this platform; on Linux, one whose inotify watches leave out the
+    folders named in ``IGNORED_DIRS`` (and all below them). Needs watchdog 7's inotify classes; any
+    other observer watches everything, and the events from those folders are dropped on arrival."""
+    try:
+        from watchdog.observers.inotify import InotifyEmitter, InotifyObserver, InotifyWatchGroup
+    except ImportError:  # not Linux
+        return Observer()
+    if not (hasattr(InotifyWatchGroup, "_add_callback") and isinstance(Observer, type)
+            and issubclass(Observer, InotifyObserver) and "inotify_fd" in signature(InotifyEmitter).parameters):
+        return Observer()
+
+    class Group(InotifyWatchGroup):
+        def _add_callback(self, path: bytes) -> None:  # every folder watched goes through here
+            below = path[len(self.path):].split(b"/") if path.startswith(self.path + b"/") else []
+            if any(os.fsdecode(part) in IGNORED_DIRS for part in below):
+                return
+            super()._add_callback(path)
+
+    class Emitter(InotifyEmitter):
+        def on_thread_start(self) -> None:  # InotifyEmitter's, with the group above
+            self._inotify = Group(self._inotify_fd, os.fsencode(self.watch.path), is_recursive=self.watch.is_recursive,
+                                  event_mask=self.get_event_mask_from_filter(), follow_symlink=self.watch.follow_symlink)
+
+    class Pruned(InotifyObserver):
+        def __init__(self) -> None:
+            super().__init__()
+            self._emitter_class = Emitter
+
+    return Pruned()
 
 
 def _reports_closes(observer: object) -> bool:

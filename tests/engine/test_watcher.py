@@ -243,3 +243,42 @@ def test_reading_a_note_makes_no_event(engine: Engine) -> None:
     assert "created" in kinds and "closed" in kinds
     assert not kinds & {"opened", "closed_no_write"}, seen
     assert ("modified", True) not in seen, "a folder's modified event was built"
+
+
+def test_folders_never_indexed_are_not_watched(tmp_path: Path) -> None:
+    """The index in the vault (.spellbook: every catalog and Chroma write), .git (every commit) and
+    the other ignored folders, there at start or made later, at the top or deeper, send no event at
+    all: inotify is not asked to watch them. A folder made later elsewhere is watched as ever."""
+    vault = tmp_path / "vault"
+    for folder in (".git/objects/ab", ".obsidian", "notes/node_modules/pkg"):
+        (vault / folder).mkdir(parents=True)
+    engine = Engine(Settings(vault=vault, embedder="hashing", watch=False), embedder=HashingEmbedder())  # index in vault/.spellbook
+    engine.start()
+    seen: list[str] = []
+
+    class Recording(VaultWatcher):
+        def on_any_event(self, event) -> None:
+            seen.append(Path(event.src_path).relative_to(vault).as_posix())
+            super().on_any_event(event)
+
+    watcher = Recording(engine.indexer, DEBOUNCE)
+    watcher.start()
+    try:
+        (vault / ".trash" / "deep").mkdir(parents=True)  # made after the watch began
+        (vault / "later" / ".git").mkdir(parents=True)
+        time.sleep(0.3)  # the new folders' events are read (a watch is added for those watched)
+        writes = [".git/objects/ab/cdef", ".git/HEAD", ".obsidian/workspace.json", "notes/node_modules/pkg/x.md",
+                  ".trash/deep/old.md", "later/.git/index", ".spellbook/extra.txt"]
+        for path in writes:
+            (vault / path).write_text("x")
+        engine.scribe("Fresh ideas, zqwatch.", title="Fresh", category="notes")  # writes the catalog and Chroma
+        (vault / "later" / "seen.md").write_text("# Seen\n\nA note in a folder made later, zqlater.\n")
+        assert wait_for(lambda: "zqlater" in indexed_text(engine, "later/seen.md"))
+        time.sleep(3 * DEBOUNCE)
+    finally:
+        watcher.stop()
+        engine.close()
+    assert "later/seen.md" in seen and "notes/Fresh.md" in seen
+    hidden = [p for p in seen if any(part in (".git", ".obsidian", "node_modules", ".trash", ".spellbook")
+                                     for part in p.split("/"))]
+    assert set(hidden) <= {".trash", "later/.git"}, hidden  # at most their own creation, in a watched folder
