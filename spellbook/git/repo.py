@@ -129,7 +129,7 @@ class Git:
 
     def repo(self) -> Repo | None:
         """The work tree the vault is in, or None (no git, or not a repository)."""
-        if self.exe is None:
+        if self.exe is None or not _in_git_tree(self.root):
             return None
         try:
             out = self.run("rev-parse", "--is-inside-work-tree", "--absolute-git-dir", "--show-toplevel",
@@ -295,3 +295,9 @@ def _strip(repo: Repo, path: str) -> str:
     return path[len(repo.prefix):] if repo.prefix and path.startswith(repo.prefix) else path
 
 
+def _in_git_tree(folder: Path) -> bool:
+    """Whether ``.git`` (a folder, or a worktree's file) is in ``folder`` or above it: without one
+    git finds no work tree there (``GIT_DIR`` and ``GIT_WORK_TREE`` are not passed on), so a vault
+    that is not a repository costs a few stats a write instead of running git."""
+    folder = Path(os.path.abspath(folder))
+    return any(os.path.lexists(parent / ".git") for parent in (folder, *folder.parents))

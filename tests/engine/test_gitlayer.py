@@ -261,21 +261,37 @@ def test_a_memory_replaced_by_hand_with_another_is_restored_beside_it(engine: En
     assert (vault / binary["path"]).read_bytes() == b"\x00\xff\xfe not text"
 
 
-def test_a_vault_that_is_not_a_repository(tmp_path: Path) -> None:
+def test_a_vault_that_is_not_a_repository(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No ``.git`` in the vault or above it: no git is run for a write (each one ran ``git rev-parse``
+    before); a ``git init`` later is seen at the next write."""
     vault = tmp_path / "plain"
     vault.mkdir()
+    assert not any((folder / ".git").exists() for folder in (vault, *vault.parents))
+    runs: list[list[str]] = []
+    real_run = subprocess.run
+
+    def noting(args, *more, **kwargs):
+        runs.append(list(args))
+        return real_run(args, *more, **kwargs)
+
+    monkeypatch.setattr("spellbook.git.repo.subprocess.run", noting)
     engine = open_engine(vault)
     try:
         stored = engine.scribe("No git here.", title="Plain", category="ops")
         engine.revise(stored["id"], text="Still no git.")
         engine.erase(stored["id"])
         engine.git.flush()
+        assert runs == []
         assert not (vault / ".git").exists()
         with pytest.raises(VersionControlError, match="git init"):
             engine.history(stored["id"])
         with pytest.raises(VersionControlError, match="not a git repository"):
             engine.restore(stored["id"], "abcdef12")
         assert engine.stats()["git"]["repository"] is False
+        git(vault, "init", "-q")
+        later = engine.scribe("Now under git.", title="Later", category="ops")
+        engine.git.flush()
+        assert committed_files(vault, "HEAD") == [later["path"]]
     finally:
         engine.close()
 
