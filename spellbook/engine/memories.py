@@ -89,6 +89,7 @@ class Memories:
             meta["created"] = now
             meta["updated"] = now
             rendered = render_note(meta, body)
+            self.indexer.expect(path, rendered)  # the model starts while the file is written
             path = self.vault.create(path, rendered)
             report = self.indexer.sync_path(path)
             self.recorder.after_write("scribe", path, title, meta["id"], rendered)
@@ -152,6 +153,7 @@ class Memories:
             raise InvalidInputError("Nothing to change: pass text and/or metadata fields to revise.")
         meta["updated"] = now_iso()
         out = render_note(meta, body, original=parsed, remove=removed)
+        self.indexer.expect(note.path, out)
         new_version = self.vault.write(note.path, out, expected_version=state.version)
         report = self.indexer.sync_path(note.path)
         self.recorder.after_write("revise", note.path, meta.get("title") or note.title, id, out, before=state.text)

@@ -84,6 +84,12 @@ def analyse_note(
     return Prepared(FileRow(path, version, mtime_ns, size, problem), note, chunks, embed_texts)
 
 
+def embed_texts(path: str, text: str, max_chunk_chars: int) -> list[tuple[str, str]]:
+    """(digest, text to embed) of each chunk ``text`` would be indexed as at ``path``."""
+    prepared = analyse_note(path, text, "", 0, len(text), max_chunk_chars, lambda _id, _path: None)
+    return [(chunk.row.digest, embedded) for chunk, embedded in zip(prepared.chunks, prepared.embed_texts)]
+
+
 def embed_text(title: str, heading: str | None, text: str) -> str:
     """What a chunk's vector is made from: the note's title, the section heading, the text."""
     lead = title if not heading or heading == title else f"{title}\n{heading}"

@@ -4,7 +4,9 @@ A large batch is cut into as many parts of about equal length as the embedder ma
 (``parallel``) and embedded on that many threads: the default model leaves the GIL for most of its
 work, so two parts take about the time of one on a 2-core machine. ``embed`` answers now (the
 calling thread embeds one part); ``start`` leaves every part to the workers and answers later, so
-the indexer reads and writes other batches meanwhile (``Indexer.sync_batches``).
+the indexer reads and writes other batches meanwhile (``Indexer.sync_batches``). ``ahead`` starts
+the texts a tool's write is about to ask for (``Indexer.expect``), so the model works while the file
+is written, synced and read back; ``embed`` takes those vectors when it gets there.
 
 During a bulk job (``bulk``: a first index, an import, filling in missing vectors) the parts go to
 child processes where the embedder allows it (``spellbook/embedders/lanes.py``): there the model
@@ -18,6 +20,7 @@ wrong model, unsupported dimensions), with no text blamed.
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from contextlib import contextmanager
@@ -28,6 +31,7 @@ from spellbook.errors import EmbedderError, EmbedderInputError, IndexUnavailable
 
 PART_MIN = 16  # texts in each part of a batch embedded on several threads
 REFUSED_IN_A_ROW = 3  # texts refused one by one before the endpoint counts as refusing everything
+AHEAD_KEPT = 64  # texts embedded ahead of a write, kept until it asks for them (older ones are dropped)
 
 Vectors = list[list[float] | EmbedderError]  # a vector per text, or the error that kept it from one
 
@@ -39,6 +43,8 @@ class BatchEmbedder:
         # Child processes only pay where parts run at once, for a model that says a fork is safe.
         self.processes = processes and self.parallel > 1 and getattr(embedder, "forks", False) and can_fork()
         self._workers: ThreadPoolExecutor | None = None
+        self._ahead_worker: ThreadPoolExecutor | None = None  # its own thread: never queued behind a bulk job
+        self._ahead: OrderedDict[str, tuple[Future[Vectors], int]] = OrderedDict()  # text -> (its part, place)
         self._lanes: Lanes | None = None
         self._bulk = 0  # bulk jobs under way
         self._closed = False  # no child process is forked once closing began
@@ -67,8 +73,39 @@ class BatchEmbedder:
             lanes = self._lanes
         return lanes.pids() if lanes is not None else []
 
+    def ahead(self, texts: Sequence[str]) -> None:
+        """Start embedding ``texts`` that a write is about to ask ``embed`` for."""
+        texts = list(dict.fromkeys(texts))
+        if not texts:
+            return
+        with self._lock:
+            if self._closed:
+                return
+            if self._ahead_worker is None:
+                self._ahead_worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="spellbook-ahead")
+            future = self._ahead_worker.submit(self._embed_part, texts)
+            for place, text in enumerate(texts):
+                self._ahead[text] = (future, place)
+                self._ahead.move_to_end(text)
+            while len(self._ahead) > AHEAD_KEPT:
+                self._ahead.popitem(last=False)
+
     def embed(self, texts: Sequence[str]) -> Vectors:
-        """The vectors now: this thread embeds the first part, the workers the others."""
+        """The vectors now: those started ``ahead`` from their part, the rest here."""
+        with self._lock:
+            taken = {i: self._ahead.pop(text) for i, text in enumerate(texts) if text in self._ahead}
+        if not taken:
+            return self._embed_now(texts)
+        rest = [i for i in range(len(texts)) if i not in taken]
+        out: Vectors = [None] * len(texts)  # type: ignore[list-item]  # every place is filled below
+        for i, vector in zip(rest, self._embed_now([texts[i] for i in rest]) if rest else []):
+            out[i] = vector
+        for i, (future, place) in taken.items():
+            out[i] = _answer(future)[place]
+        return out
+
+    def _embed_now(self, texts: Sequence[str]) -> Vectors:
+        """This thread embeds the first part, the workers the others."""
         parts = split(texts, self.parallel)
         if len(parts) == 1:
             return self._embed_part(parts[0])
@@ -84,10 +121,7 @@ class BatchEmbedder:
                                           for part in split(texts, self.parallel)]
 
         def wait() -> Vectors:
-            try:
-                return [vector for future in futures for vector in future.result()]
-            except CancelledError:  # close() dropped it
-                raise IndexUnavailableError("The index is closing (the server is shutting down); retry after it restarts.") from None
+            return [vector for future in futures for vector in _answer(future)]
 
         return wait
 
@@ -96,10 +130,13 @@ class BatchEmbedder:
         The child processes exit once the parts under way have their answers."""
         with self._lock:
             workers, self._workers = self._workers, None
+            ahead, self._ahead_worker = self._ahead_worker, None
             lanes, self._lanes = self._lanes, None
             self._closed = True
-        if workers is not None:
-            workers.shutdown(cancel_futures=True)
+            self._ahead.clear()
+        for pool in (workers, ahead):
+            if pool is not None:
+                pool.shutdown(cancel_futures=True)
         if lanes is not None:
             lanes.close()
 
@@ -143,6 +180,13 @@ class BatchEmbedder:
             if self._lanes is None:
                 self._lanes = Lanes(self.embedder, self.parallel)
             return self._lanes
+
+
+def _answer(future: Future[Vectors]) -> Vectors:
+    try:
+        return future.result()
+    except CancelledError:  # close() dropped it
+        raise IndexUnavailableError("The index is closing (the server is shutting down); retry after it restarts.") from None
 
 
 def split(texts: Sequence[str], parallel: int) -> list[Sequence[str]]:

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from spellbook.errors import EmbedderInputError, IndexUnavailableError, InvalidInputError, VaultPathError
-from spellbook.index.analysis import Prepared, analyse_note, embed_text
+from spellbook.index.analysis import Prepared, analyse_note, embed_text, embed_texts
 from spellbook.index.embedding import BatchEmbedder, Vectors
 from spellbook.index.report import SyncReport
 from spellbook.index.catalog import Catalog, ChunkRow, FileRow
@@ -86,11 +86,7 @@ class Indexer:
 
     # --- identity -----------------------------------------------------------------------------
     def identity(self) -> dict[str, str]:
-        return {
-            "format": INDEX_FORMAT,
-            "embedder": self.embedder.model_id,
-            "chunker": f"{CHUNKER_VERSION}/{self.max_chunk_chars}",
-        }
+        return {"format": INDEX_FORMAT, "embedder": self.embedder.model_id, "chunker": f"{CHUNKER_VERSION}/{self.max_chunk_chars}"}
 
     def needs_rebuild(self) -> str | None:
         """Why the existing index cannot be trusted, or None."""
@@ -230,6 +226,14 @@ class Indexer:
 
     def sync_path(self, path: str) -> SyncReport:
         return self.sync_paths([path])
+
+    def expect(self, path: str, text: str) -> None:
+        """A tool is about to write ``text`` at ``path``: the vectors of its new chunks start now, on
+        the embedder's own thread, while the file is written, synced and read back (``sync_path``
+        takes them if the file holds that text then; else they are dropped later)."""
+        pairs = embed_texts(path, text, self.max_chunk_chars)
+        known = self.catalog.chunk_ids_by_digest(digest for digest, _ in pairs)  # reused, not embedded
+        self.batches.ahead([t for digest, t in pairs if digest not in known and digest not in self._recently_removed])
 
     def sync_batches(self, batches: Iterable[list[str]], done: Callable[[int], None] | None = None) -> SyncReport:
         """``sync_paths`` for each batch in turn, each batch embedded while the one before it is

@@ -219,3 +219,75 @@ def test_the_cli_loads_the_model_ahead_only_when_it_will_embed(tmp_path: Path, m
     for extra in runs:
         assert main([command, *extra]) == 0
     assert asked == expected
+
+
+class Slow(HashingEmbedder):
+    """The hashing embedder, taking a while a call and noting each text and the thread that embedded it."""
+
+    def __init__(self, seconds: float = 0.05) -> None:
+        super().__init__()
+        self.seconds = seconds
+        self.embedded: list[tuple[str, str]] = []
+
+    def embed_documents(self, texts):
+        time.sleep(self.seconds)
+        self.embedded.extend((t, threading.current_thread().name) for t in texts)
+        return super().embed_documents(texts)
+
+
+def test_a_tools_write_embeds_while_the_file_is_written_and_only_once(settings: Settings, vault: Path) -> None:
+    """scribe and revise start their new sections' vectors before writing the file (``Indexer.expect``):
+    the model runs on its own thread while the file is written, synced and read back, and the sync
+    takes those vectors instead of embedding again. A section left as it was is not embedded again."""
+    model = Slow()
+    engine = open_engine(settings, model)
+    try:
+        out = engine.scribe("## One\nThe first part.\n\n## Two\nThe second part.", title="Parts", category="t")
+        texts = [t for t, _ in model.embedded]
+        assert len(texts) == 2 and len(set(texts)) == 2  # each section once
+        assert {name for _, name in model.embedded} == {"spellbook-ahead_0"}
+        ids = engine.catalog.chunk_ids(out["path"])
+        assert set(engine.vectors.vectors(ids)) == set(ids)
+        stored = engine.vectors.vectors(ids)
+        assert np.allclose([stored[i] for i in ids], HashingEmbedder().embed_documents(texts), atol=1e-6)
+        model.embedded.clear()
+        engine.revise(out["id"], text="## One\nThe first part.\n\n## Two\nThe second part, changed.")
+        assert [t.rsplit("\n", 1)[-1] for t, _ in model.embedded] == ["The second part, changed."]
+        assert engine.indexer.batches._ahead == {}  # taken, nothing left behind
+    finally:
+        engine.close()
+
+
+def test_vectors_started_ahead_of_a_write_that_changed_on_the_way_are_not_used(settings: Settings) -> None:
+    """What the sync embeds is the file as it reads it: texts started ahead that the file does not
+    hold are not taken (and are dropped once enough newer ones came), the file's own are embedded."""
+    model = Slow(0.01)
+    engine = open_engine(settings, model)
+    try:
+        vault = engine.vault
+        engine.indexer.expect("t/a.md", "---\ntitle: A\n---\nWhat the tool meant to write.\n")
+        (vault.root / "t").mkdir()
+        (vault.root / "t" / "a.md").write_text("---\ntitle: A\n---\nWhat a person wrote first.\n", encoding="utf-8")
+        engine.indexer.sync_path("t/a.md")
+        hits = engine.memorize("person wrote first", mode="semantic")["results"]
+        assert hits and hits[0]["path"] == "t/a.md"
+        ids = engine.catalog.chunk_ids("t/a.md")
+        (expected,) = HashingEmbedder().embed_documents(["A\nWhat a person wrote first."])
+        assert np.allclose(engine.vectors.vectors(ids)[ids[0]], expected, atol=1e-6)
+        for n in range(70):
+            engine.indexer.batches.ahead([f"text {n}"])
+        assert len(engine.indexer.batches._ahead) == 64
+    finally:
+        engine.close()
+
+
+def test_closing_with_vectors_started_ahead_waits_for_none_of_them(settings: Settings) -> None:
+    model = Slow(0.3)
+    engine = open_engine(settings, model)
+    for n in range(5):
+        engine.indexer.batches.ahead([f"text {n}"])
+    started = time.monotonic()
+    engine.close()
+    assert time.monotonic() - started < 1.0  # the one under way finishes; the rest are dropped
+    engine.indexer.batches.ahead(["after close"])  # nothing starts once closed
+    assert engine.indexer.batches._ahead == {}
