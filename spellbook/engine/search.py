@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import threading
 import time
+from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -18,7 +19,6 @@ from spellbook.embedders.base import Embedder
 from spellbook.engine.access import Access, Readiness
 from spellbook.errors import EmbedderError, InvalidInputError
 from spellbook.index.catalog import Catalog, NoteRow
-from spellbook.index.rows import KeptRows
 from spellbook.index.indexer import Indexer, file_changed
 from spellbook.scope import current as current_scope
 from spellbook.engine.hybrid import blend, coverage_in, haystack, query_terms
@@ -37,7 +37,7 @@ MAX_QUERY_CHARS = 2_000
 SNIPPET_CHARS = 240
 SUPERSEDED_FACTOR = 0.5
 RELEVANCE_SIGMAS = 5.0  # relevance 1.0 = 5 standard deviations above two unrelated notes' similarity
-HAYSTACK_CACHE = 5_000  # candidates' coverage texts kept until the next write
+HAYSTACK_CACHE = 5_000  # candidates' coverage texts kept (see Search._haystacks_of)
 MAX_SKIPPED = 1_000  # more hidden (archived, expired) chunks than this: filter the vector query instead
 SEMANTIC_WEIGHT = 0.3  # hybrid = 0.3 * semantic + 0.7 * keyword x coverage; tuned on shared/eval (docs/search.md)
 
@@ -67,7 +67,7 @@ class Search:
         self.readiness = readiness
         self.maintenance = maintenance
         self._baseline: tuple[float, float, int] | None = None
-        self._haystacks = KeptRows(HAYSTACK_CACHE)  # chunk id -> what coverage reads in it, until the next write
+        self._haystacks: OrderedDict[str, tuple[NoteRow, str, str]] = OrderedDict()  # chunk id -> (note, digest, text)
         self._haystacks_lock = threading.Lock()
 
     def memorize(
@@ -134,7 +134,6 @@ class Search:
 
     def _search(self, query: str, limit: int, spec: Filter | None, mode: Mode) -> list[dict[str, Any]]:
         where, params = to_chunk_sql(spec)  # every query below joins chunks as c
-        generation = self.catalog.generation  # before any read: what is kept for it was read since
         depth = max(limit * 6, 50)
         similarity: dict[str, float] = {}
         keyword_scores: dict[str, float] = {}
@@ -164,8 +163,8 @@ class Search:
             now = expires_key(dt.datetime.now(dt.UTC))
             notes = {path: note for path, note in notes.items() if note.live(now) and self.access.visible(note)}
         query_set = query_terms(query)
-        hay = self._haystacks_of(generation, [c for cid, c in chunks.items() if cid in keyword_scores
-                                              and c.path in notes] if mode == "hybrid" else [], notes)
+        hay = self._haystacks_of([c for cid, c in chunks.items() if cid in keyword_scores and c.path in notes]
+                                 if mode == "hybrid" else [], notes)
 
         def covers(chunk: Any) -> float:
             text = hay.get(chunk.chunk_id)
@@ -200,18 +199,27 @@ class Search:
             hits.append(hit)
         return hits
 
-    def _haystacks_of(self, generation: int, chunks: list[Any], notes: dict[str, NoteRow]) -> dict[str, str]:
+    def _haystacks_of(self, chunks: list[Any], notes: dict[str, NoteRow]) -> dict[str, str]:
         """What coverage reads in each chunk (its text, heading, note title and metadata words),
-        made once per chunk until the catalog's next write: a search's candidates come back again
-        and again."""
+        made once and kept while the chunk's digest and its note's row are the same: the catalog
+        keeps a note's row object until a write changes that note, so a search after a write to
+        another note does not make them all again."""
         with self._haystacks_lock:
-            out = self._haystacks.get(generation, (c.chunk_id for c in chunks))
-        made = [(c.chunk_id, _haystack(c, notes[c.path])) for c in chunks if c.chunk_id not in out]
+            kept = {c.chunk_id: self._haystacks.get(c.chunk_id) for c in chunks}
+        out: dict[str, str] = {}
+        made: list[tuple[str, tuple[NoteRow, str, str]]] = []
+        for chunk in chunks:
+            note, entry = notes[chunk.path], kept[chunk.chunk_id]
+            if entry is not None and entry[0] is note and entry[1] == chunk.digest:
+                out[chunk.chunk_id] = entry[2]
+            else:
+                out[chunk.chunk_id] = text = _haystack(chunk, note)
+                made.append((chunk.chunk_id, (note, chunk.digest, text)))
         if made:
-            out.update(made)
             with self._haystacks_lock:
-                if self._haystacks.generation == generation:
-                    self._haystacks.put(made)
+                self._haystacks.update(made)
+                while len(self._haystacks) > HAYSTACK_CACHE:
+                    self._haystacks.popitem(last=False)
         return out
 
     def _similarity_baseline(self) -> tuple[float, float]:

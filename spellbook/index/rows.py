@@ -114,16 +114,17 @@ NOTE_CACHE = 2048  # note rows kept between writes (a few MB)
 
 
 class KeptRows:
-    """Rows kept until the catalog's next write: ``get`` with the catalog's write count drops
-    them all when it moved. The caller holds the catalog's lock (writes take it too)."""
+    """Rows kept until the catalog's next write (``get`` with the catalog's write count drops them
+    all when it moved; ``None``: rows that ``drop`` keeps current instead). The caller holds the
+    catalog's lock (writes take it too)."""
 
     def __init__(self, size: int) -> None:
         self.size = size
         self._rows: OrderedDict[str, Any] = OrderedDict()
         self.generation = -1  # the write count the rows were read at
 
-    def get(self, generation: int, keys: Iterable[str]) -> dict[str, Any]:
-        if generation != self.generation:
+    def get(self, generation: int | None, keys: Iterable[str]) -> dict[str, Any]:
+        if generation is not None and generation != self.generation:
             self._rows.clear()
             self.generation = generation
         return {k: self._rows[k] for k in keys if k in self._rows}
@@ -134,6 +135,13 @@ class KeptRows:
         while len(self._rows) > self.size:
             self._rows.popitem(last=False)
         return added
+
+    def drop(self, keys: Iterable[str]) -> None:
+        for key in keys:
+            self._rows.pop(key, None)
+
+    def clear(self) -> None:
+        self._rows.clear()
 
 
 def meta_json(meta: dict[str, Any]) -> str:

@@ -389,6 +389,40 @@ def test_coverage_reads_a_note_as_it_is_after_each_write(engine: Engine, vault: 
     assert relevance() > after_revise
 
 
+def test_a_write_drops_only_the_kept_rows_of_the_notes_it_changed(engine: Engine, vault: Path, monkeypatch) -> None:
+    """The catalog keeps the note rows searches read until a write changes their note: another
+    note's write leaves them (the very objects), a revise, a hand edit and an erase do not, and a
+    write whose transaction rolled back leaves what the catalog still holds."""
+    a = engine.scribe("Alpha text.", title="Alpha", category="t")
+    b = engine.scribe("Beta text.", title="Beta", category="t")
+    paths = [a["path"], b["path"]]
+    first = engine.catalog.notes_at(paths)
+    engine.revise(a["id"], title="Alpha two")
+    second = engine.catalog.notes_at(paths)
+    assert second[b["path"]] is first[b["path"]]
+    assert second[a["path"]].title == "Alpha two"
+    file = vault / b["path"]
+    file.write_text(file.read_text(encoding="utf-8").replace("title: Beta", "title: Beta by hand"), encoding="utf-8")
+    engine.reconcile()
+    third = engine.catalog.notes_at(paths)
+    assert third[b["path"]].title == "Beta by hand" and third[a["path"]] is second[a["path"]]
+
+    def failing(text: str) -> str:
+        raise RuntimeError("the disk is full")
+
+    monkeypatch.setattr("spellbook.index.catalog.index_text", failing)
+    file = vault / a["path"]
+    file.write_text(file.read_text(encoding="utf-8").replace("title: Alpha two", "title: Alpha three"), encoding="utf-8")
+    with pytest.raises(RuntimeError):
+        engine.indexer.sync_path(a["path"])
+    assert engine.catalog.notes_at(paths)[a["path"]].title == "Alpha two"  # rolled back: the catalog's row
+    monkeypatch.undo()
+    engine.reconcile()
+    assert engine.catalog.notes_at(paths)[a["path"]].title == "Alpha three"
+    engine.erase(b["id"])
+    assert b["path"] not in engine.catalog.notes_at(paths)
+
+
 def test_get_topic_returns_a_topic_in_order(engine: Engine, vault: Path) -> None:
     first = engine.scribe("Step one: install.", title="One", category="guide", topic="setup")
     second = engine.scribe("Step two: configure.", title="Two", category="guide", topic="setup")
