@@ -12,7 +12,8 @@ Sections:
   1. startup: process start -> ``list_tools()`` answer, on a fresh vault (N runs) and on a vault
      that already holds the benchmark's notes (restart cost); also time until the index is ready.
   2. scribe: ``--notes`` synthetic notes (60-200 words; English, Korean, Japanese) sent one by one.
-  3. memorize: ``--queries`` queries per mode (hybrid, semantic, keyword, hybrid + category filter).
+  3. memorize: ``--queries`` queries per mode (hybrid, semantic, keyword, hybrid + category filter), then
+     hybrid again with each query right after a scribe to another note (an agent's session mixes them).
   4. memory: VmHWM / VmRSS of the serving (owner) process, read from /proc.
   5. first index: ``--notes`` hand-written markdown files (no frontmatter, 2-4 ``##`` sections)
      indexed with ``spellbook index``, then a second, no-op run.
@@ -676,6 +677,29 @@ async def bench_session(vault: Path, embedder: str, notes: list[dict[str, Any]],
                 out["memorize"][label] = {"lat": lat, "hits": hits, "langs": [lang_of(q) for q in queries]}
                 log(f"memorize {label:15s}: p50 {pct(lat, 50):6.1f} ms  p95 {pct(lat, 95):6.1f} ms  "
                     f"mean hits {statistics.fmean(hits) if hits else 0:.2f}")
+            # An agent's session mixes the two: each query right after a write (untimed) to another
+            # note; those notes are erased after, so what follows sees the vault of ``notes``.
+            later = TextGen(SEED + 1)
+            lat, hits, extra = [], [], []
+            for i, q in enumerate(queries):
+                r = await client.call_tool("scribe", later.scribe_note(len(notes) + i))
+                if r.is_error:
+                    out["scribe_errors"].append(_error_text(r))
+                else:
+                    extra.append((r.structured_content or {})["id"])
+                t = time.perf_counter()
+                r = await client.call_tool("memorize", {"query": q, "limit": 5})
+                lat.append((time.perf_counter() - t) * 1000)
+                if r.is_error:
+                    out["memorize_errors"].append(f"after a scribe: {_error_text(r)}")
+                else:
+                    hits.append(len((r.structured_content or {}).get("results", [])))
+            out["memorize"]["hybrid, each after a scribe"] = {"lat": lat, "hits": hits, "langs": [lang_of(q) for q in queries]}
+            log(f"memorize hybrid after a scribe: p50 {pct(lat, 50):6.1f} ms  p95 {pct(lat, 95):6.1f} ms")
+            for note_id in extra:
+                r = await client.call_tool("erase", {"id": note_id})
+                if r.is_error:
+                    out["scribe_errors"].append(f"erase: {_error_text(r)}")
 
             # --- memory ---------------------------------------------------------------------
             stats = (await client.call_tool("stats", {})).structured_content or {}
@@ -971,6 +995,9 @@ def render_summary(args: argparse.Namespace, res: dict[str, Any], logs: ServerLo
         add(f"3. memorize at {s['stats_after_scribe'].get('notes')} notes ({args.queries} queries each, limit 5)")
         for label, m in s["memorize"].items():
             hits = m["hits"]
+            if label == "hybrid, each after a scribe":
+                add("   hybrid, each query right after a scribe to another note (untimed; erased after):")
+                label = ""
             add(f"   {label:16s} p50 {pct(m['lat'], 50):6.1f} {ms}   p95 {pct(m['lat'], 95):6.1f} {ms}   "
                 f"max {max(m['lat']):6.0f} {ms}   mean hits {statistics.fmean(hits) if hits else 0:.2f}")
             if label == "hybrid" and a:
