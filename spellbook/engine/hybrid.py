@@ -61,16 +61,7 @@ def coverage(terms: set[str], texts: Iterable[str]) -> float:
     """Share of the query's distinct terms found in these texts: a keyword hit that matched only
     one common bigram of a long query covers little of it, and should count for little.
     Terms are matched as substrings of the normalised text (cheap, and lenient on word endings)."""
-    return coverage_in(terms, haystack(texts))
-
-
-def haystack(texts: Iterable[str]) -> str:
-    """What ``coverage`` looks for terms in: the texts joined and normalised."""
-    return normalize(" ".join(texts))
-
-
-def coverage_in(terms: set[str], haystack: str) -> float:
-    """``coverage`` over a ``haystack`` made already."""
     if not terms:
         return 0.0
+    haystack = normalize(" ".join(texts))
     return sum(1 for t in terms if t in haystack) / len(terms)

@@ -8,9 +8,7 @@ both sides run at once, then one read of the candidates' rows serves coverage, b
 from __future__ import annotations
 
 import datetime as dt
-import threading
 import time
-from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -21,7 +19,7 @@ from spellbook.errors import EmbedderError, InvalidInputError
 from spellbook.index.catalog import Catalog, NoteRow
 from spellbook.index.indexer import Indexer, file_changed
 from spellbook.scope import current as current_scope
-from spellbook.engine.hybrid import blend, coverage_in, haystack, query_terms
+from spellbook.engine.hybrid import blend, coverage, query_terms
 from spellbook.index.filters import Filter, event_type_of, parse_filter, to_chunk_sql, to_sql
 from spellbook.index.keyword import tokenize
 from spellbook.vault.fields import expires_key
@@ -37,7 +35,6 @@ MAX_QUERY_CHARS = 2_000
 SNIPPET_CHARS = 240
 SUPERSEDED_FACTOR = 0.5
 RELEVANCE_SIGMAS = 5.0  # relevance 1.0 = 5 standard deviations above two unrelated notes' similarity
-HAYSTACK_CACHE = 5_000  # candidates' coverage texts kept (see Search._haystacks_of)
 MAX_SKIPPED = 1_000  # more hidden (archived, expired) chunks than this: filter the vector query instead
 SEMANTIC_WEIGHT = 0.3  # hybrid = 0.3 * semantic + 0.7 * keyword x coverage; tuned on shared/eval (docs/search.md)
 
@@ -67,8 +64,6 @@ class Search:
         self.readiness = readiness
         self.maintenance = maintenance
         self._baseline: tuple[float, float, int] | None = None
-        self._haystacks: OrderedDict[str, tuple[NoteRow, str, str]] = OrderedDict()  # chunk id -> (note, digest, text)
-        self._haystacks_lock = threading.Lock()
 
     def memorize(
         self,
@@ -163,12 +158,10 @@ class Search:
             now = expires_key(dt.datetime.now(dt.UTC))
             notes = {path: note for path, note in notes.items() if note.live(now) and self.access.visible(note)}
         query_set = query_terms(query)
-        hay = self._haystacks_of([c for cid, c in chunks.items() if cid in keyword_scores and c.path in notes]
-                                 if mode == "hybrid" else [], notes)
 
         def covers(chunk: Any) -> float:
-            text = hay.get(chunk.chunk_id)
-            return coverage_in(query_set, _haystack(chunk, notes[chunk.path]) if text is None else text)
+            note = notes[chunk.path]
+            return coverage(query_set, (chunk.text, chunk.heading, note.title, _meta_text(note.meta)))
 
         if mode == "hybrid":
             covered = {cid: covers(c) for cid, c in chunks.items() if cid in keyword_scores and c.path in notes}
@@ -198,29 +191,6 @@ class Search:
                                if cid in found]
             hits.append(hit)
         return hits
-
-    def _haystacks_of(self, chunks: list[Any], notes: dict[str, NoteRow]) -> dict[str, str]:
-        """What coverage reads in each chunk (its text, heading, note title and metadata words),
-        made once and kept while the chunk's digest and its note's row are the same: the catalog
-        keeps a note's row object until a write changes that note, so a search after a write to
-        another note does not make them all again."""
-        with self._haystacks_lock:
-            kept = {c.chunk_id: self._haystacks.get(c.chunk_id) for c in chunks}
-        out: dict[str, str] = {}
-        made: list[tuple[str, tuple[NoteRow, str, str]]] = []
-        for chunk in chunks:
-            note, entry = notes[chunk.path], kept[chunk.chunk_id]
-            if entry is not None and entry[0] is note and entry[1] == chunk.digest:
-                out[chunk.chunk_id] = entry[2]
-            else:
-                out[chunk.chunk_id] = text = _haystack(chunk, note)
-                made.append((chunk.chunk_id, (note, chunk.digest, text)))
-        if made:
-            with self._haystacks_lock:
-                self._haystacks.update(made)
-                while len(self._haystacks) > HAYSTACK_CACHE:
-                    self._haystacks.popitem(last=False)
-        return out
 
     def _similarity_baseline(self) -> tuple[float, float]:
         """(mean, standard deviation) of the cosine similarity between stored chunks, i.e. what
@@ -349,10 +319,6 @@ def mostly_latin(text: str) -> bool:
     letters = [ch for ch in text if ch.isalpha()]
     latin = sum(1 for ch in letters if ch < "\u0250")  # Basic Latin .. Latin Extended-B
     return not letters or latin * 2 >= len(letters)
-
-
-def _haystack(chunk: Any, note: NoteRow) -> str:
-    return haystack((chunk.text, chunk.heading, note.title, _meta_text(note.meta)))
 
 
 def _meta_text(meta: dict[str, Any]) -> str:
