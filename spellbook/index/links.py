@@ -25,10 +25,11 @@ def _ascii_lower(text: str) -> str:
 
 def _names(note: NoteRow) -> set[str]:
     """The link texts that name a note: its path without .md and every shorter ending of it down
-    to the file name (``a/b/c``, ``b/c``, ``c``), its title, its aliases."""
-    parts = note.path.removesuffix(".md").lower().split("/")
-    names = {"/".join(parts[i:]) for i in range(len(parts))} | {note.title.lower()}
-    names.update(_alias_text(a).lower() for a in aliases_of(note.meta))
+    to the file name (``a/b/c``, ``b/c``, ``c``), its title, its aliases; lowered as SQLite's
+    lower() lowers the links they are compared with (ASCII letters only: a title "Été" is "Été")."""
+    parts = _ascii_lower(note.path.removesuffix(".md")).split("/")
+    names = {"/".join(parts[i:]) for i in range(len(parts))} | {_ascii_lower(note.title)}
+    names.update(_ascii_lower(_alias_text(a)) for a in aliases_of(note.meta))
     return names
 
 
@@ -97,7 +98,7 @@ class LinkQueries:
             with self._lock:
                 if self._names[0] == generation:
                     self._names = (generation, names)
-        path = names.get(target.strip().removesuffix(".md").lower())
+        path = names.get(_ascii_lower(target.strip().removesuffix(".md")))
         if path is None:
             return None
         with self._lock:
@@ -124,7 +125,7 @@ class LinkQueries:
 
     def link_matches(self, target: str, limit: int) -> list[NoteRow]:
         """Every note ``[[target]]`` could mean (up to ``limit``), the one it resolves to first."""
-        name = target.strip().removesuffix(".md").lower()
+        name = _ascii_lower(target.strip().removesuffix(".md"))  # as SQLite's lower() below
         with self._lock:
             rows = self._db.execute(
                 f"SELECT {NOTE_COLS} FROM notes WHERE lower(path) = ? OR lower(path) LIKE ? ESCAPE '\\' "
@@ -200,6 +201,6 @@ class LinkQueries:
             links = self._db.execute("SELECT path, target, relation FROM links ORDER BY path, rowid").fetchall()
         resolver = self._name_map()
         return [
-            (source, target, relation, resolver.get(target.strip().removesuffix(".md").lower()))
+            (source, target, relation, resolver.get(_ascii_lower(target.strip().removesuffix(".md"))))
             for source, target, relation in links
         ]

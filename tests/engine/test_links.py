@@ -429,3 +429,26 @@ def test_resolving_many_links_between_writes_matches_one_lookup_at_a_time(engine
     assert first == [single[targets[0]]]
     assert dict(zip(targets, mapped)) == single
     assert single["Plan"] == "Plan.md" and single["Roadmap"] == "a/Plan.md" and single["missing"] is None
+
+
+def test_titles_and_aliases_with_capital_letters_outside_ascii_are_linked(engine: Engine, vault: Path) -> None:
+    """Links are compared as SQLite lowers them (ASCII letters only) on both sides: a note titled
+    "Été 2024" or aliased "Über Plan" is found by its exact name (it was found by none before:
+    Python lowered the note's side to "été 2024"), and by its name in other ASCII case."""
+    summer = engine.scribe("Summer plans.", title="Été 2024", category="t")
+    plan = engine.scribe("The plan.", title="Plan", category="t")
+    file = vault / plan["path"]
+    file.write_text(file.read_text(encoding="utf-8").replace("title: Plan\n", "title: Plan\naliases: Über Plan\n"),
+                    encoding="utf-8")
+    engine.reconcile()
+    trip = engine.scribe("See [[Été 2024]], [[ÉTé 2024]], [[été 2024]], [[Über Plan]] and [[über plan]].", title="Trip",
+                         category="t")
+    by_id = {m["id"]: m for m in engine.get_memories([summer["id"], plan["id"], trip["id"]])["memories"]}
+    assert [b["id"] for b in by_id[summer["id"]]["backlinks"]] == [trip["id"]]
+    links = {link["target"]: link for link in by_id[trip["id"]]["links"]}
+    assert links["Été 2024"]["id"] == links["ÉTé 2024"]["id"] == summer["id"]
+    assert links["Über Plan"]["id"] == plan["id"]
+    assert links["été 2024"]["resolved"] is False and links["über plan"]["resolved"] is False  # as written there
+    newer = engine.scribe("Summer plans, revised.", title="Été 2024 v2", category="t")
+    engine.link(newer["id"], summer["id"], "supersedes")
+    assert engine.catalog.links.superseded(engine.catalog.notes_at([summer["path"]]).values()) == {summer["path"]}
