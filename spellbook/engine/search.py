@@ -145,15 +145,19 @@ class Search:
             allowed = self.catalog.filtered_chunk_ids(where, params) if filtered or hidden > MAX_SKIPPED else None
             found = self.vectors.query(vector, depth + (hidden if allowed is None else 0), ids=allowed)
             similarity = dict(found)
+        # One read of the candidates' rows serves coverage, boosts and the hits. The vector side's
+        # are read while the keyword side still runs (the longer of the two at 10k chunks).
+        chunks = self.catalog.chunks(list(similarity))
+        notes = self.catalog.notes_at(c.path for c in chunks.values())
         if mode in ("hybrid", "keyword"):
             found = (keyword_job.result() if keyword_job
                      else self.catalog.keywords.search(query, where, params, depth, allowed=rowids))
             keyword_scores = dict(found)
-        # One read of the candidates' rows serves coverage, boosts and the hits.
-        chunks = self.catalog.chunks(list(similarity.keys() | keyword_scores.keys()))
+            more = self.catalog.chunks([cid for cid in keyword_scores if cid not in chunks])
+            chunks.update(more)
+            notes.update(self.catalog.notes_at(c.path for c in more.values() if c.path not in notes))
         if spec is not None and spec.event_type:  # a session's events of one type: only those sections
             chunks = {cid: c for cid, c in chunks.items() if event_type_of(c.heading) == spec.event_type}
-        notes = self.catalog.notes_at(c.path for c in chunks.values())
         if spec is None:  # the vectors may not be filtered: leave archived and expired notes out here
             now = expires_key(dt.datetime.now(dt.UTC))
             notes = {path: note for path, note in notes.items() if note.live(now) and self.access.visible(note)}
