@@ -51,7 +51,7 @@ class Engine:
     def __init__(self, settings: Settings, embedder: Embedder | None = None, vectors: Any | None = None,
                  load_model: bool = False) -> None:
         self.settings = settings
-        self.vault = Vault(settings.vault_dir)
+        self.vault = Vault(settings.vault_dir, temp_dir=settings.index_path / "tmp")  # writes' temp files
         if not self.vault.root.is_dir():
             raise VaultPathError(f"Vault {self.vault.root} does not exist; run `spellbook init {self.vault.root}`.")
         settings.index_path.mkdir(parents=True, exist_ok=True)

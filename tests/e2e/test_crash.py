@@ -307,7 +307,8 @@ def test_an_import_killed_mid_batch_leaves_whole_notes_and_completes_when_run_ag
         n = int(file.stem.split()[-1])
         parsed = parse_note(file.read_text(encoding="utf-8"))
         assert parsed.meta["id"] == f"m{n}" and parsed.body == f"Imported body number {n}. " * 5, file
-    assert list(vault.glob("imp/.*.tmp"))  # the batch's other notes, whole but not yet named
+    # The batch's other notes, whole but not yet named, in the index's temp folder (none beside the notes).
+    assert list(vault.glob(".spellbook/tmp/.*.tmp")) and not list(vault.glob("imp/.*.tmp"))
 
     again = subprocess.run(command, env=child_env(), capture_output=True, text=True, timeout=120)
     assert again.returncode == 0, again.stderr[-500:]

@@ -419,10 +419,10 @@ def test_a_note_that_cannot_be_written_is_reported_and_the_rest_are_written(
 
     real = store._write_temp
 
-    def disk_full_for_note_1(target: Path, text: str, mode: int) -> str:
+    def disk_full_for_note_1(target: Path, text: str, mode: int, folder: Path) -> str:
         if target.name == "Note 1.md":
             raise OSError(28, "No space left on device")
-        return real(target, text, mode)
+        return real(target, text, mode, folder)
 
     monkeypatch.setattr(store, "_write_temp", disk_full_for_note_1)
     file = write_export(tmp_path, [good(0), good(1), good(2), good(3, id="id1", metadata={"id": "id1"})])

@@ -6,6 +6,9 @@ only when it changed since."""
 
 from __future__ import annotations
 
+import json
+import shutil
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -282,3 +285,70 @@ def test_folders_never_indexed_are_not_watched(tmp_path: Path) -> None:
     hidden = [p for p in seen if any(part in (".git", ".obsidian", "node_modules", ".trash", ".spellbook")
                                      for part in p.split("/"))]
     assert set(hidden) <= {".trash", "later/.git"}, hidden  # at most their own creation, in a watched folder
+
+
+def test_a_tools_writes_put_no_temp_file_beside_the_notes(tmp_path: Path) -> None:
+    """scribe, revise and an import make their temp files in the index's own folder (unwatched), so
+    the watcher, Obsidian or a sync tool see each note arrive whole, and nothing else, in its folder."""
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    engine = Engine(Settings(vault=vault, embedder="hashing", watch=False), embedder=HashingEmbedder())
+    engine.start()
+    seen: list[tuple[str, str]] = []
+
+    class Recording(VaultWatcher):
+        def on_any_event(self, event) -> None:
+            for raw in (event.src_path, getattr(event, "dest_path", "")):
+                if raw and not event.is_directory:
+                    seen.append((event.event_type, Path(raw).relative_to(vault).as_posix()))
+            super().on_any_event(event)
+
+    watcher = Recording(engine.indexer, DEBOUNCE)
+    watcher.start()
+    try:
+        out = engine.scribe("Fresh ideas, zqtemp.", title="Fresh", category="notes")
+        engine.revise(out["id"], text="Fresher ideas, zqtemp.")
+        export = tmp_path / "export.json"
+        export.write_text(json.dumps({"spellbook_export": 1, "memories": [
+            {"id": f"m{n}", "path": f"imp/Note {n}.md", "title": f"Note {n}", "metadata": {"id": f"m{n}"},
+             "body": f"Imported body number {n}."} for n in range(3)]}), encoding="utf-8")
+        engine.import_memories(str(export))
+        assert wait_for(lambda: {p for _, p in seen} >= {"notes/Fresh.md", "imp/Note 2.md"})
+        time.sleep(3 * DEBOUNCE)
+    finally:
+        watcher.stop()
+        engine.close()
+    assert {p for _, p in seen} == {"notes/Fresh.md", "imp/Note 0.md", "imp/Note 1.md", "imp/Note 2.md"}, seen
+    assert not [p for p in vault.rglob("*") if p.name.endswith(".tmp")]
+
+
+def test_writes_fall_back_to_temp_files_beside_the_note(tmp_path: Path) -> None:
+    """A note folder on another file system than the index (a mount point) gets its temp files
+    beside the note, as a rename cannot cross file systems; an index folder deleted while the
+    engine runs is made again at the next write."""
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    engine = Engine(Settings(vault=vault, embedder="hashing", watch=False), embedder=HashingEmbedder())
+    engine.start()
+    made: list[str] = []
+    real = tempfile.mkstemp
+
+    def noting(*args, **kwargs):
+        made.append(Path(kwargs["dir"]).relative_to(vault).as_posix())
+        return real(*args, **kwargs)
+
+    try:
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr("spellbook.vault.store.tempfile.mkstemp", noting)
+            first = engine.scribe("On the index's file system.", title="Here", category="notes")
+            engine.vault._temp_device = -1  # as if the index were on another file system
+            second = engine.scribe("On another file system.", title="There", category="notes")
+            engine.vault._temp_device = None
+            shutil.rmtree(vault / ".spellbook" / "tmp")
+            third = engine.scribe("After the temp folder was deleted.", title="Again", category="notes")
+        assert made == [".spellbook/tmp", "notes", ".spellbook/tmp"]
+        for out in (first, second, third):
+            assert engine.get_memories([out["id"]])["memories"][0]["path"] == out["path"]
+        assert not [p for p in vault.rglob("*") if p.name.endswith(".tmp")]
+    finally:
+        engine.close()
