@@ -51,7 +51,10 @@ class Engine:
     def __init__(self, settings: Settings, embedder: Embedder | None = None, vectors: Any | None = None,
                  load_model: bool = False) -> None:
         self.settings = settings
-        self.vault = Vault(settings.vault_dir, temp_dir=settings.index_path / "tmp")  # writes' temp files
+        # Writes make their temp files in the index folder when it is in the vault (the default): its
+        # files take the vault's own SELinux label and default ACLs, as they would beside the note.
+        inside = settings.vault_dir in settings.index_path.parents
+        self.vault = Vault(settings.vault_dir, temp_dir=settings.index_path / "tmp" if inside else None)
         if not self.vault.root.is_dir():
             raise VaultPathError(f"Vault {self.vault.root} does not exist; run `spellbook init {self.vault.root}`.")
         settings.index_path.mkdir(parents=True, exist_ok=True)

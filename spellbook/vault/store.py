@@ -2,10 +2,11 @@
 
 Every write is atomic (a unique dotfile temp, fsync, then rename), so a crash leaves either the old
 file or the new one, never half of one. The engine's vault makes its temp files in the index's
-``tmp`` folder when that is on the note's file system: nothing transient appears beside a person's
-notes (for Obsidian, a sync tool or ``git add``), and the vault watcher sees one event per write
-instead of six (it cost the owner ~2 ms of CPU a scribe, in three threads); elsewhere, beside the
-note. A write that names the version it read refuses to overwrite a file that changed since.
+``tmp`` folder when the index is in the vault (the default) and on the note's file system, so
+nothing transient appears beside a person's notes (for Obsidian, a sync tool or ``git add``), and
+the vault watcher sees one event per write instead of six (it cost the owner ~2 ms of CPU a scribe,
+in three threads); elsewhere, beside the note. A write that names the version it read refuses to
+overwrite a file that changed since.
 
 Permissions (docs/security.md, "Writes and files"): a rewritten file keeps the mode it had; a new
 file gets its folder's mode without the execute bits, limited by the umask (a 0700 folder gives

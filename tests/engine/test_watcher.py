@@ -352,3 +352,8 @@ def test_writes_fall_back_to_temp_files_beside_the_note(tmp_path: Path) -> None:
         assert not [p for p in vault.rglob("*") if p.name.endswith(".tmp")]
     finally:
         engine.close()
+    # An index kept outside the vault (--index-dir) is not where the vault's files are made: beside the note.
+    outside = Engine(Settings(vault=vault, index_dir=tmp_path / "index", embedder="hashing", watch=False),
+                     embedder=HashingEmbedder())
+    assert outside.vault.temp_dir is None
+    outside.close()
