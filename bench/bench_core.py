@@ -9,8 +9,9 @@ subprocess for the hand-written vault. It prints figures only; nothing here pass
     .venv/bin/python bench/bench_core.py --notes 200 --queries 50 --embedder hashing
 
 Sections:
-  1. startup: process start -> ``list_tools()`` answer, on a fresh vault (N runs) and on a vault
-     that already holds the benchmark's notes (restart cost); also time until the index is ready.
+  1. startup: process start -> ``list_tools()`` answer, on a fresh vault (N runs: the first with no
+     handshake cache, as after an install, the rest with it) and on a vault that already holds the
+     benchmark's notes (restart cost); also the first tool call's answer and the index ready.
   2. scribe: ``--notes`` synthetic notes (60-200 words; English, Korean, Japanese) sent one by one.
   3. memorize: ``--queries`` queries per mode (hybrid, semantic, keyword, hybrid + category filter), then
      hybrid again with each query right after a scribe to another note (an agent's session mixes them).
@@ -58,6 +59,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from spellbook.config import INDEX_DIRNAME
 from spellbook.index.analysis import embed_text
+from spellbook.server.front import default_cache_dir
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -595,6 +597,8 @@ async def bench_startup(vault: Path, embedder: str, logs: ServerLogs, name: str,
         async with client_for(vault, embedder, errlog) as client:
             tools = await client.list_tools(cache_mode="bypass")
             t_list = time.perf_counter() - t0
+            await client.call_tool("stats", {})  # the first tool call waits for the MCP SDK's import
+            t_call = time.perf_counter() - t0
             stats = await wait_ready(client)
             t_ready = time.perf_counter() - t0
             t1 = time.perf_counter()
@@ -608,7 +612,7 @@ async def bench_startup(vault: Path, embedder: str, logs: ServerLogs, name: str,
             t_close0 = time.perf_counter()
         t_close = time.perf_counter() - t_close0
     return {
-        "tools_list_s": t_list, "ready_s": t_ready, "close_s": t_close, "tools": len(tools.tools),
+        "tools_list_s": t_list, "first_call_s": t_call, "ready_s": t_ready, "close_s": t_close, "tools": len(tools.tools),
         "first_memorize_ms": first_query * 1000, "first_memorize_error": r.is_error,
         "notes": stats.get("notes"), "chunks": stats.get("chunks"), "embedder": stats.get("embedder"),
         "rss_after_queries": rss, "queries": len(queries or []),
@@ -824,13 +828,15 @@ def main() -> int:
     try:
         # 1. startup on fresh vaults (the folder does not exist yet: serve creates it from the template)
         runs = []
+        for stale in Path(default_cache_dir()).glob("mcp-front-*.json"):
+            stale.unlink()  # the first start is the first of an install: no handshake cache yet
         for i in range(args.startup_runs):
             vault = tmp / f"fresh{i}" / "vault"
             vault.parent.mkdir()
             r = anyio.run(bench_startup, vault, args.embedder, logs, f"startup{i}")
             runs.append(r)
             log(f"startup {i + 1}/{args.startup_runs}: tools/list {r['tools_list_s']:.2f} s, "
-                f"ready {r['ready_s']:.2f} s, close {r['close_s']:.2f} s ({r['tools']} tools)")
+                f"first tool call {r['first_call_s']:.2f} s, ready {r['ready_s']:.2f} s, close {r['close_s']:.2f} s ({r['tools']} tools)")
             shutil.rmtree(vault.parent, ignore_errors=True)
         res["startup"] = runs
 
@@ -958,11 +964,17 @@ def render_summary(args: argparse.Namespace, res: dict[str, Any], logs: ServerLo
 
     runs = res.get("startup", [])
     if runs:
-        tl = [r["tools_list_s"] for r in runs]
+        tl = [r["tools_list_s"] for r in runs[1:]] or [runs[0]["tools_list_s"]]
         rd = [r["ready_s"] for r in runs]
+        fc = [r["first_call_s"] for r in runs[1:]] or [runs[0]["first_call_s"]]
         add(f"1. Startup, fresh vault ({len(runs)} runs; process start -> answer)")
         add(f"   tools/list           min {min(tl):.2f} s   median {statistics.median(tl):.2f} s   "
-            f"max {max(tl):.2f} s   (target < {TARGETS['startup_s']} s)")
+            f"max {max(tl):.2f} s   (target < {TARGETS['startup_s']} s; runs 2-{len(runs)}, answered from the "
+            "handshake cache)")
+        add(f"   tools/list, first start of an install (no handshake cache) {runs[0]['tools_list_s']:.2f} s")
+        add(f"   first tool call      min {min(fc):.2f} s   median {statistics.median(fc):.2f} s   "
+            "(waits for the MCP SDK's import; the first start: "
+            f"{runs[0]['first_call_s']:.2f} s)")
         add(f"   index ready (stats)  min {min(rd):.2f} s   median {statistics.median(rd):.2f} s   "
             f"(model loaded + template notes indexed)")
         if a:

@@ -1,6 +1,31 @@
 """The command line: ``spellbook init | serve | index | search | ... | install | doctor`` (main.py),
-MCP client configuration (clients.py) and the doctor's checks (doctor.py)."""
+MCP client configuration (clients.py) and the doctor's checks (doctor.py).
 
-from spellbook.cli.main import main, run
+``run`` (the console script) imports nothing heavy before a stdio server has taken the wire and
+can answer the client's opening requests (spellbook/server/front.py); ``main`` is imported when
+first asked for."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
 
 __all__ = ["main", "run"]
+
+
+def run() -> None:
+    from spellbook.server import front
+
+    if front.serves_stdio(sys.argv[1:]):
+        front.start()
+    from spellbook.cli.main import run as run_command
+
+    run_command()
+
+
+def __getattr__(name: str) -> Any:
+    if name == "main":
+        from spellbook.cli.main import main
+
+        return main
+    raise AttributeError(f"module 'spellbook.cli' has no attribute {name!r}")

@@ -200,6 +200,7 @@ def _init(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    from spellbook.server import front
     from spellbook.server.hub import Hub
     from spellbook.server.tools import build_server
     from spellbook.vault.template import init_vault
@@ -218,7 +219,10 @@ def _serve(args: argparse.Namespace) -> int:
         log.info("this is an MCP server speaking JSON-RPC on stdin/stdout: connect it from an MCP client "
                  "(see README, 'Connect your agent'); Ctrl-C stops it")
     try:
-        server.run("stdio")
+        if sys.platform == "win32":  # the front's wire needs POSIX descriptors
+            server.run("stdio")
+        else:
+            server.run_stdio(front.running() or front.start())
     finally:
         hub.close()
     return 0

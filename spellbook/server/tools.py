@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.stdio import stdio_server
 from mcp.types import CallToolResult
 from pydantic import Field
 
@@ -20,6 +21,7 @@ from spellbook import __version__
 from spellbook.errors import SpellbookError
 from spellbook.index.filters import Filter
 from spellbook.scope import Actor, acting
+from spellbook.server.front import Front
 from spellbook.server.models import core as m
 from spellbook.server.hub import Hub
 from spellbook.server.resources import add_resources_and_prompts
@@ -100,6 +102,18 @@ class _Server(MCPServer):
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         with acting(_caller(context)):  # anyio's worker threads copy the context: hub.call sees it
             return await super().call_tool(name, arguments, context)
+
+    def run_stdio(self, wire: Front) -> None:
+        """``run("stdio")`` over the wire the front took at start (spellbook/server/front.py): the
+        SDK's own stdio transport, reading the client's lines from the front (those it answered
+        early under the front's ids) and writing through it."""
+
+        async def serve() -> None:
+            async with stdio_server(stdin=wire.lines(), stdout=wire.writer()) as (read, write):  # type: ignore[arg-type]
+                lowlevel = self._lowlevel_server  # what MCPServer.run_stdio_async runs
+                await lowlevel.run(read, write, lowlevel.create_initialization_options())
+
+        anyio.run(serve)
 
 
 def _caller(context: Any) -> Actor:
