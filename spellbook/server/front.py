@@ -20,6 +20,12 @@ the cache rewritten and, for the tool list, the client told to list again
 (Spellbook's source files, the installed SDK and pydantic, Python), so a new version starts with
 no cache. A request the cache does not hold (a first start, another client, another protocol
 version) waits for the SDK like the rest, and its answer is kept for the next start.
+
+Once the SDK serves, the front stays its transport, one step shorter each way than the SDK's own
+(which hands every read and every write to a worker thread): the reader thread wakes the event
+loop when a line arrives, and a message is written from the loop when the client has read the
+pipe empty and the message fits it (a write that cannot block), else from a worker thread. A
+cheap tool call over the SDK's client: 3.0-3.2 -> 2.25-2.7 ms.
 """
 
 from __future__ import annotations
@@ -29,9 +35,16 @@ import json
 import logging
 import os
 import queue
+import stat
 import sys
 import threading
 from typing import Any
+
+try:
+    import fcntl
+    import termios
+except ImportError:  # Windows: `serve` runs the SDK's own stdio transport there
+    fcntl = termios = None  # type: ignore[assignment]
 
 log = logging.getLogger(__name__)
 
@@ -79,8 +92,6 @@ def default_cache_dir() -> str:
 def _take_fd(fd: int, mode: int) -> int:
     """A private duplicate of ``fd`` for the wire; ``fd`` itself now reads ``/dev/null`` (0) or
     writes to stderr (1), for the process and every child it starts."""
-    import fcntl
-
     wire = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
     if fd == 1:
         os.dup2(2, 1)
@@ -123,8 +134,10 @@ class Front:
         self._in = os.fdopen(wire_in, "rb", closefd=False)
         self._out = wire_out
         self._write_lock = threading.Lock()
+        self._pipe_size = _pipe_size(wire_out)
         self._lock = threading.Lock()  # the fields below, between the reader thread and the SDK's loop
         self._inbox: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+        self._waiter: Any = None  # (loop, future) of the SDK's reader waiting for a line
         self._serving = False  # the SDK reads the messages: nothing more is answered early
         self._opening: Any = None  # the client's `initialize` params: later answers in its session depend on them
         self._waiting: dict[str, tuple[str, str, Any]] = {}  # id -> (method, cache key, early answer or None)
@@ -141,11 +154,22 @@ class Front:
     def _read(self) -> None:
         try:
             for line in self._in:
-                self._inbox.put(self._early(line))
+                self._put(self._early(line))
         except (OSError, ValueError) as exc:  # the wire is gone: like its end
             log.debug("reading stdin stopped: %s", exc)
         finally:
-            self._inbox.put(None)
+            self._put(None)
+
+    def _put(self, line: bytes | None) -> None:
+        self._inbox.put(line)
+        with self._lock:
+            waiter, self._waiter = self._waiter, None
+        if waiter is not None:
+            loop, woken = waiter
+            try:
+                loop.call_soon_threadsafe(_wake, woken)
+            except RuntimeError:  # the loop is closed: nobody reads any more
+                pass
 
     def _early(self, line: bytes) -> bytes:
         """The line to hand the SDK: as read, or with a private id when the cache answered it."""
@@ -227,6 +251,17 @@ class Front:
                          "" if not self._disagreed else " except where logged above")
         return None if early is not None else data
 
+    def _room_for(self, size: int) -> bool:
+        """Whether a write of ``size`` bytes returns at once: the wire is a pipe the client has read
+        empty and the data fits it (Linux). Else the write goes to a worker thread, as the SDK's."""
+        if size > self._pipe_size:
+            return False
+        try:
+            unread = fcntl.ioctl(self._out, termios.FIONREAD, b"\0\0\0\0")
+        except OSError:
+            return False
+        return unread == b"\0\0\0\0"
+
     def _send(self, data: bytes) -> None:
         with self._write_lock:
             view = memoryview(data)
@@ -275,13 +310,29 @@ class _Lines:
         return self
 
     async def __anext__(self) -> str:
-        import anyio
+        import asyncio
 
-        inbox = self._front._inbox
-        try:
-            line = inbox.get_nowait()
-        except queue.Empty:
-            line = await anyio.to_thread.run_sync(inbox.get, abandon_on_cancel=True)
+        front = self._front
+        inbox = front._inbox
+        while True:
+            try:
+                line = inbox.get_nowait()
+                break
+            except queue.Empty:
+                pass
+            loop = asyncio.get_running_loop()
+            woken = loop.create_future()
+            with front._lock:
+                front._waiter = (loop, woken)
+            if not inbox.empty():  # a line came between the two looks: no wake-up was due
+                with front._lock:
+                    front._waiter = None
+                continue
+            try:
+                await woken
+            finally:
+                with front._lock:
+                    front._waiter = None
         if line is None:
             inbox.put(None)  # for anyone reading after the end
             raise StopAsyncIteration
@@ -298,11 +349,30 @@ class _Writer:
         import anyio
 
         data = self._front._outgoing(text)
-        if data is not None:
+        if data is None:
+            return
+        if self._front._room_for(len(data)):
+            self._front._send(data)  # an empty pipe takes it whole: os.write returns at once
+        else:
             await anyio.to_thread.run_sync(self._front._send, data)
 
     async def flush(self) -> None:
         return None
+
+
+def _pipe_size(fd: int) -> int:
+    """The capacity of the pipe ``fd`` writes to; 0 when it is not a pipe (or not Linux)."""
+    try:
+        if hasattr(fcntl, "F_GETPIPE_SZ") and stat.S_ISFIFO(os.fstat(fd).st_mode):
+            return fcntl.fcntl(fd, fcntl.F_GETPIPE_SZ)
+    except OSError:
+        pass
+    return 0
+
+
+def _wake(woken: Any) -> None:
+    if not woken.done():
+        woken.set_result(None)
 
 
 def _key(method: str, params: Any, opening: Any) -> str:

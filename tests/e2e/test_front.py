@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -173,6 +174,51 @@ def test_stray_writes_to_stdout_miss_the_wire(tmp_path: Path) -> None:
     finally:
         assert wire.close() == 0
     assert "stray text" in (tmp_path / "server.log").read_text()
+
+
+def test_a_client_that_reads_late_gets_every_answer(tmp_path: Path) -> None:
+    """Answers written while the client does not read fill the pipe: those go through a worker
+    thread (a write from the event loop could block it), and none is lost or reordered."""
+    wire = Wire(tmp_path / "vault", tmp_path / "cache", tmp_path / "server.log")
+    try:
+        wire.request(1, "initialize", INITIALIZE)
+        wire.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        for n in range(40):  # ~60 KB an answer: far more than the pipe holds
+            wire.send({"jsonrpc": "2.0", "id": 100 + n, "method": "tools/list"})
+            wire.send({"jsonrpc": "2.0", "id": 200 + n, "method": "tools/call", "params": {"name": "stats", "arguments": {}}})
+        time.sleep(2)  # the server writes into a full pipe meanwhile
+        expected = sorted([100 + n for n in range(40)] + [200 + n for n in range(40)])
+        answered: list[int] = []
+        wire.until(lambda m: answered.append(m["id"]) or len(answered) == len(expected))  # calls run at once:
+    finally:  # their answers may come in any order
+        assert wire.close() == 0
+    assert sorted(answered) == expected
+    assert all("result" in m and not m["result"].get("isError") for m in wire.received)
+    tools = [m["result"]["tools"] for m in wire.received if m["id"] in range(100, 140)]
+    assert len(tools) == 40 and all(t == tools[0] for t in tools)
+
+
+def test_answers_to_a_plain_file(tmp_path: Path) -> None:
+    """stdout redirected to a file (not a pipe): every write goes through a worker thread."""
+    answers = tmp_path / "answers.jsonl"
+    with answers.open("wb") as stdout:
+        proc = subprocess.Popen([SPELLBOOK, "serve", "--vault", str(tmp_path / "vault"), "--embedder", "hashing"],
+                                stdin=subprocess.PIPE, stdout=stdout, stderr=subprocess.DEVNULL,
+                                env=child_env(SPELLBOOK_CACHE_DIR=str(tmp_path / "cache")))
+    assert proc.stdin is not None
+    for message in ({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": INITIALIZE},
+                    {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                    {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "stats", "arguments": {}}}):
+        proc.stdin.write(json.dumps(message).encode() + b"\n")
+    proc.stdin.flush()
+    deadline = time.monotonic() + 60
+    while answers.read_bytes().count(b"\n") < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc.stdin.close()  # end of input ends the session (calls still running are cancelled): after the answers
+    assert proc.wait(timeout=30) == 0
+    got = {m["id"]: m for m in map(json.loads, answers.read_text().splitlines())}
+    assert got[1]["result"]["serverInfo"]["name"] == "spellbook"
+    assert got[2]["result"]["structuredContent"]["vault"] == str(tmp_path / "vault")
 
 
 @pytest.mark.parametrize(("argv", "expected"), [
