@@ -202,7 +202,6 @@ def _init(args: argparse.Namespace) -> int:
 def _serve(args: argparse.Namespace) -> int:
     from spellbook.server import front
     from spellbook.server.hub import Hub
-    from spellbook.server.tools import build_server
     from spellbook.vault.template import init_vault
 
     settings = settings_from(args, watch=False if args.no_watch else None, no_token=args.no_token or None)
@@ -211,14 +210,19 @@ def _serve(args: argparse.Namespace) -> int:
     if not settings.vault_dir.exists():
         init_vault(settings.vault_dir)
         log.info("created a new vault at %s from the template", settings.vault_dir)
-    hub = Hub(settings, open_delay=OPEN_DELAY_SECONDS)
-    server = build_server(hub)
+    # When the front answered the handshake from its cache, nothing waits for the MCP SDK's import
+    # (~1 s) but the first tool call, which needs the engine too: open it now, beside the import.
+    wire = front.running()
+    hub = Hub(settings, open_delay=0 if wire is not None and wire.answered_early else OPEN_DELAY_SECONDS)
     hub.start(background=True)
-    log.info("serving %s over stdio (%s)", settings.vault_dir, hub.role)
-    if sys.stdin.isatty():
-        log.info("this is an MCP server speaking JSON-RPC on stdin/stdout: connect it from an MCP client "
-                 "(see README, 'Connect your agent'); Ctrl-C stops it")
     try:
+        from spellbook.server.tools import build_server
+
+        server = build_server(hub)
+        log.info("serving %s over stdio (%s)", settings.vault_dir, hub.role)
+        if sys.stdin.isatty():
+            log.info("this is an MCP server speaking JSON-RPC on stdin/stdout: connect it from an MCP client "
+                     "(see README, 'Connect your agent'); Ctrl-C stops it")
         if sys.platform == "win32":  # the front's wire needs POSIX descriptors
             server.run("stdio")
         else:

@@ -152,8 +152,9 @@ class Hub:
                 if hasattr(engine.vectors, "rest_after_start"):
                     engine.vectors.rest_after_start()  # read once; idle until a write
             if hasattr(engine, "maintain") and not self._closing.is_set():
-                self._maintainer = threading.Thread(target=self._maintain, name="spellbook-maintain", daemon=True)
-                self._maintainer.start()
+                maintainer = threading.Thread(target=self._maintain, name="spellbook-maintain", daemon=True)
+                maintainer.start()  # before close() can see it: joining a thread not yet started raises
+                self._maintainer = maintainer
         except BaseException as exc:  # noqa: BLE001 - reported to every caller instead
             log.exception("could not open the index")
             self._open_error = exc
