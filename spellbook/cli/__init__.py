@@ -17,6 +17,9 @@ def run() -> None:
     from spellbook.server import front
 
     if front.serves_stdio(sys.argv[1:]):
+        from spellbook.index.heap import limit_arenas
+
+        limit_arenas()  # before the front's thread, the first of the process: one C heap pool (index/heap.py)
         front.start()
     from spellbook.cli.main import run as run_command
 

@@ -38,6 +38,7 @@ import queue
 import stat
 import sys
 import threading
+import time
 from typing import Any
 
 try:
@@ -52,6 +53,7 @@ EARLY_METHODS = ("initialize", "server/discover", "tools/list")  # what the fron
 _NEEDLES = tuple(f'"{m}"'.encode() for m in EARLY_METHODS)  # a line without one is never parsed
 _PRIVATE_ID = "spellbook.front/"  # ids of the requests the front hands the SDK in place of answered ones
 _MAX_ANSWERS = 64  # kept in the cache file (a few clients x protocol versions x methods)
+STALE_DAYS = 14  # another digest's cache file unused this long is removed
 _PACKAGES = ("mcp", "mcp_types", "pydantic", "pydantic_core")  # whose versions shape the answers
 
 _running: Front | None = None
@@ -278,6 +280,10 @@ class Front:
         except (OSError, ValueError) as exc:
             log.debug("handshake cache %s unreadable (%s): starting without it", self._cache_path, exc)
             return {}
+        try:
+            os.utime(self._cache_path)  # in use: not one of the stale files another installation removes
+        except OSError:
+            pass
         return {k: v for k, v in answers.items() if isinstance(v, dict)} if isinstance(answers, dict) else {}
 
     def _save(self) -> None:
@@ -298,6 +304,25 @@ class Front:
                 os.unlink(temp)
             except OSError:
                 pass
+            return
+        _remove_stale(folder)
+
+
+def _remove_stale(folder: str) -> None:
+    """Cache files of other digests (an earlier version, an edited checkout) unused for
+    ``STALE_DAYS``: each start of an installation touches its own, so another one in use stays."""
+    cutoff = time.time() - STALE_DAYS * 86400
+    try:
+        names = [n for n in os.listdir(folder) if n.startswith("mcp-front-") and n.endswith((".json", ".tmp"))]
+    except OSError:
+        return
+    for name in names:
+        path = os.path.join(folder, name)
+        try:
+            if os.lstat(path).st_mtime < cutoff:
+                os.unlink(path)
+        except OSError:
+            pass
 
 
 class _Lines:

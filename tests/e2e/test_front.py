@@ -5,6 +5,7 @@ always what the SDK answers."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import time
 from pathlib import Path
@@ -158,6 +159,28 @@ def test_an_unwritable_cache_folder_costs_the_cache_only(tmp_path: Path) -> None
         assert "could not write the handshake cache" in (tmp_path / f"{run}.log").read_text()
 
 
+def test_cache_files_of_other_versions_go_when_unused(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    old, recent = cache / "mcp-front-0123456789abcdef01234567.json", cache / "mcp-front-fedcba9876543210fedcba98.json"
+    for file in (old, recent):
+        file.write_text("{}")
+    month_ago = time.time() - 30 * 86400
+    os.utime(old, (month_ago, month_ago))
+    legacy_session(tmp_path / "vault", cache, tmp_path / "server.log")
+    assert not old.exists() and recent.exists()  # another installation's, in use lately: kept
+    ours = cache_file_except(cache, recent)
+    os.utime(ours, (month_ago, month_ago))
+    legacy_session(tmp_path / "vault", cache, tmp_path / "again.log")  # a start that only reads it...
+    assert ours.stat().st_mtime > month_ago + 86400  # ...marks it in use
+
+
+def cache_file_except(cache: Path, other: Path) -> Path:
+    files = [f for f in cache.glob("mcp-front-*.json") if f != other]
+    assert len(files) == 1, files
+    return files[0]
+
+
 def test_stray_writes_to_stdout_miss_the_wire(tmp_path: Path) -> None:
     """fd 1 points at stderr once the front took the wire: a child's or a library's print lands in the
     log, never between two JSON-RPC messages."""
@@ -263,3 +286,23 @@ def test_the_digest_follows_the_source_files(monkeypatch: pytest.MonkeyPatch, tm
     assert edited != before
     (package / "server" / "new.py").write_text("")
     assert front.cache_digest() not in (before, edited)
+
+
+def test_the_heap_is_one_pool_before_the_fronts_thread_starts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The front's thread is the process's first: glibc gives a thread that allocates while another
+    holds the heap's lock a pool of its own unless the limit is set before (index/heap.py); a pool
+    of its own left the owner 6-8 MB larger after a 10k-note scribe session."""
+    import sys
+
+    import spellbook.cli
+    import spellbook.cli.main
+    from spellbook.index import heap
+
+    calls: list[str] = []
+    monkeypatch.setattr(sys, "argv", ["spellbook", "serve"])
+    monkeypatch.setattr(front, "serves_stdio", lambda argv: argv == ["serve"])
+    monkeypatch.setattr(heap, "limit_arenas", lambda *args: calls.append("one heap pool") or True)
+    monkeypatch.setattr(front, "start", lambda *args: calls.append("front"))
+    monkeypatch.setattr(spellbook.cli.main, "run", lambda: calls.append("command"))
+    spellbook.cli.run()
+    assert calls == ["one heap pool", "front", "command"]
