@@ -5,7 +5,7 @@ it. ``History`` is given the vault, catalog, indexer and the ``git`` committer. 
 commit that touched the note's file, following renames; ``restore`` writes the content of one
 back to the note's current path through the vault's version-checked write, so a hand edit made
 meanwhile is refused, never overwritten. A memory erased in a commit is found by
-its id in the history (``git log -S"id: <id>"``) and can be restored too.
+its id in the history (``git log -S`` on its ``id:`` line) and can be restored too.
 """
 
 from __future__ import annotations
@@ -201,7 +201,7 @@ class History:
             note = None
         if note is not None:
             return note.path, note.title, self.git.git.file_log(repo, note.path, limit=limit), False
-        found = self.git.git.last_commit_with(repo, f"id: {id.strip()}")
+        found = self.git.git.last_commit_with_id(repo, id.strip())
         if found is None:
             raise NoteNotFoundError(id)
         commit, status, path = found  # the newest commit that put the id in a file or took it out

@@ -222,7 +222,7 @@ class Git:
 
     # --- reading history ----------------------------------------------------------------------
     def file_log(self, repo: Repo, path: str, start: str = "HEAD", limit: int | None = None) -> list[Version]:
-        """Commits that touched ``path`` (following renames), newest first, from ``start``."""
+        """Commits that touched ``path`` (following renames, not copies), newest first, from ``start``."""
         args = ["log", "--no-ext-diff", "--no-textconv", "--follow", "-z", "--name-status",
                 "--format=%x1e%H%x1f%aI%x1f%an <%ae>%x1f%s"]
         if limit:
@@ -239,7 +239,12 @@ class Git:
             change, at = "modified", current
             if tokens:
                 status = tokens[0][:1]
-                if status in "RC" and len(tokens) >= 3:
+                if status == "C":
+                    # --follow took a new file for a copy of a similar one that stayed (short notes
+                    # share most of their frontmatter): the file began here, the rest is another's.
+                    versions.append(Version(commit, date, author, message, current, "added"))
+                    break
+                if status == "R" and len(tokens) >= 3:
                     change, at = "renamed", _strip(repo, tokens[2])
                     current = _strip(repo, tokens[1])
                 elif len(tokens) >= 2:
@@ -249,10 +254,13 @@ class Git:
             versions.append(Version(commit, date, author, message, None if change == "deleted" else at, change))
         return versions
 
-    def last_commit_with(self, repo: Repo, text: str) -> tuple[str, str, str] | None:
-        """(commit, status, path) of the newest commit under the vault that added or removed ``text``."""
-        out = self.run("log", "--no-ext-diff", "--no-textconv", "-z", "--name-status", "--format=%x1e%H", "-S", text,
-                       "-n1", "HEAD", "--", ".",
+    def last_commit_with_id(self, repo: Repo, id: str) -> tuple[str, str, str] | None:
+        """(commit, status, path) of the newest commit under the vault that added or removed a
+        frontmatter line ``id: <id>``, however YAML wrote it (an id of digits only, or one that
+        reads as a number, is quoted: ``id: '5612328435997172'``)."""
+        pattern = rf"^id:[[:space:]]+['\"]?{_ere_literal(id)}['\"]?[[:space:]]*$"
+        out = self.run("log", "--no-ext-diff", "--no-textconv", "-z", "--name-status", "--format=%x1e%H",
+                       "--pickaxe-regex", "-S", pattern, "-n1", "HEAD", "--", ".",
                        check=False)
         records = out.stdout.decode("utf-8", "surrogateescape").split("\x1e")[1:] if out.returncode == 0 else []
         if not records:
@@ -293,6 +301,11 @@ class Git:
 def _strip(repo: Repo, path: str) -> str:
     """A work-tree-relative path from git's output -> vault-relative."""
     return path[len(repo.prefix):] if repo.prefix and path.startswith(repo.prefix) else path
+
+
+def _ere_literal(text: str) -> str:
+    """``text`` as a POSIX extended regular expression that matches it literally."""
+    return "".join("\\" + c if c in ".[\\()*+?{|^$" else c for c in text)
 
 
 def _in_git_tree(folder: Path) -> bool:

@@ -182,6 +182,20 @@ def test_restore_an_erased_memory(engine: Engine, vault: Path) -> None:
     assert head(vault).startswith('spellbook: restore "Saffron"') and committed_files(vault) == [back["path"]]
 
 
+@pytest.mark.parametrize("id", ["5612328435997172", "12e45678", "a.b+c(d)|e"])
+def test_an_erased_memory_is_found_however_yaml_wrote_its_id(engine: Engine, vault: Path, id: str) -> None:
+    """An id of digits only, or one that reads as a number, is quoted in the frontmatter
+    (``id: '5612328435997172'``); one with regex characters must match only itself."""
+    decoy = engine.scribe("Another memory, erased too.", title="Decoy", category="ops",
+                          _id=id.replace(".", "x").replace("5", "0"))
+    stored = engine.scribe("Saffron is the stigma of a crocus.", title="Saffron", category="ops", _id=id)
+    engine.erase(stored["id"])
+    engine.erase(decoy["id"])
+    history = engine.history(id)
+    assert history["erased"] and history["title"] == "Saffron" and history["path"] == stored["path"]
+    assert [v["change"] for v in history["versions"]] == ["deleted", "added"]
+
+
 def test_a_memory_whose_file_was_emptied_by_hand_is_restored_in_place(engine: Engine, vault: Path) -> None:
     """Emptied in an editor (or caught by the watcher between an editor's truncate and its write):
     the index loses the id, but no commit took it out: not erased, and a restore writes the file."""
