@@ -28,7 +28,7 @@ from typing import Any
 
 from spellbook.index.browse import BrowseQueries
 from spellbook.index.filters import HIDDEN_SQL, NOW_SQL
-from spellbook.index.fulltext import KeywordIndex
+from spellbook.index.fulltext import KeywordChange, KeywordIndex
 from spellbook.index.keyword import index_text
 from spellbook.index.links import LinkQueries
 from spellbook.index.rows import (
@@ -39,9 +39,6 @@ from spellbook.index.schema import ADDED_COLUMNS, LATE_INDEXES, SCHEMA
 from spellbook.vault.crashpoints import crash_point
 from spellbook.vault.store import private_file, private_folder
 
-# The aliases of ``notes`` (in a query over it) that can name a note: ``aliases`` may be a list,
-# one string (Obsidian accepts ``aliases: Fold``), a number or empty; json_each walks all of them.
-# Column weights for bm25(): title/heading, agent metadata (keywords, questions...), body.
 FILTER_CACHE_SIZE = 32
 REFILTER_LIMIT = 2_000  # (paths written) x (filters kept) above which the kept answers are dropped
 
@@ -87,9 +84,12 @@ class Catalog:
         # vector side of a hybrid search does not wait behind it for the catalog.
         self._reader = sqlite3.connect(file, check_same_thread=False, isolation_level=None)
         self._reader_lock = threading.Lock()
-        self.keywords = KeywordIndex(self._reader, self._reader_lock, lambda: self.generation)  # keyword search, on the reader
+        self.keywords = KeywordIndex(self._reader, self._reader_lock, lambda: self.generation, file,
+                                     self._lock)  # keyword search, on the reader
+        self._ops: list[KeywordChange] = []  # the chunks a write transaction adds and removes, for self.keywords
 
     def close(self) -> None:
+        self.keywords.close()
         with self._lock, self._reader_lock:
             self._db.close()
             self._reader.close()
@@ -101,6 +101,7 @@ class Catalog:
         file marked indexed with no note)."""
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
+            self._ops = []
             try:
                 yield
                 crash_point("catalog-transaction")
@@ -112,6 +113,7 @@ class Catalog:
                 raise
             self._db.execute("COMMIT")
             self.generation += 1
+            self.keywords.changed(self._ops)
 
     def incomplete_files(self) -> list[str]:
         """Ledger rows that claim a file was indexed while its note is missing (left by the
@@ -209,10 +211,10 @@ class Catalog:
                         "INSERT INTO chunks (chunk_id, path, idx, heading, text, digest) VALUES (?, ?, ?, ?, ?, ?)",
                         (row.chunk_id, row.path, row.idx, row.heading, row.text, row.digest),
                     )
-                    self._db.execute(
-                        "INSERT INTO chunks_fts (rowid, title, meta, body) VALUES (?, ?, ?, ?)",
-                        (cur.lastrowid, chunk.fts_title, chunk.fts_meta, index_text(row.text)),
-                    )
+                    columns = (chunk.fts_title, chunk.fts_meta, index_text(row.text))
+                    self._db.execute("INSERT INTO chunks_fts (rowid, title, meta, body) VALUES (?, ?, ?, ?)",
+                                     (cur.lastrowid, *columns))
+                    self._ops.append((cur.lastrowid, columns))  # for the in-memory copy, if there is one
             self._notes.drop(written)  # a path new to the catalog too
             self._refilter(written)
 
@@ -237,9 +239,10 @@ class Catalog:
 
     def _delete_path(self, path: str) -> None:
         self._notes.drop([path])
-        self._db.execute(
-            "DELETE FROM chunks_fts WHERE rowid IN (SELECT rowid FROM chunks WHERE path = ?)", (path,)
-        )
+        if self.keywords.following:
+            self._ops.extend((rowid, None) for (rowid,) in
+                             self._db.execute("SELECT rowid FROM chunks WHERE path = ?", (path,)).fetchall())
+        self._db.execute("DELETE FROM chunks_fts WHERE rowid IN (SELECT rowid FROM chunks WHERE path = ?)", (path,))
         self._db.execute("DELETE FROM chunks WHERE path = ?", (path,))
         self._db.execute("DELETE FROM notes WHERE path = ?", (path,))
         self._db.execute("DELETE FROM links WHERE path = ?", (path,))
@@ -251,6 +254,7 @@ class Catalog:
         with self._write():
             self._filters.clear()
             self._notes.clear()
+            self._ops.append((-1, None))  # every row of the in-memory copy
             for table in ("chunks_fts", "chunks", "notes", "links", "tags", "folders", "files", "meta"):
                 self._db.execute(f"DELETE FROM {table}")
 
@@ -411,7 +415,7 @@ class Catalog:
 
     def counts(self) -> dict[str, int]:
         with self._lock:
-            one = lambda sql: self._db.execute(sql).fetchone()[0]  # noqa: E731
+            one = lambda sql: self._db.execute(sql).fetchone()[0]
             return {
                 "files": one("SELECT count(*) FROM files"),
                 "notes": one("SELECT count(*) FROM notes"),

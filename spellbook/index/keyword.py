@@ -44,13 +44,17 @@ def index_text(text: str) -> str:
     return " ".join(tokenize(text))
 
 
-def match_query(text: str, skip: set[str] | frozenset[str] = frozenset()) -> str | None:
-    """An FTS5 MATCH expression: any query token, each quoted. None when nothing is searchable.
-    Stopwords and ``skip`` tokens are left out unless nothing else is left."""
+def query_tokens(text: str, skip: set[str] | frozenset[str] = frozenset()) -> list[str]:
+    """The distinct tokens a keyword search looks for: stopwords and ``skip`` tokens are left out
+    unless nothing else is left."""
     everything = list(dict.fromkeys(tokenize(text)))
     tokens = [t for t in everything if t not in STOPWORDS and t not in skip]
-    if not tokens:
-        tokens = [t for t in everything if t not in STOPWORDS] or everything
+    return tokens or [t for t in everything if t not in STOPWORDS] or everything
+
+
+def match_query(text: str, skip: set[str] | frozenset[str] = frozenset()) -> str | None:
+    """An FTS5 MATCH expression: any of ``query_tokens``, each quoted. None when nothing is searchable."""
+    tokens = query_tokens(text, skip)
     if not tokens:
         return None
     return " OR ".join('"' + t.replace('"', '""') + '"' for t in tokens)

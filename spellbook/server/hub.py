@@ -149,6 +149,8 @@ class Hub:
                 threading.Thread(target=self._fill_vectors, args=(engine,), name="spellbook-vectors", daemon=True).start()
             if self.warm_up:
                 engine.vectors.matrix()  # the in-memory vectors filtered searches use
+                if hasattr(engine, "catalog"):
+                    engine.catalog.keywords.load()  # the in-memory keyword index, on a thread
                 if hasattr(engine.vectors, "rest_after_start"):
                     engine.vectors.rest_after_start()  # read once; idle until a write
             if hasattr(engine, "maintain") and not self._closing.is_set():
