@@ -36,17 +36,28 @@ def blend(
     best); keyword' is BM25 divided by the best BM25. Coverage (0-1) keeps a keyword hit that
     shares one common token with a long query from outranking what the vector search found.
     """
-    scores: dict[str, float] = {}
+    scores, keyword_parts = blend_parts(semantic, keyword, semantic_weight)
+    for cid, part in keyword_parts.items():
+        scores[cid] = scores.get(cid, 0.0) + part * covered.get(cid, 0.0)
+    return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
+def blend_parts(
+    semantic: Mapping[str, float], keyword: Mapping[str, float], semantic_weight: float
+) -> tuple[dict[str, float], dict[str, float]]:
+    """``blend``'s two parts before coverage: w * semantic' of each semantic candidate, and
+    (1 - w) * keyword' of each keyword one (a hit's score is the first + the second x coverage)."""
+    semantic_parts: dict[str, float] = {}
     if semantic:
         lo, hi = min(semantic.values()), max(semantic.values())
         for cid, sim in semantic.items():
-            scores[cid] = semantic_weight * ((sim - lo) / (hi - lo) if hi > lo else 1.0)
+            semantic_parts[cid] = semantic_weight * ((sim - lo) / (hi - lo) if hi > lo else 1.0)
+    keyword_parts: dict[str, float] = {}
     if keyword:
         top = max(keyword.values()) or 1.0
         for cid, score in keyword.items():
-            part = (1 - semantic_weight) * max(score, 0.0) / top * covered.get(cid, 0.0)
-            scores[cid] = scores.get(cid, 0.0) + part
-    return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
+            keyword_parts[cid] = (1 - semantic_weight) * max(score, 0.0) / top
+    return semantic_parts, keyword_parts
 
 
 def query_terms(query: str) -> set[str]:

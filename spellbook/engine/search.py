@@ -2,26 +2,27 @@
 
 A service of the engine, given the catalog, vectors, embedder and settings it ranks with. Hybrid
 ranking blends vector similarity with BM25 from the catalog's FTS5 table (docs/search.md):
-both sides run at once, then one read of the candidates' rows serves coverage, boosts and hits.
+both sides run at once, then ``ranking.rank`` reads the rows of the candidates that can reach the
+hits and scores them (coverage, boosts).
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from spellbook.config import Settings
 from spellbook.embedders.base import Embedder
+from spellbook.engine import ranking
 from spellbook.engine.access import Access, Readiness
+from spellbook.engine.ranking import Candidates, Mode
 from spellbook.errors import EmbedderError, InvalidInputError
 from spellbook.index.catalog import Catalog, NoteRow
+from spellbook.index.filters import Filter, parse_filter, to_chunk_sql, to_sql
 from spellbook.index.indexer import Indexer, file_changed
-from spellbook.scope import current as current_scope
-from spellbook.engine.hybrid import blend, coverage, query_terms
-from spellbook.index.filters import Filter, event_type_of, parse_filter, to_chunk_sql, to_sql
 from spellbook.index.keyword import tokenize
+from spellbook.scope import current as current_scope
 from spellbook.vault.fields import expires_key
 from spellbook.vault.store import Vault
 
@@ -30,13 +31,10 @@ if TYPE_CHECKING:
 
 _POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="spellbook-search")
 
-Mode = Literal["hybrid", "semantic", "keyword"]
 MAX_QUERY_CHARS = 2_000
 SNIPPET_CHARS = 240
-SUPERSEDED_FACTOR = 0.5
 RELEVANCE_SIGMAS = 5.0  # relevance 1.0 = 5 standard deviations above two unrelated notes' similarity
 MAX_SKIPPED = 1_000  # more hidden (archived, expired) chunks than this: filter the vector query instead
-SEMANTIC_WEIGHT = 0.3  # hybrid = 0.3 * semantic + 0.7 * keyword x coverage; tuned on shared/eval (docs/search.md)
 
 
 class Search:
@@ -145,39 +143,18 @@ class Search:
             allowed = self.catalog.filtered_chunk_ids(where, params) if filtered or hidden > MAX_SKIPPED else None
             found = self.vectors.query(vector, depth + (hidden if allowed is None else 0), ids=allowed)
             similarity = dict(found)
-        # One read of the candidates' rows serves coverage, boosts and the hits. The vector side's
-        # are read while the keyword side still runs (the longer of the two at 10k chunks).
-        chunks = self.catalog.chunks(list(similarity))
-        notes = self.catalog.notes_at(c.path for c in chunks.values())
+        rows = Candidates(self.catalog, self.access, spec, query)
+        # The best semantic candidates' rows are read while the keyword side still runs.
+        rows.read(sorted(similarity, key=lambda cid: (-similarity[cid], cid))[:ranking.batch_size(limit)])
         if mode in ("hybrid", "keyword"):
             found = (keyword_job.result() if keyword_job
                      else self.catalog.keywords.search(query, where, params, depth, allowed=rowids))
             keyword_scores = dict(found)
-            more = self.catalog.chunks([cid for cid in keyword_scores if cid not in chunks])
-            chunks.update(more)
-            notes.update(self.catalog.notes_at(c.path for c in more.values() if c.path not in notes))
-        if spec is not None and spec.event_type:  # a session's events of one type: only those sections
-            chunks = {cid: c for cid, c in chunks.items() if event_type_of(c.heading) == spec.event_type}
-        if spec is None:  # the vectors may not be filtered: leave archived and expired notes out here
-            now = expires_key(dt.datetime.now(dt.UTC))
-            notes = {path: note for path, note in notes.items() if note.live(now) and self.access.visible(note)}
-        query_set = query_terms(query)
-
-        def covers(chunk: Any) -> float:
-            note = notes[chunk.path]
-            return coverage(query_set, (chunk.text, chunk.heading, note.title, _meta_text(note.meta)))
-
-        if mode == "hybrid":
-            covered = {cid: covers(c) for cid, c in chunks.items() if cid in keyword_scores and c.path in notes}
-            ranked = blend(similarity, keyword_scores, covered, SEMANTIC_WEIGHT)
-        else:
-            ranked = sorted((similarity or keyword_scores).items(), key=lambda kv: (-kv[1], kv[0]))
-        if mode != "keyword":
-            ranked = self._boost(ranked, chunks, notes)
+        ranked = ranking.rank(rows, similarity, keyword_scores, mode, limit, self.settings)
         terms = [t for t in tokenize(query) if len(t) > 1]
         baseline = self._similarity_baseline() if similarity else None
         hits: list[dict[str, Any]] = []
-        for cid, score, chunk, note in _best_per_note(ranked, chunks, notes, limit):
+        for cid, score, chunk, note in _best_per_note(ranked, rows.chunks, rows.notes, limit):
             hit = {
                 "id": note.note_id, "path": note.path, "title": note.title, "score": round(score, 4),
                 "snippet": _snippet(self.access.scrubbed(chunk.text), terms), "category": note.category, "topic": note.topic,
@@ -190,7 +167,7 @@ class Search:
                 hit["similarity"] = round(similarity[cid], 4)
                 mu, sigma = baseline
                 meaning = min(1.0, max(0.0, (similarity[cid] - mu) / sigma / RELEVANCE_SIGMAS))
-            hit["relevance"] = round(max(meaning, covers(chunk)), 3)
+            hit["relevance"] = round(max(meaning, rows.coverage(cid)), 3)
             hit["found_by"] = [side for side, found in (("keywords", keyword_scores), ("meaning", similarity))
                                if cid in found]
             hits.append(hit)
@@ -251,43 +228,6 @@ class Search:
             for _, similarity, _, note in _best_per_note(found, chunks, notes, limit, exclude=path)
         ]
 
-    def _boost(self, ranked: list[tuple[str, float]], chunks: dict, notes: dict) -> list[tuple[str, float]]:
-        """Importance, recency (off unless a half-life is set) and superseded notes nudge the order."""
-        settings = self.settings
-        now = time.time()
-        superseded = self.catalog.links.superseded(notes.values())  # targets of another note's `supersedes`
-        out: list[tuple[str, float]] = []
-        for cid, score in ranked:
-            chunk = chunks.get(cid)
-            note = notes.get(chunk.path) if chunk else None
-            if note is not None:
-                score *= boost_factor(
-                    note, settings.importance_boost, settings.recency_half_life_days, now, note.path in superseded
-                )
-            out.append((cid, score))
-        return sorted(out, key=lambda kv: (-kv[1], kv[0]))
-
-
-def boost_factor(
-    note: NoteRow, importance_boost: float, half_life_days: float | None, now: float, superseded: bool = False
-) -> float:
-    """How much a note's metadata scales its search score (see docs/search.md). ``superseded``:
-    another note's ``supersedes`` relation points at this one."""
-    factor = 1.0
-    if note.importance is not None:
-        factor *= 1.0 + importance_boost * (note.importance - 3)
-    meta = note.meta
-    if superseded or meta.get("superseded_by") or str(meta.get("status", "")).lower() == "superseded":
-        factor *= SUPERSEDED_FACTOR
-    if half_life_days:
-        when = note.updated or note.created
-        try:
-            age_days = max(0.0, (now - dt.datetime.fromisoformat(when).timestamp()) / 86_400) if when else 0.0
-        except (TypeError, ValueError):
-            age_days = 0.0
-        factor *= 0.5 + 0.5 * 0.5 ** (age_days / half_life_days)
-    return factor
-
 
 def _best_per_note(
     ranked: list[tuple[str, float]], chunks: dict, notes: dict, limit: int, exclude: str | None = None
@@ -323,8 +263,3 @@ def mostly_latin(text: str) -> bool:
     letters = [ch for ch in text if ch.isalpha()]
     latin = sum(1 for ch in letters if ch < "\u0250")  # Basic Latin .. Latin Extended-B
     return not letters or latin * 2 >= len(letters)
-
-
-def _meta_text(meta: dict[str, Any]) -> str:
-    parts = [meta.get(k) for k in ("keywords", "questions", "entities", "aliases", "tags")]
-    return " ".join(" ".join(map(str, p)) if isinstance(p, list) else str(p) for p in parts if p)

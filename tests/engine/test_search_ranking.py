@@ -1,0 +1,58 @@
+"""A search reads and scores its candidates a batch at a time, best ceiling first, and stops when
+no candidate left can reach the hits (spellbook/engine/ranking.py ``rank``): its hits must be
+those of scoring every candidate, with importance, a superseded note, archived and expired notes,
+a filter, and every mode."""
+
+from __future__ import annotations
+
+import random
+import time
+from types import SimpleNamespace
+
+import pytest
+
+from spellbook.config import Settings
+from spellbook.embedders.hashing import HashingEmbedder
+from spellbook.engine import Engine
+from spellbook.engine import ranking
+
+TOPICS = ["harbour boats gulls", "kiln glaze clay", "river delta silt", "lantern festival kites", "서울 지하철 노선",
+          "東京 電車 時刻表"]
+
+
+@pytest.fixture
+def engine(vault):
+    settings = Settings(vault=vault, embedder="hashing", watch=False, importance_boost=0.3, recency_half_life_days=30)
+    engine = Engine(settings, embedder=HashingEmbedder())
+    engine.start()
+    rng = random.Random(4)
+    ids = []
+    for i in range(90):
+        words = " ".join(rng.sample(" ".join(TOPICS).split(), 6))
+        note = engine.scribe(f"Note {i}: {words}. {rng.choice(TOPICS)}.", title=f"Note {i} {rng.choice(TOPICS)}",
+                             category=rng.choice(["a", "b"]), importance=rng.randint(1, 5),
+                             keywords=rng.sample(" ".join(TOPICS).split(), 2))
+        ids.append(note["id"])
+    engine.link(ids[3], ids[7], relation="supersedes")
+    engine.revise(ids[11], expires="2020-01-01")
+    yield engine
+    engine.close()
+
+
+def _all_scored(monkeypatch) -> None:
+    monkeypatch.setattr(ranking, "batch_size", lambda limit: 10_000)
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "semantic", "keyword"])
+def test_the_hits_are_those_of_scoring_every_candidate(engine, monkeypatch, mode) -> None:
+    rng = random.Random(9)
+    queries = [" ".join(rng.sample(" ".join(TOPICS).split(), rng.randint(1, 4))) for _ in range(25)]
+    cases = [(q, limit, spec) for q in queries for limit in (1, 5) for spec in (None, {"category": "a"})]
+    clock = time.time() + 86_400 * 20  # one moment for both runs: recency must not move a score between them
+    monkeypatch.setattr(ranking, "time", SimpleNamespace(time=lambda: clock))
+    monkeypatch.setattr(ranking, "batch_size", lambda limit: 1)  # stop as early as the ceilings allow
+    early = [engine.memorize(q, limit=limit, mode=mode, filter=spec)["results"] for q, limit, spec in cases]
+    _all_scored(monkeypatch)
+    every = [engine.memorize(q, limit=limit, mode=mode, filter=spec)["results"] for q, limit, spec in cases]
+    assert early == every
+    assert sum(len(r) for r in every) > 100
