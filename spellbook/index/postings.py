@@ -42,9 +42,10 @@ MERGE_RATIO = 2  # merge the two newest segments when the newer holds at least 1
 
 
 def term_key(token: str) -> int:
-    """A token's key: Python's 64-bit hash of it (kept in the string once computed). It differs
-    between processes; the arrays live and die with theirs."""
-    return hash(token)
+    """A token's key: Python's 64-bit hash of its UTF-8 bytes. Not of the string itself: CPython
+    hashes a string's internal buffer, so 'on' (bytes 6f 6e) and '湯' (U+6E6F, stored as 6f 6e)
+    hash alike. It differs between processes; the arrays live and die with theirs."""
+    return hash(token.encode("utf-8", "surrogatepass"))
 
 
 @dataclass(frozen=True, eq=False)
@@ -57,11 +58,15 @@ class _Segment:
 
     @classmethod
     def of(cls, id: int, keys: np.ndarray, rows: np.ndarray, freqs: np.ndarray) -> _Segment:
-        """A segment from one (key, row, weighted count) triple per posting, in any order."""
-        order = np.lexsort((rows, keys))
-        keys, rows, freqs = keys[order], rows[order], freqs[order]
-        unique, starts = np.unique(keys, return_index=True)
-        return cls(id, unique, np.append(starts, len(keys)).astype(np.int64), rows, freqs)
+        """A segment from one (key, row, weighted count) triple per posting, in any order (a
+        key's rows need no order: their scores are summed by row)."""
+        order = np.argsort(keys, kind="stable")
+        keys = keys[order]
+        rows, freqs = rows[order], freqs[order]
+        del order
+        starts = np.flatnonzero(keys[1:] != keys[:-1]) + 1 if len(keys) else np.zeros(0, dtype=np.int64)
+        starts = np.concatenate(([0], starts, [len(keys)])).astype(np.int64) if len(keys) else np.zeros(1, np.int64)
+        return cls(id, keys[starts[:-1]], starts, rows, freqs)
 
     @property
     def size(self) -> int:

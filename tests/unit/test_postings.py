@@ -135,3 +135,14 @@ def test_cleared_it_holds_nothing_and_takes_new_rows() -> None:
     assert index.rows == 0 and index.top(WORDS[:5], 10) == []
     index.add(3, "w1", "", "w1 w2")
     assert [r for r, _ in index.top(["w1"], 10)] == [3]
+
+
+def test_tokens_whose_strings_share_bytes_are_different_keys() -> None:
+    """CPython hashes a string's internal buffer: 'on' (6f 6e) and '湯' (U+6E6F, kept as 6f 6e)
+    had one hash, and every note with 'on' counted as holding '湯'."""
+    mirror = Mirror()
+    for row in range(1, 30):
+        mirror.add(row, ("", "", "on the way" if row > 2 else "給湯器 湯"))
+    index = Postings.build(mirror.rows())
+    assert index.chunk_count("湯") == 2 and index.chunk_count("on") == 27
+    assert_same_ranking(index.top(["湯"], 5), mirror.top(["湯"], 5))
