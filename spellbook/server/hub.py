@@ -142,6 +142,10 @@ class Hub:
                 self._watcher.start()
             self._serve_followers()
             self._ready.set()
+            if self.warm_up and hasattr(engine, "catalog"):
+                # The in-memory keyword index, on a thread beside the model's load; it takes in
+                # the reconcile's writes as they commit.
+                engine.catalog.keywords.load()
             if self.warm_up:
                 engine.embedder.warm_up()  # load the model now rather than on the first query (a call waits for it)
             if self.reconcile_on_open:
@@ -149,8 +153,6 @@ class Hub:
                 threading.Thread(target=self._fill_vectors, args=(engine,), name="spellbook-vectors", daemon=True).start()
             if self.warm_up:
                 engine.vectors.matrix()  # the in-memory vectors filtered searches use
-                if hasattr(engine, "catalog"):
-                    engine.catalog.keywords.load()  # the in-memory keyword index, on a thread
                 if hasattr(engine.vectors, "rest_after_start"):
                     engine.vectors.rest_after_start()  # read once; idle until a write
             if hasattr(engine, "maintain") and not self._closing.is_set():
