@@ -104,6 +104,18 @@ class BatchEmbedder:
             out[i] = _answer(future)[place]
         return out
 
+    def on_demand(self, texts: Sequence[str]) -> Callable[[], Vectors]:
+        """``embed`` at the first call of the answer, in the caller's thread (or from the parts
+        started ``ahead``): the caller writes what needs no vector first. Later calls answer the same."""
+        kept: list[Vectors] = []
+
+        def answer() -> Vectors:
+            if not kept:
+                kept.append(self.embed(texts))
+            return kept[0]
+
+        return answer
+
     def _embed_now(self, texts: Sequence[str]) -> Vectors:
         """This thread embeds the first part, the workers the others."""
         parts = split(texts, self.parallel)

@@ -22,21 +22,21 @@ import stat
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
-from itertools import chain
 from contextlib import contextmanager
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any
 
 import numpy as np
 
 from spellbook.errors import EmbedderInputError, IndexUnavailableError, InvalidInputError, VaultPathError
 from spellbook.index.analysis import Prepared, analyse_note, embed_text, embed_texts
+from spellbook.index.catalog import Catalog, ChunkRow, FileRow
+from spellbook.index.chunker import CHUNKER_VERSION
+from spellbook.index.claims import Claims
 from spellbook.index.embedding import BatchEmbedder, Vectors
 from spellbook.index.report import SyncReport
-from spellbook.index.catalog import Catalog, ChunkRow, FileRow
-from spellbook.index.claims import Claims
 from spellbook.index.rows import NoteRow, file_changed  # file_changed: imported from here too
-from spellbook.index.chunker import CHUNKER_VERSION
 from spellbook.vault.crashpoints import crash_point
 from spellbook.vault.paths import MAX_FILE_BYTES
 from spellbook.vault.store import Vault, decode_note
@@ -263,7 +263,8 @@ class Indexer:
 
     def _stage(self, paths: Iterable[str], ids: dict[str, str], now: bool) -> _Staged:
         """Read and analyse the files, find the vectors their chunks can reuse and embed the
-        others: ``now``, or started on the embedder's workers (``_finish`` waits for them)."""
+        others: ``now`` (in this thread, once ``_commit`` has written the catalog rows, or from
+        the parts started ``ahead``), or started on the embedder's workers."""
         report = SyncReport()
         prepared: list[Prepared] = []
         gone: list[str] = []
@@ -280,8 +281,7 @@ class Indexer:
         if staged.to_embed:
             texts = [text for _, text in staged.to_embed]
             if now:
-                vectors = self.batches.embed(texts)
-                staged.embedded = lambda: vectors
+                staged.embedded = self.batches.on_demand(texts)
             else:
                 staged.embedded = self.batches.start(texts)
         return staged
@@ -371,48 +371,49 @@ class Indexer:
         return all_chunks, vectors, to_embed
 
     def _commit(self, staged: _Staged, report: SyncReport) -> None:
+        """Write a staged batch: the catalog rows first, then the vectors of its new chunks as the
+        model gives them (for a tool's note the model still runs meanwhile). A crash at any point
+        leaves no chunk with another text's vector: the vectors of chunks removed or changed leave
+        Chroma before the catalog holds the new text, and a chunk without a vector in Chroma after
+        a crash is found missing at the next start and embedded again."""
         prepared, all_chunks, vectors = staged.prepared, staged.chunks, staged.vectors
-        reused = sum(1 for c, _ in all_chunks if c.row.chunk_id in vectors)
-        if staged.embedded is not None:
-            current = {c.row.chunk_id for c, _ in all_chunks}
-            pairs = [(cid, vec) for (cid, _), vec in zip(staged.to_embed, staged.embedded()) if cid in current]
-            done = {cid: vec for cid, vec in pairs if isinstance(vec, list)}
-            vectors.update(done)
-            report.embedded_chunks += len(done)
-            errors = [vec for _, vec in pairs if not isinstance(vec, list)]
-            if errors:  # the files are indexed anyway; fill_missing embeds the rest later
-                log.warning("indexed %d chunks without vectors: %s", len(errors), errors[-1])
-                report.vectors_missing += len(errors)
-                report.embedder_error = str(errors[-1])
-        report.reused_chunks += reused
-        # Vectors first, then the catalog: a crash in between leaves the file marked as not yet
-        # indexed (the next reconcile redoes it) and at worst orphan vectors (dropped then).
-        new_digests = {c.row.digest for c, _ in all_chunks}
-        replaced = [r for p in prepared for r in self.catalog.chunks_of(p.file.path) if r.digest not in new_digests]
-        if replaced:
-            self._remember(replaced)
-        new_ids = {c.row.chunk_id for c, _ in all_chunks}
-        stale = [cid for p in prepared for cid in self.catalog.chunk_ids(p.file.path) if cid not in new_ids]
-        if stale:
-            self.vectors.delete(stale)
-            self.missing.difference_update(stale)
-        with_vectors = [c for c, _ in all_chunks if c.row.chunk_id in vectors]
-        if with_vectors:
-            ids = [c.row.chunk_id for c in with_vectors]
-            # Chroma gets them in the background (searches see them at once); a crash before it
-            # has them leaves them missing, and the next start embeds them again.
-            self.vectors.upsert(ids, [vectors[i] for i in ids], [{"path": c.row.path} for c in with_vectors],
-                                wait=False)
-            self.missing.difference_update(ids)
-            crash_point("vectors-written")
-        if len(with_vectors) < len(all_chunks):
-            self.vectors.delete([c.row.chunk_id for c, _ in all_chunks if c.row.chunk_id not in vectors])
-            self.missing.update(c.row.chunk_id for c, _ in all_chunks if c.row.chunk_id not in vectors)
+        report.reused_chunks += sum(1 for c, _ in all_chunks if c.row.chunk_id in vectors)
+        new = {c.row.chunk_id: c.row.digest for c, _ in all_chunks}
+        old = [r for p in prepared for r in self.catalog.chunks_of(p.file.path)]
+        digests = set(new.values())
+        self._remember([r for r in old if r.digest not in digests])  # replaced: kept for a while
+        outdated = [r.chunk_id for r in old if new.get(r.chunk_id) != r.digest]
+        if outdated:
+            self.vectors.delete(outdated)
+            self.missing.difference_update(outdated)
+        self._store_vectors(all_chunks, vectors)
+        self.missing.update(cid for cid, _ in staged.to_embed if cid in new)
         self.catalog.replace_many((p.file, p.note, p.chunks) for p in prepared)
         for p in prepared:
             report.indexed += 1
             if p.file.problem:
                 report.problems.append({"path": p.file.path, "problem": p.file.problem})
+        if staged.embedded is None:
+            return
+        pairs = [(cid, vec) for (cid, _), vec in zip(staged.to_embed, staged.embedded()) if cid in new]
+        done = {cid: vec for cid, vec in pairs if isinstance(vec, list)}
+        self._store_vectors(all_chunks, done)
+        report.embedded_chunks += len(done)
+        errors = [vec for _, vec in pairs if not isinstance(vec, list)]
+        if errors:  # the files are indexed anyway; fill_missing embeds the rest later
+            log.warning("indexed %d chunks without vectors: %s", len(errors), errors[-1])
+            report.vectors_missing += len(errors)
+            report.embedder_error = str(errors[-1])
+
+    def _store_vectors(self, chunks: list[tuple[Any, str]], vectors: dict[str, list[float]]) -> None:
+        """The vectors of these chunks it has, to Chroma in the background (searches see them at once)."""
+        with_vectors = [c for c, _ in chunks if c.row.chunk_id in vectors]
+        if with_vectors:
+            ids = [c.row.chunk_id for c in with_vectors]
+            self.vectors.upsert(ids, [vectors[i] for i in ids], [{"path": c.row.path} for c in with_vectors],
+                                wait=False)
+            self.missing.difference_update(ids)
+            crash_point("vectors-written")
 
     def _remove(self, paths: list[str]) -> None:
         rows = [row for path in paths for row in self.catalog.chunks_of(path)]

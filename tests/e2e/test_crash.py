@@ -101,11 +101,25 @@ def _index_equals_vault(engine, vault: Path, acknowledged: list[str]) -> None:
     report = engine.check()
     assert report["consistent"], report  # what `spellbook doctor` checks
     assert engine.vectors.ids() == engine.catalog.all_chunk_ids()  # vectors the writer never wrote: embedded again
+    _every_vector_is_its_texts(engine)
     for start in range(0, len(acknowledged), 20):
         assert not engine.get_memories(acknowledged[start : start + 20])["not_found"]
     files = [f for f in vault.rglob("*.md") if not {".spellbook", ".trash", ".git"} & set(f.parts)]
     assert engine.stats()["notes"] == len(files)
     assert not list(vault.rglob(".*.tmp"))
+
+
+def _every_vector_is_its_texts(engine) -> None:
+    """No chunk kept the vector of an older text (a revise killed before Chroma had its new vector)."""
+    from spellbook.index.analysis import embed_text
+
+    chunks = engine.catalog.chunks(sorted(engine.catalog.all_chunk_ids()))
+    notes = engine.catalog.notes_at({c.path for c in chunks.values()})
+    stored = engine.vectors.vectors(list(chunks))
+    texts = {cid: embed_text(notes[c.path].title, c.heading, c.text) for cid, c in chunks.items()}
+    expected = dict(zip(texts, HashingEmbedder().embed_documents(list(texts.values()))))
+    wrong = [cid for cid in chunks if max(abs(a - b) for a, b in zip(stored[cid], expected[cid])) > 1e-5]
+    assert not wrong, f"{len(wrong)} of {len(chunks)} chunks have another text's vector: {[chunks[c].text[:40] for c in wrong[:3]]}"
 
 
 @pytest.mark.parametrize(

@@ -4,10 +4,14 @@ second write meanwhile leaves Chroma with exactly what the catalog has."""
 
 from __future__ import annotations
 
+import threading
+import time
+
 import numpy as np
 import pytest
 
 from spellbook.config import Settings
+from spellbook.embedders.hashing import HashingEmbedder
 from spellbook.index import chroma
 from tests.helpers.engine import open_engine
 
@@ -166,3 +170,69 @@ def test_a_vector_put_and_waited_for_is_not_overwritten_by_an_older_one_left_beh
         assert np.allclose(stored, [0.0, 1.0, 0.0])
     finally:
         index.close()
+
+
+class _GatedEmbedder(HashingEmbedder):
+    """The hashing embedder, holding any text with 'gated' in it until ``open`` is set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.waiting = threading.Event()
+        self.open = threading.Event()
+
+    def embed_documents(self, texts):
+        if any("gated" in t for t in texts):
+            self.waiting.set()
+            assert self.open.wait(30)
+        return super().embed_documents(texts)
+
+
+def test_the_catalog_is_written_while_the_model_runs_and_no_chunk_keeps_an_old_vector(held, settings) -> None:
+    """A tool's write commits its rows while the model still embeds its text (the model's time is
+    not added to Spellbook's); meanwhile its chunks count as missing, and a changed chunk has no
+    vector at all rather than the one of its old text, in Chroma too (a crash then leaves it
+    missing, embedded again at the next start, never with another text's vector)."""
+    held.close()
+    gate = _GatedEmbedder()
+    engine = open_engine(settings, embedder=gate)
+    try:
+        kept = engine.scribe("Otters hold hands while they sleep.", title="Otters", category="zoo")
+        engine.vectors.flush(10)
+        old_ids = engine.catalog.chunk_ids(kept["path"])
+        assert _in_chroma(engine, old_ids) == set(old_ids)
+        results: dict[str, dict] = {}
+        writers = [
+            threading.Thread(target=lambda: results.setdefault("new", engine.scribe(
+                "A gated pelican scoops fish into its pouch.", title="Pelican", category="zoo"))),
+        ]
+        writers[0].start()
+        assert gate.waiting.wait(10)
+        deadline = time.monotonic() + 10
+        while not engine.memorize("pelican pouch", mode="keyword")["results"] and time.monotonic() < deadline:
+            time.sleep(0.01)
+        (hit,) = engine.memorize("pelican pouch", mode="keyword")["results"]
+        new_ids = engine.catalog.chunk_ids(hit["path"])
+        assert new_ids and set(new_ids) <= engine.indexer.missing and not engine.vectors.vectors(new_ids)
+        gate.open.set()
+        writers[0].join(10)
+        assert engine.vectors.vectors(new_ids).keys() == set(new_ids) and not set(new_ids) & engine.indexer.missing
+        assert results["new"]["id"] == hit["id"]
+
+        gate.open.clear()
+        gate.waiting.clear()
+        reviser = threading.Thread(target=lambda: engine.revise(kept["id"], text="The gated otters now sleep apart."))
+        reviser.start()
+        assert gate.waiting.wait(10)
+        changed = engine.catalog.chunk_ids(kept["path"])
+        deadline = time.monotonic() + 10
+        while "apart" not in engine.catalog.chunks(changed)[changed[0]].text and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert "apart" in engine.catalog.chunks(changed)[changed[0]].text  # the new text is in the catalog...
+        assert not engine.vectors.vectors(changed) and not _in_chroma(engine, changed)  # ...and no old vector anywhere
+        gate.open.set()
+        reviser.join(10)
+        assert engine.vectors.flush(10) == 0 and _in_chroma(engine, changed) == set(changed)
+        assert engine.check()["consistent"]
+    finally:
+        gate.open.set()
+        engine.close()
