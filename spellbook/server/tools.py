@@ -23,6 +23,7 @@ from spellbook.index.filters import Filter
 from spellbook.scope import Actor, acting
 from spellbook.server.front import Front
 from spellbook.server.models import core as m
+from spellbook.server.models.base import inline_defs
 from spellbook.server.hub import Hub
 from spellbook.server.resources import add_resources_and_prompts
 from spellbook.server.tools_common import DELETE as _DELETE
@@ -102,6 +103,11 @@ class _Server(MCPServer):
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         with acting(_caller(context)):  # anyio's worker threads copy the context: hub.call sees it
             return await super().call_tool(name, arguments, context)
+
+    async def list_tools(self) -> list[Any]:
+        """The SDK's list, each output schema with its definitions written in place (models/base.py)."""
+        return [t.model_copy(update={"output_schema": inline_defs(t.output_schema)}) if t.output_schema else t
+                for t in await super().list_tools()]
 
     def run_stdio(self, wire: Front) -> None:
         """``run("stdio")`` over the wire the front took at start (spellbook/server/front.py): the

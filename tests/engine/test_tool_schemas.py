@@ -178,12 +178,38 @@ def test_every_tool_in_tools_list_has_an_output_schema_over_stdio(tmp_path: Path
                 schema = tool.output_schema
                 assert schema and schema.get("type") == "object" and schema.get("properties"), tool.name
                 jsonschema.Draft202012Validator.check_schema(schema)
+                # definitions written in place: a client checking every result follows no $ref
+                assert "$ref" not in json.dumps(schema) and "$defs" not in schema, tool.name
             result = await client.call_tool("stats", {})
             assert not result.is_error
             jsonschema.validate(result.structured_content, next(t for t in tools if t.name == "stats").output_schema)
             assert result.content[0].text.split(",")[0].endswith("notes")  # the text the model reads is still short
 
     anyio.run(main)
+
+
+def test_inlined_definitions_check_what_the_references_did() -> None:
+    from pydantic import BaseModel
+
+    from spellbook.server.models.base import inline_defs
+    from spellbook.server.models.core import MemorizeResult
+
+    schema = MemorizeResult.model_json_schema()
+    flat = inline_defs(schema)
+    assert "$ref" in json.dumps(schema) and "$ref" not in json.dumps(flat)
+    hit = {"id": "a", "path": "a.md", "title": "A", "score": 0.5, "snippet": "s", "category": None, "topic": None,
+           "tags": [], "type": None, "updated": None, "relevance": 1.0}
+    for value in ({"query": "q", "mode": "hybrid", "results": [hit]},
+                  {"query": "q", "mode": "hybrid", "results": [{**hit, "score": "high"}]},
+                  {"query": "q", "mode": "hybrid", "results": [{k: v for k, v in hit.items() if k != "path"}]}):
+        assert jsonschema.Draft202012Validator(flat).is_valid(value) == jsonschema.Draft202012Validator(schema).is_valid(value)
+
+    class Tree(BaseModel):
+        name: str
+        children: list[Tree]
+
+    recursive = Tree.model_json_schema()
+    assert inline_defs(recursive) == recursive  # a definition that refers to itself stays a reference
 
 
 def test_tool_modules_import_no_registry_in_a_circle() -> None:
