@@ -217,16 +217,20 @@ class Search:
         mean /= max(float(np.linalg.norm(mean)), 1e-12)
         allowed = self.catalog.filtered_chunk_ids(*to_sql(None)) if current_scope() else None
         found = self.vectors.query(mean.tolist(), limit * 4 + len(chunk_ids), ids=allowed)
-        chunks = self.catalog.chunks([cid for cid, _ in found])
         now = expires_key(dt.datetime.now(dt.UTC))
-        notes = {
-            p: n for p, n in self.catalog.notes_at(c.path for c in chunks.values()).items()
-            if n.live(now) and self.access.visible(n)
-        }
-        return [
-            {**note.ref(), "similarity": round(similarity, 4)}
-            for _, similarity, _, note in _best_per_note(found, chunks, notes, limit, exclude=path)
-        ]
+        chunks: dict[str, Any] = {}
+        notes: dict[str, NoteRow] = {}
+        best: list[tuple[str, float, Any, NoteRow]] = []
+        for start in range(0, len(found), limit + 1):  # rows read a few at a time, best first, until enough
+            part = self.catalog.chunks([cid for cid, _ in found[start : start + limit + 1]])
+            new_paths = {c.path for c in part.values()} - {c.path for c in chunks.values()}
+            chunks.update(part)
+            notes.update((p, n) for p, n in self.catalog.notes_at(new_paths).items()
+                         if n.live(now) and self.access.visible(n))
+            best = _best_per_note(found[: start + limit + 1], chunks, notes, limit, exclude=path)
+            if len(best) == limit:
+                break
+        return [{**note.ref(), "similarity": round(similarity, 4)} for _, similarity, _, note in best]
 
 
 def _best_per_note(

@@ -56,3 +56,39 @@ def test_the_hits_are_those_of_scoring_every_candidate(engine, monkeypatch, mode
     every = [engine.memorize(q, limit=limit, mode=mode, filter=spec)["results"] for q, limit, spec in cases]
     assert early == every
     assert sum(len(r) for r in every) > 100
+
+
+def test_a_scribes_similar_notes_are_those_of_reading_every_nearest_chunk(engine) -> None:
+    """``similar`` reads the nearest chunks a few at a time and stops at ``limit`` notes: the same
+    notes as reading them all (several chunks of one note among the nearest, an expired note)."""
+    import datetime as dt
+
+    import numpy as np
+
+    from spellbook.engine.search import _best_per_note
+    from spellbook.vault.fields import expires_key
+
+    rng = random.Random(11)
+    sections = [f"## Part {n}\n{' '.join(rng.sample(' '.join(TOPICS).split(), 5))}" for n in range(4)]
+    engine.scribe("\n\n".join(sections), title="Many parts", category="a")
+    gone = engine.scribe(sections[0].split("\n", 1)[1] + " again", title="Expired twin", category="a")
+    engine.revise(gone["id"], expires="2020-01-01")
+    search = engine.search
+    checked = 0
+    paths = sorted({c.path for c in engine.catalog.chunks(sorted(engine.catalog.all_chunk_ids())).values()})
+    for row in engine.catalog.notes_at(paths).values():
+        for limit in (1, 3, 5):
+            got = search.similar(row.path, limit)
+            chunk_ids = engine.catalog.chunk_ids(row.path)
+            vectors = list(engine.vectors.vectors(chunk_ids).values())
+            mean = np.asarray(vectors, dtype=np.float32).mean(axis=0)
+            mean /= np.linalg.norm(mean)
+            found = engine.vectors.query(mean.tolist(), limit * 4 + len(chunk_ids))
+            chunks = engine.catalog.chunks([cid for cid, _ in found])
+            now = expires_key(dt.datetime.now(dt.UTC))
+            notes = {p: n for p, n in engine.catalog.notes_at(c.path for c in chunks.values()).items() if n.live(now)}
+            want = [(n.note_id, round(s, 4)) for _, s, _, n in _best_per_note(found, chunks, notes, limit, exclude=row.path)]
+            assert [(h["id"], h["similarity"]) for h in got] == want, (row.path, limit)
+            assert gone["id"] not in [h["id"] for h in got]
+            checked += 1
+    assert checked >= 270
