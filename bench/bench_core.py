@@ -437,6 +437,41 @@ def embedder_alone(name: str, scribe_texts: list[str], queries: list[str], index
     return out
 
 
+# The MCP SDK's own cost: its stdio server with one tool that does nothing, driven by the same client.
+_SDK_FLOOR_SERVER = """
+from pydantic import BaseModel
+from mcp.server.mcpserver import MCPServer
+
+class Result(BaseModel):
+    query: str
+    results: list[dict]
+
+server = MCPServer("floor")
+
+@server.tool()
+def noop(query: str, limit: int = 5, mode: str = "hybrid") -> Result:
+    \"\"\"Answers at once.\"\"\"
+    return Result(query=query, results=[])
+
+server.run("stdio")
+"""
+
+
+async def sdk_round_trip(calls: int = 300) -> list[float]:
+    """Milliseconds a call to a tool that does nothing takes through the MCP SDK's stdio server and
+    this client: the part of every figure over MCP that no tool can remove."""
+    params = StdioServerParameters(command=sys.executable, args=["-c", _SDK_FLOOR_SERVER], env=dict(os.environ))
+    async with Client(stdio_client(params)) as client:
+        lat = []
+        for i in range(calls + 50):  # the first 50 warm up
+            started = time.perf_counter()
+            result = await client.call_tool("noop", {"query": f"query {i}", "limit": 5, "mode": "keyword"})
+            lat.append((time.perf_counter() - started) * 1000)
+            if result.is_error:
+                raise RuntimeError(f"the SDK's no-op tool failed: {_error_text(result)}")
+    return lat[50:]
+
+
 def embed_rate(embedder: Any, texts: list[str], threads: int = 1) -> float:
     """Texts/s in batches of 64, on ``threads`` threads at once (each thread its own batches)."""
     batches = [texts[start : start + 64] for start in range(0, len(texts), 64)]
@@ -825,6 +860,8 @@ def main() -> int:
     res["alone"]["query_langs"] = [lang_of(q) for q in queries]
     log(f"   load {res['alone']['load_s']:.2f} s; a note p50 {pct(res['alone']['scribe_ms'], 50):.1f} ms; "
         f"a query p50 {pct(res['alone']['query_ms'], 50):.2f} ms; {res['alone']['index_texts_per_s']:.0f} texts/s")
+    res["sdk_ms"] = anyio.run(sdk_round_trip)
+    log(f"   the MCP SDK's round trip for a tool that does nothing: p50 {pct(res['sdk_ms'], 50):.2f} ms")
     try:
         # 1. startup on fresh vaults (the folder does not exist yet: serve creates it from the template)
         runs = []
@@ -961,6 +998,9 @@ def render_summary(args: argparse.Namespace, res: dict[str, Any], logs: ServerLo
             both = f"{a['index_texts_per_s_par']:.0f} and " if a.get("index_texts_per_s_par") else ""
             add(f"   the same on {a['parallel']} threads at once: {both}{a['import_texts_per_s_par']:.0f} texts/s "
                 "(the server embeds a first index or an import so)")
+    if res.get("sdk_ms"):
+        add(f"   the MCP SDK alone (its stdio server, a tool that does nothing, this client): p50 "
+            f"{pct(res['sdk_ms'], 50):.2f} ms a call, in every figure over MCP below")
 
     runs = res.get("startup", [])
     if runs:
@@ -1000,7 +1040,9 @@ def render_summary(args: argparse.Namespace, res: dict[str, Any], logs: ServerLo
         if a:
             add(f"   by language: {by_lang(lat, s['scribe_langs'])}")
             own = pct(a["scribe_ms"], 50)
-            add(f"   the embedder alone on these notes: p50 {own:.1f} ms -> Spellbook's part {pct(lat, 50) - own:.1f} ms")
+            part = pct(lat, 50) - own
+            sdk = f" ({part - pct(res['sdk_ms'], 50):.1f} less the SDK's round trip)" if res.get("sdk_ms") else ""
+            add(f"   the embedder alone on these notes: p50 {own:.1f} ms -> Spellbook's part {part:.1f} ms{sdk}")
         first, last = lat[: max(1, n // 10)], lat[-max(1, n // 10):]
         add(f"   first 10% p50 {pct(first, 50):.1f} {ms} vs last 10% p50 {pct(last, 50):.1f} {ms}")
         add(f"   errors {len(s['scribe_errors'])}; index after: {s['stats_after_scribe']}")
@@ -1016,6 +1058,8 @@ def render_summary(args: argparse.Namespace, res: dict[str, Any], logs: ServerLo
                 add(f"   {'':16s} by language: {by_lang(m['lat'], m['langs'])}")
         if a:
             add(f"   the embedder alone on these queries: p50 {pct(a['query_ms'], 50):.2f} ms (keyword mode embeds nothing)")
+        if res.get("sdk_ms"):
+            add(f"   the MCP SDK's round trip alone: p50 {pct(res['sdk_ms'], 50):.2f} ms (in each figure above)")
         add("   (filter = {'category': 'bench'}, ~half the notes)")
         add(f"   errors {len(s['memorize_errors'])}")
         add(f"4. Server process memory (pid {s['owner_pid']}, /proc/<pid>/status)")
