@@ -65,7 +65,7 @@ class VectorIndex:
         self._count: int | None = None if client is not None else 0
         self._matrix: VectorMatrix | None = None if client is not None else VectorMatrix()  # else: on the first query
         self._matrix_lock = threading.Lock()
-        self._behind: dict[str, tuple[np.ndarray, dict]] = {}  # chunk id -> (float32 vector, meta) not in Chroma yet
+        self._behind: dict[str, np.ndarray] = {}  # chunk id -> float32 vector not in Chroma yet
         self._behind_changed = threading.Condition()  # guards _behind
         self._write_lock = threading.Lock()  # one Chroma write at a time: a delete never meets a write under way
         self._writer: threading.Thread | None = None
@@ -221,7 +221,7 @@ class VectorIndex:
         """The stored vectors of ``ids``: those on their way to Chroma, then the matrix's (normalised,
         which cosine search does not tell apart), then Chroma's for the rest."""
         with self._behind_changed:
-            out = {cid: self._behind[cid][0].tolist() for cid in ids if cid in self._behind}
+            out = {cid: self._behind[cid].tolist() for cid in ids if cid in self._behind}
         with self._matrix_lock:
             matrix = self._matrix
         if matrix is not None:
@@ -270,40 +270,41 @@ class VectorIndex:
             if self._matrix is not None:
                 self._matrix.remove(ids)
 
-    def upsert(
-        self, ids: Sequence[str], vectors: Sequence[Sequence[float]], metadatas: Sequence[dict], wait: bool = True
-    ) -> None:
+    def upsert(self, ids: Sequence[str], vectors: Sequence[Sequence[float]], wait: bool = True) -> None:
         """Store these vectors. ``wait=False``: return at once and let the writer thread put them
         in Chroma (reads here see them meanwhile); a writer waits only while MAX_BEHIND are behind.
-        Calls that put the same ids take turns (the indexer holds its lock): the later one wins."""
+        Calls that put the same ids take turns (the indexer holds its lock): the later one wins.
+        Chroma gets ids and vectors only: the catalog holds everything else, and Chroma holds the
+        interpreter lock through a write, ~40% longer with a metadata row per record (measured:
+        1,000 records of 512 dimensions 0.22-0.41 s without, 0.40-0.64 s with a path each)."""
         with self._keeper.changing():
-            self._upsert(ids, vectors, metadatas, wait)
+            self._upsert(ids, vectors, wait)
 
-    def _upsert(self, ids: Sequence[str], vectors: Sequence[Sequence[float]], metadatas: Sequence[dict], wait: bool) -> None:
+    def _upsert(self, ids: Sequence[str], vectors: Sequence[Sequence[float]], wait: bool) -> None:
         if wait:
             with self._write_lock:
                 with self._behind_changed:  # an older vector of these ids, left behind, must not land after this one
                     for chunk_id in ids:
                         self._behind.pop(chunk_id, None)
                     self._behind_changed.notify_all()
-                self._write(list(ids), [list(v) for v in vectors], list(metadatas))
+                self._write(list(ids), [list(v) for v in vectors])
         else:
             with self._behind_changed:
                 self._behind_changed.wait_for(lambda: len(self._behind) < MAX_BEHIND or self._closing)
-                for chunk_id, vector, meta in zip(ids, vectors, metadatas, strict=True):
-                    self._behind[chunk_id] = (np.array(vector, dtype=np.float32), meta)  # 2 KB, not a 16 KB list
+                for chunk_id, vector in zip(ids, vectors, strict=True):
+                    self._behind[chunk_id] = np.array(vector, dtype=np.float32)  # 2 KB, not a 16 KB list
                 self._start_writer()
                 self._behind_changed.notify_all()
         with self._matrix_lock:
             if self._matrix is not None:
                 self._matrix.put(ids, vectors)
 
-    def _write(self, ids: list[str], vectors: list[list[float]], metadatas: list[dict]) -> None:
+    def _write(self, ids: list[str], vectors: list[Any]) -> None:
         self._keeper.before_change()
         for start in range(0, len(ids), MAX_BATCH):
             end = start + MAX_BATCH
             with self._chroma() as collection:
-                collection.upsert(ids=ids[start:end], embeddings=vectors[start:end], metadatas=metadatas[start:end])
+                collection.upsert(ids=ids[start:end], embeddings=vectors[start:end])
         self._count = None
 
     def flush(self, timeout: float | None = None) -> int:
@@ -349,7 +350,7 @@ class VectorIndex:
                     continue
                 crash_point("vectors-behind")
                 try:
-                    self._write(list(batch), [v for v, _ in batch.values()], [m for _, m in batch.values()])
+                    self._write(list(batch), list(batch.values()))
                 except Exception as exc:  # noqa: BLE001 - a server down: keep them, try again
                     pause = min(max(pause * 2, 0.5), 30.0)
                     log.warning("could not write %d vectors to Chroma (%s); trying again in %.1f s",
@@ -376,7 +377,7 @@ class VectorIndex:
         if self.behind() > QUERY_BEHIND:  # an import under way: let the writer catch up
             self.flush(FLUSH_SECONDS)
         with self._behind_changed:
-            behind = {cid: v for cid, (v, _) in self._behind.items()}
+            behind = dict(self._behind)
         with self._chroma() as collection:
             result = collection.query(
                 query_embeddings=[list(vector)], n_results=limit + len(behind), include=["distances"]
@@ -417,7 +418,7 @@ class VectorIndex:
                 with self._behind_changed:
                     behind = list(self._behind.items())
                 if behind:
-                    matrix.put([cid for cid, _ in behind], [v for _, (v, _) in behind])
+                    matrix.put([cid for cid, _ in behind], [v for _, v in behind])
                 self._matrix = matrix
                 trim_heap()
             return self._matrix

@@ -208,7 +208,7 @@ class Indexer:
                         and cid in self.missing and cid in now and now[cid].digest == r.digest]
                 if keep:
                     ids, vectors = [k[0] for k in keep], [k[2] for k in keep]
-                    self.vectors.upsert(ids, vectors, [{"path": k[1].path} for k in keep])
+                    self.vectors.upsert(ids, vectors)
                 self.missing.difference_update(k[0] for k in keep)
             report.embedded_chunks += len(keep)
             failed = [(cid, v) for (cid, _), v in zip(todo, embedded) if not isinstance(v, list)]
@@ -410,8 +410,7 @@ class Indexer:
         with_vectors = [c for c, _ in chunks if c.row.chunk_id in vectors]
         if with_vectors:
             ids = [c.row.chunk_id for c in with_vectors]
-            self.vectors.upsert(ids, [vectors[i] for i in ids], [{"path": c.row.path} for c in with_vectors],
-                                wait=False)
+            self.vectors.upsert(ids, [vectors[i] for i in ids], wait=False)
             self.missing.difference_update(ids)
             crash_point("vectors-written")
 

@@ -26,7 +26,7 @@ def test_the_embedded_index_works_without_loading_grpc(tmp_path: Path) -> None:
         from spellbook.index.chroma import VectorIndex
 
         index = VectorIndex.embedded(Path({str(tmp_path / "chroma")!r}))
-        index.upsert(["a", "b"], [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]], [{{"path": "a.md"}}, {{"path": "b.md"}}])
+        index.upsert(["a", "b"], [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
         found = index._collection.query(query_embeddings=[[0.9, 0.1, 0.0]], n_results=1, include=["distances"])
         index.close()
         print(json.dumps({{"nearest": found["ids"][0][0], "chromadb": "chromadb" in sys.modules,

@@ -30,10 +30,6 @@ def _ids(n: int, start: int = 0) -> list[str]:
     return [f"c{i:05d}:0" for i in range(start, start + n)]
 
 
-def _meta(ids: list[str]) -> list[dict]:
-    return [{"path": f"{i.split(':')[0]}.md"} for i in ids]
-
-
 def _normalised(rows: np.ndarray) -> np.ndarray:
     return rows / np.linalg.norm(rows, axis=1, keepdims=True)
 
@@ -42,7 +38,7 @@ def _fill(folder: Path, n: int = 300) -> tuple[list[str], np.ndarray]:
     """An index of ``n`` vectors, closed after its matrix was read: the snapshot is saved."""
     ids, rows = _ids(n), _vectors(n, 1)
     index = VectorIndex.embedded(folder)
-    index.upsert(ids, rows.tolist(), _meta(ids))
+    index.upsert(ids, rows.tolist())
     index.matrix()
     index.close()
     return ids, rows
@@ -95,7 +91,7 @@ def test_a_change_deletes_the_snapshot_first_and_a_crash_after_it_leaves_none(tm
         index = VectorIndex.embedded(Path({str(folder)!r}))
         index.matrix()
         assert index._keeper.current is True
-        index.upsert(["new:0"], [[1.0] + [0.0] * {DIMENSIONS - 1}], [{{"path": "new.md"}}])
+        index.upsert(["new:0"], [[1.0] + [0.0] * {DIMENSIONS - 1}])
         os._exit(0 if not Path({str(tmp_path / SNAPSHOT_FILE)!r}).exists() else 3)
     """)
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
@@ -118,7 +114,7 @@ def test_a_writer_that_does_not_know_the_snapshot_makes_it_stale(tmp_path: Path)
     ids, rows = _fill(folder)
     client = chromadb.PersistentClient(path=str(folder), settings=Settings(anonymized_telemetry=False))
     changed = _vectors(1, 9)[0]
-    client.get_collection("spellbook").upsert(ids=[ids[0]], embeddings=[changed.tolist()], metadatas=_meta(ids[:1]))
+    client.get_collection("spellbook").upsert(ids=[ids[0]], embeddings=[changed.tolist()])
     client.close()
     assert (tmp_path / SNAPSHOT_FILE).is_file()
     index = VectorIndex.embedded(folder)
@@ -197,7 +193,7 @@ def test_whenever_the_snapshot_exists_it_is_exactly_chroma(tmp_path: Path, monke
                     if rng.random() < 0.3:
                         index.delete(chosen)
                     else:
-                        index.upsert(chosen, rng.standard_normal((len(chosen), DIMENSIONS)).tolist(), _meta(chosen),
+                        index.upsert(chosen, rng.standard_normal((len(chosen), DIMENSIONS)).tolist(),
                                      wait=wait)
                 stop.wait(rng.random() * 0.02)  # now and then nothing is under way
         except BaseException as exc:  # noqa: BLE001 - reported below
@@ -258,7 +254,7 @@ def test_a_save_cut_short_leaves_no_temp_file_behind_the_next_one(tmp_path: Path
     left.write_bytes(b"\0" * 4096)
     index = VectorIndex.embedded(folder)
     try:
-        index.upsert(["new:0"], [[1.0] * DIMENSIONS], [{"path": "new.md"}])
+        index.upsert(["new:0"], [[1.0] * DIMENSIONS])
         index.matrix()
         assert index.keep_snapshot()
     finally:

@@ -43,7 +43,7 @@ def test_a_search_finds_a_note_whose_vectors_are_not_in_chroma_yet(held) -> None
     seen = engine.vectors.vectors(chunk_ids)
     assert seen.keys() == set(chunk_ids) and all(isinstance(x, float) for v in seen.values() for x in v)
     # held as float32 rows (2 KB at 512-d), not lists of Python floats (16 KB)
-    assert all(isinstance(v, np.ndarray) and v.dtype == np.float32 for v, _ in engine.vectors._behind.values())
+    assert all(isinstance(v, np.ndarray) and v.dtype == np.float32 for v in engine.vectors._behind.values())
     assert engine.vectors.flush(10) == 0  # a flush makes the writer write now
     assert _in_chroma(engine, chunk_ids) == set(chunk_ids)
     with engine.vectors._chroma() as collection:
@@ -162,14 +162,33 @@ def test_a_vector_put_and_waited_for_is_not_overwritten_by_an_older_one_left_beh
     monkeypatch.setattr(chroma, "LATEST_SECONDS", 60.0)
     index = chroma.VectorIndex.embedded(tmp_path / "chroma")
     try:
-        index.upsert(["x:0"], [[1.0, 0.0, 0.0]], [{"path": "x.md"}], wait=False)
-        index.upsert(["x:0"], [[0.0, 1.0, 0.0]], [{"path": "x.md"}])  # later, and waited for
+        index.upsert(["x:0"], [[1.0, 0.0, 0.0]], wait=False)
+        index.upsert(["x:0"], [[0.0, 1.0, 0.0]])  # later, and waited for
         assert index.flush(10) == 0
         with index._chroma() as collection:
             stored = collection.get(ids=["x:0"], include=["embeddings"])["embeddings"][0]
         assert np.allclose(stored, [0.0, 1.0, 0.0])
     finally:
         index.close()
+
+
+def test_chroma_gets_ids_and_vectors_only(settings: Settings) -> None:
+    """Both ways a vector reaches Chroma (behind a tool's write, and waited for by an index run)
+    write no metadata: the catalog holds the rest, and Chroma holds the interpreter lock longer
+    for each metadata row it writes."""
+    engine = open_engine(settings)
+    try:
+        engine.scribe("Walruses haul out on sea ice to rest between dives.", title="Walrus rest", category="zoo")
+        (settings.vault_dir / "hand.md").write_text("# Kettles\n\nKettles boil water for tea.\n", encoding="utf-8")
+        engine.indexer.sync_path("hand.md")
+        assert engine.vectors.flush(10) == 0
+        with engine.vectors._chroma() as collection:
+            stored = collection.get(include=["metadatas", "embeddings"])
+        assert set(stored["ids"]) == engine.catalog.all_chunk_ids() and len(stored["ids"]) >= 2
+        assert all(meta is None for meta in stored["metadatas"])
+        assert all(len(v) == engine.embedder.dimensions for v in stored["embeddings"])
+    finally:
+        engine.close()
 
 
 class _GatedEmbedder(HashingEmbedder):
