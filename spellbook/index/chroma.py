@@ -1,4 +1,4 @@
-"""The vector index: one adapter over any chromadb ``ClientAPI`` (embedded folder or server).
+"""The vector index: one adapter over an embedded Chroma folder or a Chroma server.
 
 Spellbook always passes vectors: the collection has no embedding function, so Chroma never tries
 to download its default model. Records carry no documents; text lives in the catalog.
@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from spellbook.index.chroma_import import import_chromadb
+from spellbook.index.chroma_local import LocalChroma
 from spellbook.index.heap import trim_heap
 from spellbook.index.matrix import VectorMatrix
 from spellbook.index.snapshot import SnapshotKeeper, VectorSnapshot
@@ -74,17 +75,13 @@ class VectorIndex:
 
     @classmethod
     def embedded(cls, folder: Path) -> VectorIndex:
-        """Chroma in ``folder``; where it holds no database yet, chromadb is imported and opened only
-        when a vector is written (its import is ~0.6 s of a command's start, the model's meanwhile)."""
+        """Chroma in ``folder``, through its Rust bindings (``index/chroma_local.py``); where it
+        holds no database yet, it is opened only when a vector is written."""
         private_folder(folder)  # vectors and documents of every note: owner only
         new = not (folder / "chroma.sqlite3").exists()
 
         def connect() -> Any:
-            import_chromadb()
-            from chromadb import PersistentClient
-            from chromadb.config import Settings as ChromaSettings
-
-            return PersistentClient(path=str(folder), settings=ChromaSettings(anonymized_telemetry=False, allow_reset=True))
+            return LocalChroma(folder)
 
         return cls(None if new else connect(), connect=connect, snapshot=VectorSnapshot(folder.parent / SNAPSHOT_FILE, folder))
 

@@ -1,5 +1,6 @@
-"""chromadb imported without gRPC (spellbook/index/chroma_import.py): the embedded index works with
-gRPC and protobuf never loaded, and Chroma's tracing, when switched on, still gets the real
+"""What an embedded index imports: Chroma's Rust bindings only, never the chromadb package
+(spellbook/index/chroma_local.py), nor gRPC; chromadb, imported for a Chroma server, comes without
+gRPC (spellbook/index/chroma_import.py), and Chroma's tracing, when switched on, still gets the real
 OpenTelemetry exporter. Each case runs in a fresh interpreter, since the test process may have
 imported chromadb already."""
 
@@ -19,7 +20,7 @@ def _run(code: str) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def test_the_embedded_index_works_without_loading_grpc(tmp_path: Path) -> None:
+def test_the_embedded_index_works_without_chromadb_or_grpc(tmp_path: Path) -> None:
     got = _run(f"""
         import json, sys
         from pathlib import Path
@@ -32,7 +33,7 @@ def test_the_embedded_index_works_without_loading_grpc(tmp_path: Path) -> None:
         print(json.dumps({{"nearest": found["ids"][0][0], "chromadb": "chromadb" in sys.modules,
                           "loaded": sorted(m for m in ("grpc", "google.protobuf") if m in sys.modules)}}))
     """)
-    assert got == {"nearest": "a", "chromadb": True, "loaded": []}
+    assert got == {"nearest": "a", "chromadb": False, "loaded": []}
 
 
 def test_chroma_tracing_switched_on_gets_the_real_exporter() -> None:
@@ -56,10 +57,10 @@ def test_chroma_tracing_switched_on_gets_the_real_exporter() -> None:
                    "module_is_real": True}
 
 
-def test_a_new_index_imports_chromadb_only_when_a_vector_is_written(tmp_path: Path) -> None:
-    """A first index or an import starts before chromadb is imported (~0.6 s): where the index
-    folder holds no database yet, Chroma opens when the writer has vectors for it; an empty vault
-    never opens it, and a later start opens the database that is there."""
+def test_a_new_index_opens_chroma_only_when_a_vector_is_written(tmp_path: Path) -> None:
+    """Where the index folder holds no database yet, Chroma opens when the writer has vectors for
+    it; an empty vault never opens it, a later start opens the database that is there, and none of
+    this imports the chromadb package."""
     vault = tmp_path / "vault"
     vault.mkdir()
     got = _run(f"""
@@ -72,20 +73,20 @@ def test_a_new_index_imports_chromadb_only_when_a_vector_is_written(tmp_path: Pa
         settings = Settings(vault=Path({str(vault)!r}), embedder="hashing", watch=False)
         engine = Engine(settings, embedder=HashingEmbedder())
         engine.start()  # an empty vault: reset and reconcile need nothing from Chroma
-        started = "chromadb" in sys.modules
+        started = engine.vectors._client is not None
         found = engine.memorize("walrus")["results"]
         out = engine.scribe("Walruses haul out on sea ice to rest between dives.", title="Walrus")
         hit = engine.memorize("walruses resting on ice", mode="semantic")["results"][0]["id"] == out["id"]
         engine.vectors.flush(10)
-        written = "chromadb" in sys.modules
+        written = engine.vectors._client is not None
         engine.close()
         engine = Engine(settings, embedder=HashingEmbedder())
-        opened = "chromadb" in sys.modules and engine.vectors._collection is not None  # the database exists now
+        opened = engine.vectors._collection is not None  # the database exists now
         engine.start()
         stats, consistent = engine.stats(), engine.check()["consistent"]
         engine.close()
         print(json.dumps({{"started": started, "found": found, "hit": hit, "written": written, "opened": opened,
-                          "vectors": stats["vectors"], "consistent": consistent}}))
+                          "vectors": stats["vectors"], "consistent": consistent, "chromadb": "chromadb" in sys.modules}}))
     """)
     assert got == {"started": False, "found": [], "hit": True, "written": True, "opened": True, "vectors": 1,
-                   "consistent": True}
+                   "consistent": True, "chromadb": False}
