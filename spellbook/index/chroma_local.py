@@ -15,7 +15,7 @@ A Chroma server (``chroma_url``) still goes through chromadb's ``HttpClient``.
 
 from __future__ import annotations
 
-import resource
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -42,7 +42,7 @@ class LocalChroma:
                 url=str(folder / "chroma.sqlite3"),
             ),
             persist_path=str(folder),
-            hnsw_cache_size=resource.getrlimit(resource.RLIMIT_NOFILE)[0] // 5,  # as chromadb: 5 files an index
+            hnsw_cache_size=_open_files_allowed() // 5,  # as chromadb: 5 files an HNSW index
         )
 
     @property
@@ -64,6 +64,17 @@ class LocalChroma:
 
     def close(self) -> None:
         self._bindings = None  # the last reference: Rust closes the database and drops its caches
+
+
+def _open_files_allowed() -> int:
+    """The process's limit on open files, as chromadb reads it."""
+    if sys.platform == "win32":
+        import ctypes
+
+        return int(ctypes.cdll.msvcrt._getmaxstdio())
+    import resource
+
+    return int(resource.getrlimit(resource.RLIMIT_NOFILE)[0])
 
 
 class LocalCollection:
