@@ -100,6 +100,23 @@ def test_one_id_in_two_batches_is_reported_as_a_duplicate(opened: tuple[Engine, 
     assert engine.get_memories(["shared-id"])["memories"][0]["path"] == a
 
 
+@pytest.mark.parametrize("count", [1, 2, 3, 7])
+def test_every_batch_is_written_and_reported_in_order(opened: tuple[Engine, Gated, Path], count: int) -> None:
+    """However many batches there are, each is written, and ``done`` hears of each in order, once:
+    the last ones too, which no later batch pushes out of those read ahead."""
+    engine, _, vault = opened
+    batches = [[write(vault, f"many{k}/n{i}.md", f"# M{k} {i}\n\nBatch {k} of many, note {i}.\n")
+                for i in range(k % 3 + 1)] for k in range(count)]
+    done: list[int] = []
+    report = engine.indexer.sync_batches(batches, done.append)
+    sizes = [len(b) for b in batches]
+    assert done == [sum(sizes[: k + 1]) for k in range(count)]
+    assert report.indexed == sum(sizes)
+    written = [p for b in batches for p in b]
+    assert all(engine.catalog.chunk_ids(p) for p in written)
+    assert {c for p in written for c in engine.catalog.chunk_ids(p)} <= engine.vectors.ids()
+
+
 def test_closing_the_index_mid_way_stops_between_batches(opened: tuple[Engine, Gated, Path]) -> None:
     engine, embedder, vault = opened
     batches = [[write(vault, f"batch{k}/n{i}.md", f"# B{k} {i}\n\nBatch {k} note {i}.\n") for i in range(3)]
