@@ -20,8 +20,10 @@ Sections:
      indexed with ``spellbook index``, then a second, no-op run.
 
 Each figure is printed beside the embedder's own cost for the same texts, measured in this
-process with the same model and thread count (section 0): what is above it is Spellbook's. Scribe
-and memorize are also split by language (English, Korean, Japanese). Section 6 exports the scribed
+process with the same model and thread count (section 0): what is above it is Spellbook's, less
+what the MCP SDK costs: its round trip for a tool that does nothing, and this (Python) client's
+check of each answer against the tool's output schema, both printed. Scribe and memorize are also
+split by language (English, Korean, Japanese). Section 6 exports the scribed
 notes and imports them into a fresh vault twice: with the ``import`` tool of a running server over
 MCP stdio (the call, the server's watcher on), and with ``spellbook import`` (process start to
 exit: interpreter, Chroma and the model load included). An import and a first index are
@@ -29,6 +31,8 @@ compared with the model measured right before and after them; up to 2,000 notes 
 times between four such measurements and the median run is reported (``--batch-runs``): a run of a
 few seconds moves with the machine.
 
+The package's bytecode is written first, as an install leaves it (a checkout under edit, or a shell
+with PYTHONDONTWRITEBYTECODE, would compile its changed modules again in every process timed).
 The summary is printed at the end and written to ``bench/results/core_<embedder>.txt`` (or ``--out``).
 The environment is passed through to every spawned process, so e.g. ``OPENBLAS_NUM_THREADS=1``
 applies to the server and the indexer too (it matters a lot for use-m3 on a busy 2-core box).
@@ -457,19 +461,62 @@ server.run("stdio")
 """
 
 
+CLIENT_CHECK_MS: list[float] = []  # the MCP client's check of each tool result, one entry a call
+SDK_CHECK_MS: list[float] = []  # ...of the no-op tool's results (sdk_round_trip)
+
+
+def time_client_checks() -> None:
+    """Time the MCP SDK client's check of each tool result against the tool's output schema
+    (``ClientSession.validate_tool_result``: jsonschema, in pure Python). It is inside every figure
+    over MCP and grows with the answer (5 hits of ``memorize``: ~1 ms here), while a client such as
+    Claude Code checks with a compiled validator; printed beside the figures it is part of."""
+    from mcp.client.session import ClientSession
+
+    inner = ClientSession.validate_tool_result
+    if getattr(inner, "timed_by_bench", False):
+        return
+
+    async def timed(self: Any, name: str, result: Any) -> None:
+        started = time.perf_counter()
+        try:
+            await inner(self, name, result)
+        finally:
+            CLIENT_CHECK_MS.append((time.perf_counter() - started) * 1000)
+
+    timed.timed_by_bench = True  # type: ignore[attr-defined]
+    ClientSession.validate_tool_result = timed  # type: ignore[method-assign]
+
+
+async def timed_call(client: Client, tool: str, arguments: dict[str, Any]) -> tuple[Any, float, float]:
+    """``call_tool`` and its milliseconds, and those of the client's check of its result."""
+    checks = len(CLIENT_CHECK_MS)
+    started = time.perf_counter()
+    result = await client.call_tool(tool, arguments)
+    took = (time.perf_counter() - started) * 1000
+    return result, took, sum(CLIENT_CHECK_MS[checks:])
+
+
 async def sdk_round_trip(calls: int = 300) -> list[float]:
     """Milliseconds a call to a tool that does nothing takes through the MCP SDK's stdio server and
     this client: the part of every figure over MCP that no tool can remove."""
     params = StdioServerParameters(command=sys.executable, args=["-c", _SDK_FLOOR_SERVER], env=dict(os.environ))
     async with Client(stdio_client(params)) as client:
-        lat = []
+        lat, checks = [], []
         for i in range(calls + 50):  # the first 50 warm up
-            started = time.perf_counter()
-            result = await client.call_tool("noop", {"query": f"query {i}", "limit": 5, "mode": "keyword"})
-            lat.append((time.perf_counter() - started) * 1000)
+            result, took, check = await timed_call(client, "noop", {"query": f"query {i}", "limit": 5, "mode": "keyword"})
+            lat.append(took)
+            checks.append(check)
             if result.is_error:
                 raise RuntimeError(f"the SDK's no-op tool failed: {_error_text(result)}")
+    SDK_CHECK_MS[:] = checks[50:]
     return lat[50:]
+
+
+def client_check_line(checks: list[float]) -> str:
+    """The client's check of each answer against the tool's output schema, beside the no-op's."""
+    noop = f" (the SDK's no-op tool: {pct(SDK_CHECK_MS, 50):.2f})" if SDK_CHECK_MS else ""
+    return (f"of which the MCP client's check of each answer against the tool's output schema (Python SDK, "
+            f"jsonschema): p50 {pct(checks, 50):.2f} ms{noop}")
 
 
 def embed_rate(embedder: Any, texts: list[str], threads: int = 1) -> float:
@@ -689,10 +736,11 @@ async def bench_session(vault: Path, embedder: str, notes: list[dict[str, Any]],
             # --- scribe ---------------------------------------------------------------------
             lat: list[float] = []
             started = time.perf_counter()
+            checks: list[float] = []
             for i, note in enumerate(notes, 1):
-                t = time.perf_counter()
-                r = await client.call_tool("scribe", note)
-                lat.append((time.perf_counter() - t) * 1000)
+                r, took, check = await timed_call(client, "scribe", note)
+                lat.append(took)
+                checks.append(check)
                 if r.is_error:
                     out["scribe_errors"].append(_error_text(r))
                 if i % 200 == 0 or i == len(notes):
@@ -701,6 +749,7 @@ async def bench_session(vault: Path, embedder: str, notes: list[dict[str, Any]],
                         f"{pct(lat[-200:], 50):.1f} ms")
             out["scribe_wall_s"] = time.perf_counter() - started
             out["scribe_lat_ms"] = lat
+            out["scribe_check_ms"] = checks
             out["scribe_langs"] = [lang_of(n["text"]) for n in notes]
             out["rss_after_scribe"] = proc_status(pid)
 
@@ -715,12 +764,12 @@ async def bench_session(vault: Path, embedder: str, notes: list[dict[str, Any]],
             for label, extra in variants:
                 for q in queries[:3]:  # warm-up, not timed
                     await client.call_tool("memorize", {"query": q, "limit": 5, **extra})
-                lat = []
+                lat, checks = [], []
                 hits: list[int] = []
                 for q in queries:
-                    t = time.perf_counter()
-                    r = await client.call_tool("memorize", {"query": q, "limit": 5, **extra})
-                    lat.append((time.perf_counter() - t) * 1000)
+                    r, took, check = await timed_call(client, "memorize", {"query": q, "limit": 5, **extra})
+                    lat.append(took)
+                    checks.append(check)
                     if r.is_error:
                         out["memorize_errors"].append(f"{label}: {_error_text(r)}")
                     else:
@@ -728,7 +777,8 @@ async def bench_session(vault: Path, embedder: str, notes: list[dict[str, Any]],
                         hits.append(len(res))
                         if "filter" in extra and any(h.get("category") != "bench" for h in res):
                             out["memorize_errors"].append(f"{label}: a hit outside category bench for {q!r}")
-                out["memorize"][label] = {"lat": lat, "hits": hits, "langs": [lang_of(q) for q in queries]}
+                out["memorize"][label] = {"lat": lat, "hits": hits, "langs": [lang_of(q) for q in queries],
+                                          "checks": checks}
                 log(f"memorize {label:15s}: p50 {pct(lat, 50):6.1f} ms  p95 {pct(lat, 95):6.1f} ms  "
                     f"mean hits {statistics.fmean(hits) if hits else 0:.2f}")
             # An agent's session mixes the two: each query right after a write (untimed) to another
@@ -868,6 +918,7 @@ def main() -> int:
     handwritten = [gen.handwritten_note(i) for i in range(args.notes)]
     res: dict[str, Any] = {"source_before": source_stamp(), "load_before": os.getloadavg(),
                            "compiled": compile_package()}
+    time_client_checks()
     scribe_texts = [embed_text(n["title"], None, n["text"]) for n in notes]
     index_texts = chunk_texts(handwritten[:1000]) if not args.skip_index else []
     log("0. the embedder alone on the same texts (this process)")
@@ -1063,6 +1114,8 @@ def render_summary(args: argparse.Namespace, res: dict[str, Any], logs: ServerLo
             part = pct(lat, 50) - own
             sdk = f" ({part - pct(res['sdk_ms'], 50):.1f} less the SDK's round trip)" if res.get("sdk_ms") else ""
             add(f"   the embedder alone on these notes: p50 {own:.1f} ms -> Spellbook's part {part:.1f} ms{sdk}")
+        if s.get("scribe_check_ms"):
+            add(f"   {client_check_line(s['scribe_check_ms'])}")
         first, last = lat[: max(1, n // 10)], lat[-max(1, n // 10):]
         add(f"   first 10% p50 {pct(first, 50):.1f} {ms} vs last 10% p50 {pct(last, 50):.1f} {ms}")
         add(f"   errors {len(s['scribe_errors'])}; index after: {s['stats_after_scribe']}")
@@ -1080,6 +1133,9 @@ def render_summary(args: argparse.Namespace, res: dict[str, Any], logs: ServerLo
             add(f"   the embedder alone on these queries: p50 {pct(a['query_ms'], 50):.2f} ms (keyword mode embeds nothing)")
         if res.get("sdk_ms"):
             add(f"   the MCP SDK's round trip alone: p50 {pct(res['sdk_ms'], 50):.2f} ms (in each figure above)")
+        hybrid = s["memorize"].get("hybrid", {})
+        if hybrid.get("checks"):
+            add(f"   {client_check_line(hybrid['checks'])}, hybrid")
         add("   (filter = {'category': 'bench'}, ~half the notes)")
         add(f"   errors {len(s['memorize_errors'])}")
         add(f"4. Server process memory (pid {s['owner_pid']}, /proc/<pid>/status)")
