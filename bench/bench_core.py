@@ -503,7 +503,8 @@ async def sdk_round_trip(calls: int = 300) -> list[float]:
     async with Client(stdio_client(params)) as client:
         lat, checks = [], []
         for i in range(calls + 50):  # the first 50 warm up
-            result, took, check = await timed_call(client, "noop", {"query": f"query {i}", "limit": 5, "mode": "keyword"})
+            arguments = {"query": f"query {i}", "limit": 5, "mode": "keyword"}
+            result, took, check = await timed_call(client, "noop", arguments)
             lat.append(took)
             checks.append(check)
             if result.is_error:
