@@ -18,8 +18,10 @@ def run() -> None:
 
     if front.serves_stdio(sys.argv[1:]):
         from spellbook.index.heap import limit_arenas
+        from spellbook.server.deferred import defer
 
         limit_arenas()  # before the front's thread, the first of the process: one C heap pool (index/heap.py)
+        defer()  # the SDK's HTTP and request-state dependencies, never run over stdio (server/deferred.py)
         front.start()
     from spellbook.cli.main import run as run_command
 

@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.request_state import InvalidRequestState, RequestStateSecurity
 from mcp.server.stdio import stdio_server
 from mcp.types import CallToolResult
 from pydantic import Field
@@ -22,9 +23,9 @@ from spellbook.errors import SpellbookError
 from spellbook.index.filters import Filter
 from spellbook.scope import Actor, acting
 from spellbook.server.front import Front
+from spellbook.server.hub import Hub
 from spellbook.server.models import core as m
 from spellbook.server.models.base import inline_defs
-from spellbook.server.hub import Hub
 from spellbook.server.resources import add_resources_and_prompts
 from spellbook.server.tools_common import DELETE as _DELETE
 from spellbook.server.tools_common import READ as _READ
@@ -122,6 +123,21 @@ class _Server(MCPServer):
         anyio.run(serve)
 
 
+class NoRequestState:
+    """The request-state codec of a server that mints none: no Spellbook tool answers
+    ``input_required`` (a question to the client in the middle of a call), so there is no state to
+    seal, and a ``requestState`` a client sends is refused like a forged one (the SDK answers
+    "Invalid or expired requestState"). The SDK's default would derive an AES-GCM key at start,
+    which imports ``cryptography`` (a 14 MB native library) into every server for nothing
+    (server/deferred.py)."""
+
+    def seal(self, payload: bytes) -> str:
+        raise RuntimeError("Spellbook's tools mint no request state; give the server a real codec first")
+
+    def unseal(self, token: str) -> bytes:
+        raise InvalidRequestState("this server issues no request state")
+
+
 def _caller(context: Any) -> Actor:
     try:
         request = context.request_context
@@ -136,7 +152,8 @@ def _caller(context: Any) -> Actor:
 
 
 def build_server(hub: Hub) -> MCPServer:
-    server = _Server("spellbook", version=__version__, instructions=INSTRUCTIONS)
+    server = _Server("spellbook", version=__version__, instructions=INSTRUCTIONS,
+                     request_state_security=RequestStateSecurity(codec=NoRequestState()))
     call = hub_caller(hub)
     for add_tools in (add_core_tools, add_structure_tools, add_exchange_tools, add_history_tools, add_knowledge_tools):
         add_tools(server, call)

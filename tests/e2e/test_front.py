@@ -18,47 +18,11 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from spellbook.server import front
 from tests.helpers.processes import SPELLBOOK, child_env
+from tests.helpers.stdio import Wire
 
 pytestmark = pytest.mark.slow
 
 INITIALIZE = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "front-test", "version": "1"}}
-
-
-class Wire:
-    """``spellbook serve`` on raw pipes: JSON-RPC lines each way, every line the server wrote kept."""
-
-    def __init__(self, vault: Path, cache: Path, stderr: Path) -> None:
-        self.proc = subprocess.Popen(
-            [SPELLBOOK, "serve", "--vault", str(vault), "--embedder", "hashing"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr.open("w"),
-            env=child_env(SPELLBOOK_CACHE_DIR=str(cache)),
-        )
-        self.received: list[dict[str, Any]] = []
-
-    def send(self, message: dict[str, Any]) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(json.dumps(message).encode() + b"\n")
-        self.proc.stdin.flush()
-
-    def request(self, id_: Any, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
-        self.send({"jsonrpc": "2.0", "id": id_, "method": method, **({"params": params} if params is not None else {})})
-        return self.until(lambda m: m.get("id") == id_)
-
-    def until(self, wanted) -> dict[str, Any]:
-        assert self.proc.stdout is not None
-        while True:
-            line = self.proc.stdout.readline()
-            assert line, "the server closed stdout"
-            message = json.loads(line)
-            self.received.append(message)
-            if wanted(message):
-                return message
-
-    def close(self) -> int:
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.proc.stdin.close()
-        self.received += [json.loads(line) for line in self.proc.stdout.read().splitlines()]
-        return self.proc.wait(timeout=30)
 
 
 def legacy_session(vault: Path, cache: Path, stderr: Path) -> tuple[dict[str, Any], dict[str, Any], Wire]:
@@ -306,3 +270,25 @@ def test_the_heap_is_one_pool_before_the_fronts_thread_starts(monkeypatch: pytes
     monkeypatch.setattr(spellbook.cli.main, "run", lambda: calls.append("command"))
     spellbook.cli.run()
     assert calls == ["one heap pool", "front", "command"]
+
+
+def test_a_stdio_server_runs_without_the_sdks_http_and_crypto_packages(tmp_path: Path) -> None:
+    """``spellbook serve`` over stdio never loads sse_starlette, uvicorn or cryptography, which the
+    SDK imports for HTTP and request-state encryption (server/deferred.py; ~11 MB of a server), and
+    it refuses a ``requestState`` it never issued, as the SDK refuses a forged one."""
+    wire = Wire(tmp_path / "vault", tmp_path / "cache", tmp_path / "stderr.log")
+    try:
+        wire.request(1, "initialize", INITIALIZE)
+        wire.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        stats = wire.request(2, "tools/call", {"name": "stats", "arguments": {}})
+        assert not stats["result"]["isError"]
+        scribed = wire.request(3, "tools/call", {"name": "scribe", "arguments": {"text": "Kettle descaling: monthly."}})
+        assert not scribed["result"]["isError"], scribed
+        mapped = Path(f"/proc/{wire.proc.pid}/maps").read_text()
+        assert "cryptography" not in mapped and "watchfiles" not in mapped, "the SDK's HTTP/crypto packages were loaded"
+        forged = wire.request(4, "tools/call", {"name": "stats", "arguments": {}, "requestState": "v1.forged"})
+        assert forged["error"]["message"] == "Invalid or expired requestState", forged
+        again = wire.request(5, "tools/call", {"name": "stats", "arguments": {}})
+        assert not again["result"]["isError"]
+    finally:
+        assert wire.close() == 0
