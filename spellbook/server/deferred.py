@@ -38,7 +38,7 @@ def defer(packages: Iterable[str] = HTTP_ONLY) -> bool:
     global _finder
     names = frozenset(packages)
     with _lock:
-        if _finder is not None or any(name.split(".")[0] in names for name in sys.modules):
+        if _finder is not None or any(name.split(".")[0] in names for name in list(sys.modules)):
             return False
         _finder = _Finder(names)
         sys.meta_path.insert(0, _finder)
