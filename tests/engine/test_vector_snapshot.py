@@ -280,3 +280,29 @@ def test_doctor_checks_what_chroma_holds_not_the_matrix(settings) -> None:
         assert engine.maintenance.repair()["consistent"]
     finally:
         engine.close()
+
+
+def test_the_count_comes_from_the_matrix_once_it_is_loaded(tmp_path: Path, monkeypatch) -> None:
+    """``stats`` asks for the count: an embedded Chroma answers it by loading its whole graph, so it
+    is the matrix's while the matrix holds what Chroma holds, and Chroma's while vectors are behind."""
+    folder = tmp_path / "chroma"
+    ids, _ = _fill(folder)
+    index = VectorIndex.embedded(folder)
+    try:
+        index.matrix()
+        from spellbook.index.chroma_local import LocalCollection
+
+        asked: list[int] = []
+        real_count = LocalCollection.count
+        monkeypatch.setattr(LocalCollection, "count", lambda self: asked.append(1) or real_count(self))
+        assert index.count() == len(ids) and asked == []
+        index.upsert(_ids(5, start=len(ids)), _vectors(5, 2).tolist(), wait=False)
+        index.delete(ids[:3])
+        assert index.count() == len(ids) + 5 - 3 and asked == []
+        assert index.count() == len(index.ids(stored=True))  # what Chroma holds
+        index._behind["late:0"] = np.ones(DIMENSIONS, dtype=np.float32)  # a write Chroma did not take yet
+        monkeypatch.setattr(index, "flush", lambda timeout=None: 1)
+        assert index.count() == len(ids) + 2 and asked == [1]  # Chroma's own count then
+    finally:
+        index._behind.clear()
+        index.close()
