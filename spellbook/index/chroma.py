@@ -47,24 +47,23 @@ SNAPSHOT_FILE = "vectors.snapshot"  # beside the embedded Chroma folder (index/s
 class VectorIndex:
     """Chroma, with the matrix in front of it. An embedded Chroma holds its HNSW graph and every
     vector in memory once anything reads or writes them (~30 MB at 10k vectors of 512 dimensions),
-    though queries up to ``EXACT_ROWS`` never need them: ``rest`` closes an idle embedded client,
-    which gives that memory back, and the next call opens it again (~0 ms; the first write after
-    that loads the graph, ~50 ms at 10k, in the writer thread)."""
+    though queries up to ``EXACT_ROWS`` never need them: an embedded one is opened at the first call
+    that does (a write, mostly), ``rest`` closes it when idle, which gives that memory back, and the
+    next call opens it again (the first write after that loads the graph, ~50 ms at 10k)."""
 
     def __init__(self, client: Any, collection: str = COLLECTION, connect: Callable[[], Any] | None = None,
-                 snapshot: VectorSnapshot | None = None) -> None:
+                 snapshot: VectorSnapshot | None = None, collection_id: str | None = None) -> None:
         self._client: Any = client
         self._connect = connect  # makes a new client after a rest (None: never rests)
         self._name = collection
         self._keeper = SnapshotKeeper(snapshot)  # the vectors saved beside an embedded Chroma
-        self._collection_id = ""
+        self._collection_id = collection_id or ""  # given: an existing embedded Chroma, opened on first use
         self._chroma_lock = threading.RLock()  # held through every Chroma call, so a rest never closes one under way
         self._last_used = time.monotonic()
         self._collection: Any = self._open() if client is not None else None
-        # A new index (``client`` None: the folder holds no database yet) opens Chroma on first use,
-        # in practice in the writer thread: an import or a first index starts meanwhile.
-        self._count: int | None = None if client is not None else 0
-        self._matrix: VectorMatrix | None = None if client is not None else VectorMatrix()  # else: on the first query
+        self._new = client is None and collection_id is None  # no database yet: opened by the first write
+        self._count: int | None = 0 if self._new else None
+        self._matrix: VectorMatrix | None = VectorMatrix() if self._new else None  # else: on the first query
         self._matrix_lock = threading.Lock()
         self._behind: dict[str, np.ndarray] = {}  # chunk id -> float32 vector not in Chroma yet
         self._behind_changed = threading.Condition()  # guards _behind
@@ -75,15 +74,16 @@ class VectorIndex:
 
     @classmethod
     def embedded(cls, folder: Path) -> VectorIndex:
-        """Chroma in ``folder``, through its Rust bindings (``index/chroma_local.py``); where it
-        holds no database yet, it is opened only when a vector is written."""
+        """Chroma in ``folder``, through its Rust bindings (``index/chroma_local.py``), opened when first needed."""
         private_folder(folder)  # vectors and documents of every note: owner only
         new = not (folder / "chroma.sqlite3").exists()
+        snapshot = VectorSnapshot(folder.parent / SNAPSHOT_FILE, folder)
+        known = None if new else snapshot.collection_id(COLLECTION)  # read without opening Chroma
 
         def connect() -> Any:
             return LocalChroma(folder)
 
-        return cls(None if new else connect(), connect=connect, snapshot=VectorSnapshot(folder.parent / SNAPSHOT_FILE, folder))
+        return cls(None if new or known else connect(), connect=connect, snapshot=snapshot, collection_id=known)
 
     @classmethod
     def server(cls, url: str, collection: str) -> VectorIndex:
@@ -172,7 +172,7 @@ class VectorIndex:
                 with self._behind_changed:
                     self._behind.clear()
                 self._keeper.before_change()
-                if self._client is None:  # a new index never opened: nothing in Chroma to drop
+                if self._new and self._client is None:  # a new index never opened: nothing in Chroma to drop
                     self._matrix_clear()
                     return
                 with self._chroma():
@@ -190,11 +190,10 @@ class VectorIndex:
                 self._matrix.clear()
 
     def count(self) -> int:
-        """Vectors in Chroma once the writer caught up: the loaded matrix's count when none is behind
-        (it holds what Chroma holds; an embedded Chroma's count loads its graph, ~34 MB at 10k)."""
+        """Vectors in Chroma once the writer caught up: the matrix's count (loaded from the snapshot if
+        need be) when none is behind: it holds what Chroma holds, and Chroma's count loads its graph."""
         self.flush(FLUSH_SECONDS)
-        with self._matrix_lock:
-            matrix = self._matrix
+        matrix = self._load_matrix(from_chroma=False)  # read from the snapshot if it is not yet
         if matrix is not None and not self.behind():
             return len(matrix)
         if self._count is None:

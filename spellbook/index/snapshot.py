@@ -50,6 +50,17 @@ class VectorSnapshot:
         self.file = file
         self._chroma_db = chroma_folder / "chroma.sqlite3"
 
+    def collection_id(self, name: str) -> str | None:
+        """The id of Chroma's collection ``name``, read from its database without opening Chroma (so a
+        start that finds the snapshot good need not load Chroma at all); None: unknown."""
+        try:
+            with closing(sqlite3.connect(f"file:{quote(str(self._chroma_db))}?mode=ro", uri=True, timeout=2)) as db:
+                rows = db.execute("SELECT id FROM collections WHERE name = ?", (name,)).fetchall()
+        except sqlite3.Error as exc:
+            log.debug("no collection id from Chroma's database: %s", exc)
+            return None
+        return str(rows[0][0]) if len(rows) == 1 else None
+
     def stamp(self, collection_id: str) -> str | None:
         """Chroma's state now: the collection's id and the head of its write log (None: unknown)."""
         try:

@@ -59,8 +59,9 @@ def test_chroma_tracing_switched_on_gets_the_real_exporter() -> None:
 
 def test_a_new_index_opens_chroma_only_when_a_vector_is_written(tmp_path: Path) -> None:
     """Where the index folder holds no database yet, Chroma opens when the writer has vectors for
-    it; an empty vault never opens it, a later start opens the database that is there, and none of
-    this imports the chromadb package."""
+    it; an empty vault never opens it; a later start leaves the database that is there closed until
+    something needs it (its vectors come from the snapshot; the doctor's check reads Chroma's own),
+    and none of this imports the chromadb package."""
     vault = tmp_path / "vault"
     vault.mkdir()
     got = _run(f"""
@@ -81,12 +82,16 @@ def test_a_new_index_opens_chroma_only_when_a_vector_is_written(tmp_path: Path) 
         written = engine.vectors._client is not None
         engine.close()
         engine = Engine(settings, embedder=HashingEmbedder())
-        opened = engine.vectors._collection is not None  # the database exists now
+        opened = engine.vectors._collection is not None  # the database exists now, and stays closed
         engine.start()
-        stats, consistent = engine.stats(), engine.check()["consistent"]
+        stats = engine.stats()
+        after_stats = engine.vectors._collection is not None
+        consistent = engine.check()["consistent"]
+        checked = engine.vectors._collection is not None
         engine.close()
         print(json.dumps({{"started": started, "found": found, "hit": hit, "written": written, "opened": opened,
-                          "vectors": stats["vectors"], "consistent": consistent, "chromadb": "chromadb" in sys.modules}}))
+                          "after_stats": after_stats, "checked": checked, "vectors": stats["vectors"],
+                          "consistent": consistent, "chromadb": "chromadb" in sys.modules}}))
     """)
-    assert got == {"started": False, "found": [], "hit": True, "written": True, "opened": True, "vectors": 1,
-                   "consistent": True, "chromadb": False}
+    assert got == {"started": False, "found": [], "hit": True, "written": True, "opened": False, "after_stats": False,
+                   "checked": True, "vectors": 1, "consistent": True, "chromadb": False}

@@ -306,3 +306,35 @@ def test_the_count_comes_from_the_matrix_once_it_is_loaded(tmp_path: Path, monke
     finally:
         index._behind.clear()
         index.close()
+
+
+def test_a_restart_leaves_chroma_closed_until_a_call_needs_it(tmp_path: Path, monkeypatch) -> None:
+    """With a good snapshot, a start reads no vector from Chroma and does not open it (its bindings
+    hold ~20 MB once loaded): ids, the matrix, queries and the count come from the snapshot. A
+    write opens it; so does a rebuild's reset, which must drop what Chroma holds though nothing in
+    this process opened it before."""
+    import spellbook.index.chroma as chroma_module
+
+    folder = tmp_path / "chroma"
+    ids, rows = _fill(folder)
+    opened: list[Path] = []
+    real = chroma_module.LocalChroma
+    monkeypatch.setattr(chroma_module, "LocalChroma", lambda path: opened.append(path) or real(path))
+    _no_chroma_reads(monkeypatch)
+    index = VectorIndex.embedded(folder)
+    try:
+        assert index.count() == len(ids) and opened == []  # stats, first thing after a start
+        assert index.ids() == set(ids)
+        assert index.query(rows[3].tolist(), 1)[0][0] == ids[3]
+        assert index.rest(0) is False and opened == []
+        index.upsert(["new:0"], _vectors(1, 3).tolist())
+        assert opened == [folder] and set(_chroma_vectors(folder)) == set(ids) | {"new:0"}
+    finally:
+        index.close()
+    index = VectorIndex.embedded(folder)
+    try:
+        index.reset()
+        assert index.count() == 0 and index.ids() == set()
+    finally:
+        index.close()
+    assert _chroma_vectors(folder) == {}
