@@ -79,14 +79,17 @@ def test_kill_9_in_a_loop_loses_nothing(tmp_path: Path) -> None:
 # --- kill points: the owner dies at a chosen point of the write path (spellbook/vault/crashpoints.py) ---
 
 POINT_WRITER = """
-import sys
+import itertools, sys, time
 from spellbook.config import Settings
 from spellbook.embedders.hashing import HashingEmbedder
 from spellbook.engine import Engine
 engine = Engine(Settings(vault=sys.argv[1], embedder="hashing", watch=False), embedder=HashingEmbedder())
 engine.start()
 print("ready", flush=True)
-for n in range(1, 1000):  # vectors-behind: the vector writer batches for up to a second
+deadline = time.monotonic() + 90
+for n in itertools.count(1):  # until killed: vectors-behind's writer batches for up to a second, so
+    if time.monotonic() > deadline:  # its 6th batch comes ~6 s in, whatever the machine's speed
+        break
     out = engine.scribe(f"Point note {n} body " * (3 + n % 7), title=f"{sys.argv[2]} {n}", category="points")
     print(out["id"], flush=True)
     if n % 2 == 0:
