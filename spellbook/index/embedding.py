@@ -128,8 +128,11 @@ class BatchEmbedder:
         return out
 
     def start(self, texts: Sequence[str]) -> Callable[[], Vectors]:
-        """Every part started on the workers; call the answer to wait for the vectors."""
-        futures: list[Future[Vectors]] = [self._pool().submit(self._embed_part, part)
+        """Every part started on the workers; call the answer to wait for the vectors. During a
+        bulk job a small part goes to the child processes too, once they are forked (the last of a
+        batch cut by characters, a batch whose other texts reuse vectors): embedded here, it waited
+        for the GIL the importer held while a child sat idle (a 1,000-note import: 0.3 s)."""
+        futures: list[Future[Vectors]] = [self._pool().submit(self._embed_part, part, True)
                                           for part in split(texts, self.parallel)]
 
         def wait() -> Vectors:
@@ -158,9 +161,11 @@ class BatchEmbedder:
                 self._workers = ThreadPoolExecutor(max_workers=self.parallel, thread_name_prefix="spellbook-embed")
             return self._workers
 
-    def _embed_part(self, texts: Sequence[str]) -> Vectors:
+    def _embed_part(self, texts: Sequence[str], whole: bool = False) -> Vectors:
+        """``whole``: a part of a batch ``start`` cut, which goes to the child processes however
+        small once they are forked (``_lanes_for``)."""
         try:
-            return self._vectors(texts)
+            return self._vectors(texts, whole)
         except EmbedderInputError as exc:
             if len(texts) == 1:
                 return [exc]
@@ -168,14 +173,14 @@ class BatchEmbedder:
             return [exc] * len(texts)
         out: Vectors = []
         for text in texts:
-            (one,) = self._embed_part([text])
+            (one,) = self._embed_part([text], whole)
             out.append(one)
             if len(out) == REFUSED_IN_A_ROW and all(isinstance(v, EmbedderInputError) for v in out):
                 return [EmbedderError(str(one))] * len(texts)
         return out
 
-    def _vectors(self, texts: Sequence[str]) -> list[list[float]]:
-        lanes = self._lanes_for(texts)
+    def _vectors(self, texts: Sequence[str], whole: bool) -> list[list[float]]:
+        lanes = self._lanes_for(texts, whole)
         if lanes is not None:
             try:
                 return lanes.embed(texts)
@@ -183,13 +188,19 @@ class BatchEmbedder:
                 pass  # embedded here instead (Lanes logs why, once)
         return [list(v) for v in self.embedder.embed_documents(list(texts))]
 
-    def _lanes_for(self, texts: Sequence[str]) -> Lanes | None:
-        if not self.processes or len(texts) < PART_MIN:
+    def _lanes_for(self, texts: Sequence[str], whole: bool) -> Lanes | None:
+        """The child processes for these texts during a bulk job: a part of ``PART_MIN`` texts or
+        more forks them; a smaller part of a batch (``whole``) uses them once forked; a few texts
+        of a tool's write stay here, not queued behind a bulk part."""
+        small = len(texts) < PART_MIN
+        if not self.processes or (small and not whole):
             return None
         with self._lock:
             if not self._bulk or self._closed:
                 return None
             if self._lanes is None:
+                if small:  # a job this small is not worth a fork
+                    return None
                 self._lanes = Lanes(self.embedder, self.parallel)
             return self._lanes
 

@@ -216,6 +216,32 @@ def test_no_child_processes_when_switched_off_or_for_small_parts(tmp_path: Path)
             engine.close()
 
 
+def test_a_small_part_of_a_bulk_job_goes_to_the_children_once_forked(tmp_path: Path) -> None:
+    """The last part of a batch cut by characters, or a batch whose other texts reuse vectors, can
+    be under PART_MIN texts: once the job has children it goes to one (here it would wait for the
+    GIL the importer holds); a job that small from the start forks none, and a tool's few texts
+    during the job stay here."""
+    embedder = Noting(tmp_path / "calls.jsonl")
+    batches = BatchEmbedder(embedder)
+    few = [f"{TEXT} few {i}" for i in range(5)]
+    with batches.bulk():
+        assert len(batches.start(few)()) == 5  # nothing forked for it
+        assert batches.lane_pids() == []
+        many = [f"{TEXT} {i}" for i in range(64)]
+        batches.start(many)()
+        pids = set(batches.lane_pids())
+        assert len(pids) == 2
+        more = [f"{TEXT} more {i}" for i in range(7)]
+        got = batches.start(more)()
+        tool = [f"{TEXT} scribed {i}" for i in range(3)]
+        batches.embed(tool)
+    calls = embedder.calls()
+    assert [c["pid"] for c in calls if c["texts"] == 5] == [PARENT]
+    assert [c["pid"] for c in calls if c["texts"] == 7][0] in pids  # one call: a child answered it
+    assert [c["pid"] for c in calls if c["texts"] == 3] == [PARENT]
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(HashingEmbedder().embed_documents(more)))
+
+
 def test_close_waits_for_the_parts_under_way_then_the_children_exit(tmp_path: Path) -> None:
     embedder = Noting(tmp_path / "calls.jsonl")
     batches = BatchEmbedder(embedder)
