@@ -27,6 +27,7 @@ import json
 import logging
 import os
 import secrets
+import selectors
 import socket
 import socketserver
 import sys
@@ -45,7 +46,6 @@ HEADER_LIMIT = 4096  # bytes of a header line; read before anything is authentic
 MAX_REQUEST_BYTES = 4 * 2**20  # a request's parameters; the HTTP transport's body limit
 REQUEST_SECONDS = 10.0  # a whole request must arrive within this after connecting
 MAX_CONNECTIONS = 64
-POLL_SECONDS = 0.05  # how often the listener looks for a shutdown: close() waits up to this (0.5 s by default)
 SUN_PATH_MAX = 107 if sys.platform.startswith("linux") else 103
 SOCKET_NAME = "owner.sock"
 
@@ -70,6 +70,8 @@ class ChannelServer:
         self.transport = transport
         self.token: str | None = None
         self._server: socketserver.BaseServer | None = None
+        self._listening: threading.Thread | None = None
+        self._wake: tuple[int, int] | None = None  # a pipe: close() writes to it, the listener stops at once
         self._socket_id: tuple[int, int] | None = None
 
     def start(self) -> dict[str, Any]:
@@ -116,7 +118,24 @@ class ChannelServer:
 
     def _run(self, server: socketserver.BaseServer) -> None:
         self._server = server
-        threading.Thread(target=server.serve_forever, args=(POLL_SECONDS,), name="spellbook-rpc", daemon=True).start()
+        self._wake = os.pipe()
+        self._listening = threading.Thread(target=self._listen, args=(server, self._wake[0]), name="spellbook-rpc",
+                                           daemon=True)
+        self._listening.start()
+
+    @staticmethod
+    def _listen(server: socketserver.BaseServer, wake: int) -> None:
+        """Accept connections (each served on a thread of its own) until ``close`` writes to
+        ``wake``. socketserver's ``serve_forever`` looks for a shutdown between polls instead, and
+        every command that opened the index waited up to a poll at its end (0.05 s here)."""
+        server.timeout = 0  # a connection dropped between the select and the accept is not waited for
+        with selectors.DefaultSelector() as selector:
+            selector.register(server, selectors.EVENT_READ)
+            selector.register(wake, selectors.EVENT_READ)
+            while True:
+                if any(key.fileobj == wake for key, _ in selector.select()):
+                    return
+                server.handle_request()
 
     def _bind_unix(self, sock: socket.socket) -> None:
         # Bind in a fresh 0700 folder, tighten to 0600, then rename over owner.sock (a stale one of a
@@ -138,8 +157,13 @@ class ChannelServer:
     def close(self) -> None:
         if self._server is None:
             return
-        self._server.shutdown()
-        self._server.server_close()
+        server, self._server = self._server, None
+        if self._wake is not None and self._listening is not None:
+            os.write(self._wake[1], b"x")
+            self._listening.join()
+            for fd in self._wake:
+                os.close(fd)
+        server.server_close()
         if self._socket_id is not None:  # remove owner.sock only if it is still ours
             with contextlib.suppress(OSError):
                 stat = os.stat(self.index_dir / SOCKET_NAME)

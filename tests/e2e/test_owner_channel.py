@@ -10,6 +10,7 @@ import socket
 import stat
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -162,6 +163,25 @@ def test_the_unix_socket_is_private_and_goes_with_its_owner(tmp_path: Path) -> N
     assert not [p for p in hub.index_dir.iterdir() if p.name.startswith(".owner-")]
     hub.close()
     assert not sock_file.exists() and not (hub.index_dir / "owner.json").exists()
+
+
+@pytest.mark.parametrize("transport", ["auto", "tcp"])
+def test_close_stops_the_listener_at_once_and_leaves_no_descriptor(tmp_path: Path, transport: str) -> None:
+    """The listener is woken by close(), not found stopped at its next poll; its thread, socket and
+    wake-up pipe are gone when close() returns, and closing again does nothing."""
+    before = set(os.listdir("/proc/self/fd"))
+    hub = open_hub(tmp_path / "vault", transport)
+    published = info(hub)
+    with connect(hub) as sock:
+        assert "result" in send_request(sock, published, "stats", {})
+    assert [t for t in threading.enumerate() if t.name == "spellbook-rpc"]
+    hub.close()
+    assert not [t for t in threading.enumerate() if t.name == "spellbook-rpc"]
+    hub._channel.close()  # again: nothing left to do
+    assert set(os.listdir("/proc/self/fd")) <= before
+    if "port" in published:
+        with pytest.raises(ConnectionRefusedError):
+            socket.create_connection(("127.0.0.1", int(published["port"])), timeout=5)
 
 
 def test_errors_keep_their_class_and_fields() -> None:
