@@ -135,6 +135,8 @@ class Lanes:
             self._closed = True
             lanes = list(self._all)
         for lane in lanes:
+            lane.hang_up()  # every child reads end-of-file now: they exit at once, not one after another
+        for lane in lanes:
             lane.close()
 
     def pids(self) -> list[int]:
@@ -209,6 +211,15 @@ class _Lane:
             if time.monotonic() > deadline:
                 return f"the child process {self.pid} closed its socket ({exc})"
             time.sleep(0.01)
+
+    def hang_up(self) -> None:
+        """Close the socket once the call under way has its answer: the child reads end-of-file
+        and exits (``close`` then reaps it)."""
+        with self._busy:
+            try:
+                self.sock.close()
+            except OSError:
+                pass
 
     def close(self, kill: bool = False) -> None:
         """Close the socket (the child then exits), and reap the child, killed if it lingers."""

@@ -116,7 +116,8 @@ def test_the_default_model_gives_the_same_vectors_on_two_threads(tmp_path: Path)
                  "metadata": {"id": f"m{i:03d}", "title": f"Memory {i}", "category": "imported"}, "body": text}
                 for i, text in enumerate(texts)]
     export.write_text(json.dumps({"spellbook_export": 1, "count": len(memories), "memories": memories}), encoding="utf-8")
-    engine = open_engine(Settings(vault=vault, embedder="use-m3", watch=False), two)
+    # Threads in this process (child processes: test_lanes.py), so the calls are seen here.
+    engine = open_engine(Settings(vault=vault, embedder="use-m3", watch=False, embed_processes=False), two)
     try:
         seen: set[str] = set()
         inner = two.embed_documents
