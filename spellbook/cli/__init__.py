@@ -30,9 +30,12 @@ def run() -> None:
 
         limit_arenas()  # before the first thread, as above
         ahead.load_ahead()  # the model loads beside the imports below (embedders/ahead.py)
-    from spellbook.cli.main import run as run_command
+    try:
+        from spellbook.cli.main import run as run_command
 
-    run_command()
+        run_command()  # an import or an index that succeeds leaves by os._exit, never through here
+    finally:
+        ahead.settle()  # an error, Ctrl-C: not out while the model's thread is in C++
 
 
 def __getattr__(name: str) -> Any:

@@ -87,6 +87,15 @@ def load_ahead() -> None:
     _thread.start()
 
 
+def settle() -> None:
+    """Wait for the load under way, if any: a process must not exit while the thread is inside
+    sentencepiece's C++ (the interpreter's exit tore it down under the thread: "terminate called
+    without an active exception", an abort, about one exit in eight)."""
+    thread = _thread
+    if thread is not None and thread is not threading.current_thread():
+        thread.join()
+
+
 def take(folder: Path) -> Any | None:
     """The embedder made ahead for ``folder``, once (waiting until it exists, not until its model
     is loaded); None when none was made, or for another folder."""

@@ -56,6 +56,7 @@ while first._model is None and time.monotonic() < deadline:  # nobody here asked
     time.sleep(0.01)
 print(json.dumps({"first": first._model is not None, "second": second._model is not None,
                   "same": first is second, "folder": str(first._cache_dir)}))
+ahead.settle()  # as the command line does before it leaves (the next test)
 """
 
 
@@ -114,3 +115,16 @@ def test_an_import_embeds_with_the_model_it_loaded_ahead_and_a_dry_run_loads_non
                            capture_output=True, text=True, timeout=120)
     assert found.returncode == 0, found.stderr[-1000:]
     assert "imp/Note" in found.stdout
+
+
+def test_a_command_that_fails_early_waits_for_the_model_before_it_leaves(tmp_path: Path) -> None:
+    """A refused import leaves at once, often while the model's thread is still in sentencepiece's
+    C++: leaving under it aborted about one exit in eight ("terminate called without an active
+    exception", exit status 134). The command line now waits for the load; each exit is the error."""
+    export = tmp_path / "export.json"
+    export.write_text(json.dumps({"spellbook_export": 1, "memories": []}), encoding="utf-8")
+    for _ in range(8):
+        done = subprocess.run([SPELLBOOK, "import", "--vault", str(tmp_path / "missing"), str(export)],
+                              env=child_env(), capture_output=True, text=True, timeout=120)
+        assert done.returncode == 1, (done.returncode, done.stderr[-500:])
+        assert "No vault at" in done.stderr and "terminate" not in done.stderr
