@@ -10,7 +10,6 @@ import socket
 import stat
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -169,19 +168,30 @@ def test_the_unix_socket_is_private_and_goes_with_its_owner(tmp_path: Path) -> N
 def test_close_stops_the_listener_at_once_and_leaves_no_descriptor(tmp_path: Path, transport: str) -> None:
     """The listener is woken by close(), not found stopped at its next poll; its thread, socket and
     wake-up pipe are gone when close() returns, and closing again does nothing."""
-    before = set(os.listdir("/proc/self/fd"))
     hub = open_hub(tmp_path / "vault", transport)
     published = info(hub)
     with connect(hub) as sock:
         assert "result" in send_request(sock, published, "stats", {})
-    assert [t for t in threading.enumerate() if t.name == "spellbook-rpc"]
+    channel = hub._channel
+    listening = channel._listening
+    assert listening is not None and listening.is_alive()
+    mine = {fd: _identity(fd) for fd in (*channel._wake, channel._server.socket.fileno())}
     hub.close()
-    assert not [t for t in threading.enumerate() if t.name == "spellbook-rpc"]
-    hub._channel.close()  # again: nothing left to do
-    assert set(os.listdir("/proc/self/fd")) <= before
+    assert not listening.is_alive()
+    # Each descriptor is closed: its number is free, or another thread's file took it since.
+    assert all(_identity(fd) != identity for fd, identity in mine.items())
+    channel.close()  # again: nothing left to do
     if "port" in published:
         with pytest.raises(ConnectionRefusedError):
             socket.create_connection(("127.0.0.1", int(published["port"])), timeout=5)
+
+
+def _identity(fd: int) -> tuple[int, int] | None:
+    try:
+        st = os.fstat(fd)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
 
 
 def test_errors_keep_their_class_and_fields() -> None:
