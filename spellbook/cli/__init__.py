@@ -15,8 +15,10 @@ __all__ = ["main", "run"]
 
 
 def run() -> None:
-    from spellbook.embedders import ahead
+    from spellbook.embedders import ahead, blas
     from spellbook.server import front
+
+    blas.one_thread()  # before numpy loads: no BLAS worker spinning beside the start (embedders/blas.py)
 
     if front.serves_stdio(sys.argv[1:]):
         from spellbook.index.heap import limit_arenas
