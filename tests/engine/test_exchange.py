@@ -169,6 +169,47 @@ def test_progress_counts_every_memory_a_written_one_once_indexed(engine: Engine,
         engine.import_memories(file, progress="50%")
 
 
+def test_an_import_sends_batches_that_grow_then_shrink(engine: Engine, tmp_path: Path, monkeypatch) -> None:
+    """The first batch is small, so the model starts at once; the last ones halve, so the embedding
+    processes finish together and the last writes are short (exchange.batch_size)."""
+    from spellbook.engine.exchange import FIRST_BATCH, IMPORT_BATCH, LAST_BATCH
+
+    sizes: list[int] = []
+    sync_batches = engine.indexer.sync_batches
+
+    def counted(batches, done=None):
+        def each():
+            for batch in batches:
+                sizes.append(len(batch))
+                yield batch
+        return sync_batches(each(), done)
+
+    monkeypatch.setattr(engine.indexer, "sync_batches", counted)
+    count = IMPORT_BATCH * 5 + 7
+    engine.import_memories(write_export(tmp_path, [good(n) for n in range(count)]))
+    assert engine.stats()["notes"] >= count and sum(sizes) == count
+    assert sizes[:4] == [FIRST_BATCH, 2 * FIRST_BATCH, 4 * FIRST_BATCH, IMPORT_BATCH]
+    top = sizes.index(IMPORT_BATCH)
+    tail = sizes[top:]
+    assert tail == sorted(tail, reverse=True) and tail[-1] < IMPORT_BATCH  # shrinking to the end
+    assert LAST_BATCH <= sizes[-1] < 2 * LAST_BATCH and sizes[-2] >= sizes[-1]
+
+
+@pytest.mark.parametrize("total", [1, 5, 31, 63, 64, 65, 100, 129, 255, 256, 300, 1000, 10_000])
+def test_batch_sizes_cover_every_memory_and_end_no_smaller_than_last_batch(total: int) -> None:
+    from spellbook.engine.exchange import FIRST_BATCH, IMPORT_BATCH, LAST_BATCH, batch_size
+
+    sizes: list[int] = []
+    left = total
+    while left:
+        size = batch_size(left, min(IMPORT_BATCH, FIRST_BATCH << len(sizes)))
+        assert 0 < size <= left
+        sizes.append(size)
+        left -= size
+    assert sum(sizes) == total and max(sizes) <= max(IMPORT_BATCH, 2 * LAST_BATCH - 1)
+    assert sizes[-1] >= min(total, LAST_BATCH)  # never a last batch too small to share out
+
+
 @pytest.mark.parametrize(("content", "message"), [
     ("not json at all", "is not JSON"),
     ("[]", "Not a Spellbook export"),
