@@ -43,7 +43,10 @@ def without_the_variable() -> dict[str, str]:
     return env
 
 
-@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="one core: OpenBLAS starts one thread anyway")
+ONE_CORE = pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="one core: OpenBLAS starts one thread anyway")
+
+
+@ONE_CORE
 def test_a_command_starts_openblas_with_one_thread() -> None:
     seen = probe(without_the_variable())
     assert seen["numpy_before"] is False
@@ -54,9 +57,11 @@ def test_a_command_starts_openblas_with_one_thread() -> None:
              "print(json.dumps([p['num_threads'] for p in threadpool_info() if p['internal_api'] == 'openblas']))")
     plain = subprocess.run([sys.executable, "-c", count], env=without_the_variable(), capture_output=True, text=True,
                            timeout=120, check=True)
-    assert json.loads(plain.stdout) == [len(os.sched_getaffinity(0))]
+    (threads,) = json.loads(plain.stdout)
+    assert threads > 1
 
 
+@ONE_CORE  # OpenBLAS caps a count the user set at the cores there are
 def test_a_thread_count_the_user_set_is_kept() -> None:
     env = without_the_variable()
     env["OPENBLAS_NUM_THREADS"] = "2"
