@@ -188,7 +188,10 @@ class _Lane:
                 raise LaneError(self._why(exc)) from None
         if head.get("kind") == "ok":
             rows, dim = int(head["rows"]), int(head["dim"])
-            return np.frombuffer(data, dtype=np.float64).reshape(rows, dim).tolist() if rows else []
+            dtype = _DTYPES.get(head.get("dtype", "<f8"))
+            if dtype is None:
+                raise LaneError(f"the child process {self.pid} answered with vectors of type {head.get('dtype')!r}")
+            return np.frombuffer(data, dtype=dtype).reshape(rows, dim).tolist() if rows else []
         if head.get("kind") == "input":
             raise EmbedderInputError(str(head.get("message")))
         raise EmbedderError(str(head.get("message")))
@@ -292,8 +295,9 @@ def _child(fd: int, embedder: Any, name: Any) -> None:
                 break
             data = b""
             try:
-                array = np.asarray(embedder.embed_documents(texts), dtype=np.float64)
-                head: dict[str, Any] = {"kind": "ok", "rows": len(array), "dim": array.shape[1] if len(array) else 0}
+                array = _vectors(embedder, texts)
+                head: dict[str, Any] = {"kind": "ok", "rows": len(array), "dim": array.shape[1] if len(array) else 0,
+                                        "dtype": array.dtype.str}
                 data = array.tobytes()
             except EmbedderInputError as exc:
                 head = {"kind": "input", "message": str(exc)}
@@ -309,6 +313,22 @@ def _child(fd: int, embedder: Any, name: Any) -> None:
         code = 1
     finally:
         os._exit(code)
+
+
+_DTYPES = {"<f4": np.dtype("<f4"), "<f8": np.dtype("<f8")}  # what an answer's vectors may be
+
+
+def _vectors(embedder: Any, texts: list[str]) -> np.ndarray:
+    """The texts' vectors as the embedder's own array where it gives one (``embed_array``: use-m3's
+    float32, sent as it is, where its lists of floats cost the child 23 ms a 1,000 texts to make
+    and turn back into an array), else its lists as float64: either way the parent's floats are
+    the ones ``embed_documents`` gives in process."""
+    own = getattr(embedder, "embed_array", None)
+    if own is not None and texts:
+        array = np.ascontiguousarray(own(texts))
+        if array.dtype.str in _DTYPES and array.ndim == 2 and len(array) == len(texts):
+            return array
+    return np.asarray(embedder.embed_documents(texts), dtype=np.float64)
 
 
 def _max_fd() -> int:

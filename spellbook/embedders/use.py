@@ -113,7 +113,12 @@ class USEEmbedder(Embedder):
     def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
         if not texts:
             return []
-        return self._load().encode(list(texts)).tolist()
+        return self.embed_array(texts).tolist()
+
+    def embed_array(self, texts: Sequence[str]) -> np.ndarray:
+        """The vectors as the model gives them (float32, a row a text): what a child process sends
+        back (embedders/lanes.py)."""
+        return self._load().encode(list(texts))
 
     def embed_query(self, text: str) -> list[float]:
         return self._load().encode([text])[0].tolist()

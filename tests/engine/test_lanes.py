@@ -288,6 +288,44 @@ def test_any_text_crosses_to_a_child_and_back_as_it_is(tmp_path: Path) -> None:
     np.testing.assert_array_equal(np.asarray(got), np.asarray(HashingEmbedder().embed_documents(texts)))
 
 
+class Thirds(HashingEmbedder):
+    """A model that gives float32 vectors, as use-m3 does (``embed_array``): a third of the hashing
+    embedder's, which float32 rounds."""
+
+    parallel = 2
+
+    def embed_array(self, texts):
+        return np.asarray(super().embed_documents(texts), dtype=np.float32) / np.float32(3)
+
+    def embed_documents(self, texts):
+        return self.embed_array(texts).tolist()
+
+
+def test_a_child_sends_the_models_own_float32_vectors_and_this_process_gets_its_floats(monkeypatch) -> None:
+    """A model's float32 array crosses as it is (half the bytes, no lists of floats made in the
+    child); a model without one sends its lists as float64. Either way this process gets the floats
+    ``embed_documents`` gives here."""
+    answers = []
+    receive = lanes_module._recv
+
+    def noted(sock, deadline):
+        head, data = receive(sock, deadline)
+        if isinstance(head, dict):  # an answer (a child reads its texts here too)
+            answers.append((head.get("dtype"), len(data), head.get("rows", 0) * head.get("dim", 0)))
+        return head, data
+
+    monkeypatch.setattr(lanes_module, "_recv", noted)
+    texts = [f"{TEXT} ({i})" for i in range(48)]
+    for model, dtype, size in ((Thirds(), "<f4", 4), (HashingEmbedder(parallel=2), "<f8", 8)):
+        answers.clear()
+        batches = BatchEmbedder(model)
+        with batches.bulk():
+            got = batches.start(texts)()
+            assert batches.lane_pids()
+        assert got == model.embed_documents(texts)
+        assert answers and all(a == (dtype, cells * size, cells) for a in answers for cells in [a[2]]), answers
+
+
 @pytest.mark.slow
 def test_the_default_model_in_child_processes_gives_this_process_vectors(tmp_path: Path) -> None:
     from spellbook.embedders.use import USEEmbedder
