@@ -22,7 +22,7 @@ import stat
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager, nullcontext
 from dataclasses import dataclass
 from itertools import chain
 from typing import Any
@@ -179,7 +179,7 @@ class Indexer:
         if not self._filling.acquire(blocking=False):
             return report  # another thread is at it
         try:
-            with self.batches.bulk():
+            with self.batches.bulk(), _bulk_writes(self.vectors):
                 self._fill(report)
         finally:
             self._filling.release()
@@ -246,11 +246,16 @@ class Indexer:
         again: list[str] = []
         pending: list[_Staged] = []
         finished = 0
-        with self.batches.bulk():  # parts embedded in child processes where the model allows it
+        # Parts embedded in child processes where the model allows it; vectors gathered into fewer
+        # Chroma writes until the last batch is in, then written as they come (the job's tail).
+        with self.batches.bulk(), ExitStack() as gathering:
+            gathering.enter_context(_bulk_writes(self.vectors))
             for paths in chain(batches, [None]):
                 if paths is not None:
                     with self._open_lock():
                         pending.append(self._stage(paths, ids, now=False))
+                else:
+                    gathering.close()
                 if len(pending) == 2 or (paths is None and pending):
                     staged = pending.pop(0)
                     report.add(self._finish_later(staged, again))
@@ -433,6 +438,12 @@ class Indexer:
                 self._recently_removed.move_to_end(row.digest)
         while len(self._recently_removed) > RECENTLY_REMOVED_MAX:
             self._recently_removed.popitem(last=False)
+
+
+def _bulk_writes(vectors: Any) -> Any:
+    """The vector index's ``bulk`` where it has one (a test's stand-in may not)."""
+    bulk = getattr(vectors, "bulk", None)
+    return bulk() if bulk is not None else nullcontext()
 
 
 @dataclass

@@ -172,6 +172,40 @@ def test_a_vector_put_and_waited_for_is_not_overwritten_by_an_older_one_left_beh
         index.close()
 
 
+def test_a_bulk_job_gathers_its_batches_into_fewer_chroma_writes(tmp_path, monkeypatch) -> None:
+    """Batches 0.25 s apart are written one by one (the writer waits 0.05 s for more); during a bulk
+    job (an import, a first index) the writer gathers them (Chroma costs ~10 ms a call); once the
+    job ends it writes again without a flush."""
+    monkeypatch.setattr(chroma, "LATEST_SECONDS", 5.0)  # only the quiet period decides here
+    index = chroma.VectorIndex.embedded(tmp_path / "chroma")
+    calls: list[int] = []
+    write = index._write
+    monkeypatch.setattr(index, "_write", lambda ids, vectors: calls.append(len(ids)) or write(ids, vectors))
+    rng = np.random.default_rng(7)
+
+    def five_batches(prefix: str) -> None:
+        for b in range(5):
+            index.upsert([f"{prefix}{b}:{i}" for i in range(20)], rng.random((20, 8)).tolist(), wait=False)
+            time.sleep(0.25)
+
+    try:
+        five_batches("alone")
+        assert index.flush(10) == 0
+        one_by_one = len(calls)
+        calls.clear()
+        with index.bulk():
+            five_batches("bulk")
+        deadline = time.monotonic() + 5
+        while index.behind() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert index.behind() == 0 and sum(calls) == 100  # written without a flush once the job ended
+        assert one_by_one >= 3 and len(calls) <= 2, (one_by_one, calls)
+        with index._chroma() as collection:
+            assert collection.count() == 200
+    finally:
+        index.close()
+
+
 def test_chroma_gets_ids_and_vectors_only(settings: Settings) -> None:
     """Both ways a vector reaches Chroma (behind a tool's write, and waited for by an index run)
     write no metadata: the catalog holds the rest, and Chroma holds the interpreter lock longer
