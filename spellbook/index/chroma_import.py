@@ -1,4 +1,4 @@
-"""Importing chromadb without gRPC.
+"""Importing chromadb without gRPC, and a client of a Chroma server (``http_client``).
 
 chromadb imports OpenTelemetry's gRPC span exporter whenever it loads (in
 ``chromadb.telemetry.opentelemetry``), though it makes one only when Chroma's tracing is switched
@@ -49,3 +49,22 @@ class _OnDemand(types.ModuleType):
         if name.startswith("__"):
             raise AttributeError(name)
         return getattr(_real_module(), name)
+
+
+def http_client(url: str) -> Any:
+    """A client of the Chroma server at ``url``, checked with a heartbeat: a wrong URL fails now,
+    with the URL in the message, rather than on the first query."""
+    from urllib.parse import urlparse
+
+    chromadb = import_chromadb()
+    from chromadb.config import Settings as ChromaSettings
+
+    parsed = urlparse(url)
+    if parsed.scheme not in ("http", "https") or not parsed.hostname:
+        raise ValueError(f"chroma_url must look like http://127.0.0.1:8000, not {url!r}")
+    client = chromadb.HttpClient(
+        host=parsed.hostname, port=parsed.port or (443 if parsed.scheme == "https" else 8000),
+        ssl=parsed.scheme == "https", settings=ChromaSettings(anonymized_telemetry=False),
+    )
+    client.heartbeat()
+    return client

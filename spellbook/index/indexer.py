@@ -22,8 +22,7 @@ import stat
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import ExitStack, contextmanager, nullcontext
-from dataclasses import dataclass
+from contextlib import ExitStack, contextmanager
 from itertools import chain
 from typing import Any
 
@@ -34,8 +33,8 @@ from spellbook.index.analysis import Prepared, analyse_note, embed_text, embed_t
 from spellbook.index.catalog import Catalog, ChunkRow, FileRow
 from spellbook.index.chunker import CHUNKER_VERSION
 from spellbook.index.claims import Claims
-from spellbook.index.embedding import BatchEmbedder, Vectors
-from spellbook.index.report import SyncReport
+from spellbook.index.embedding import BatchEmbedder
+from spellbook.index.report import StagedBatch, SyncReport
 from spellbook.index.rows import NoteRow, file_changed  # file_changed: imported from here too
 from spellbook.vault.crashpoints import crash_point
 from spellbook.vault.paths import MAX_FILE_BYTES
@@ -179,7 +178,7 @@ class Indexer:
         if not self._filling.acquire(blocking=False):
             return report  # another thread is at it
         try:
-            with self.batches.bulk(), _bulk_writes(self.vectors):
+            with self.batches.bulk(), self.vectors.bulk():
                 self._fill(report)
         finally:
             self._filling.release()
@@ -244,18 +243,16 @@ class Indexer:
         report = SyncReport()
         ids: dict[str, str] = {}  # note id -> path, over every batch not yet written
         again: list[str] = []
-        pending: list[_Staged] = []
+        pending: list[StagedBatch] = []
         finished = 0
-        # Parts embedded in child processes where the model allows it; vectors gathered into fewer
-        # Chroma writes until the last batch is in, then written as they come (the job's tail).
-        with self.batches.bulk(), ExitStack() as gathering:
-            gathering.enter_context(_bulk_writes(self.vectors))
+        with self.batches.bulk(), ExitStack() as gathering:  # parts to child processes where the model allows it
+            gathering.enter_context(self.vectors.bulk())  # vectors in fewer writes until the last batch is in
             for paths in chain(batches, [None]):
-                if paths is not None:
+                if paths is None:
+                    gathering.close()
+                else:
                     with self._open_lock():
                         pending.append(self._stage(paths, ids, now=False))
-                else:
-                    gathering.close()
                 if len(pending) == 2 or (paths is None and pending):
                     staged = pending.pop(0)
                     report.add(self._finish_later(staged, again))
@@ -266,7 +263,7 @@ class Indexer:
             report.add(self.sync_paths(again))
         return report
 
-    def _stage(self, paths: Iterable[str], ids: dict[str, str], now: bool) -> _Staged:
+    def _stage(self, paths: Iterable[str], ids: dict[str, str], now: bool) -> StagedBatch:
         """Read and analyse the files, find the vectors their chunks can reuse and embed the
         others: ``now`` (in this thread, once ``_commit`` has written the catalog rows, or from
         the parts started ``ahead``), or started on the embedder's workers."""
@@ -282,7 +279,7 @@ class Indexer:
                 prepared.append(outcome)
                 if isinstance(outcome.note, NoteRow):
                     ids.setdefault(outcome.note.note_id, path)
-        staged = _Staged(len(unique), report, prepared, gone, *self._reusable(prepared))
+        staged = StagedBatch(len(unique), report, prepared, gone, *self._reusable(prepared))
         if staged.to_embed:
             texts = [text for _, text in staged.to_embed]
             if now:
@@ -291,7 +288,7 @@ class Indexer:
                 staged.embedded = self.batches.start(texts)
         return staged
 
-    def _finish_later(self, staged: _Staged, again: list[str]) -> SyncReport:
+    def _finish_later(self, staged: StagedBatch, again: list[str]) -> SyncReport:
         """``_finish`` for a batch staged earlier, once its vectors are there, without the files
         that changed on disk since they were read (those go to ``again``)."""
         if staged.embedded is not None:
@@ -305,7 +302,7 @@ class Indexer:
                 staged.chunks = [(c, t) for c, t in staged.chunks if c.row.path not in changed]
             return self._finish(staged)
 
-    def _finish(self, staged: _Staged) -> SyncReport:
+    def _finish(self, staged: StagedBatch) -> SyncReport:
         """Write a staged batch: its vectors, then its catalog rows; then drop its deleted files."""
         report = staged.report
         if staged.prepared:
@@ -375,7 +372,7 @@ class Indexer:
                 to_embed.append((chunk.row.chunk_id, text))
         return all_chunks, vectors, to_embed
 
-    def _commit(self, staged: _Staged, report: SyncReport) -> None:
+    def _commit(self, staged: StagedBatch, report: SyncReport) -> None:
         """Write a staged batch: the catalog rows first, then the vectors of its new chunks as the
         model gives them (for a tool's note the model still runs meanwhile). A crash at any point
         leaves no chunk with another text's vector: the vectors of chunks removed or changed leave
@@ -438,23 +435,3 @@ class Indexer:
                 self._recently_removed.move_to_end(row.digest)
         while len(self._recently_removed) > RECENTLY_REMOVED_MAX:
             self._recently_removed.popitem(last=False)
-
-
-def _bulk_writes(vectors: Any) -> Any:
-    """The vector index's ``bulk`` where it has one (a test's stand-in may not)."""
-    bulk = getattr(vectors, "bulk", None)
-    return bulk() if bulk is not None else nullcontext()
-
-
-@dataclass
-class _Staged:
-    """A batch read and analysed, its vectors reused or being embedded (``Indexer._stage``)."""
-
-    size: int  # paths in the batch
-    report: SyncReport
-    prepared: list[Prepared]
-    gone: list[str]
-    chunks: list[tuple[Any, str]]  # (IndexedChunk, the text embedded for it)
-    vectors: dict[str, list[float]]  # chunk id -> the vector it reuses
-    to_embed: list[tuple[str, str]]  # (chunk id, text) for the model
-    embedded: Callable[[], Vectors] | None = None  # waits for the vectors of ``to_embed``
