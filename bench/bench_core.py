@@ -856,6 +856,19 @@ def bench_cli_import(vault: Path, export: Path, embedder: str, notes: int) -> di
     return {"wall_s": wall, "notes": notes, "load": os.getloadavg()[0], "cpu_s": usage.ru_utime + usage.ru_stime}
 
 
+def file_making_ms(folder: Path, count: int = 300) -> float:
+    """Milliseconds to make an empty file in a new folder under ``folder`` (kept: deleting them would
+    slow the next ones). On this VM's ext4, which has no journal, the kernel skips the inodes freed in
+    the last minute or more while it looks for a free one, so a file made soon after many were deleted
+    nearby (a test run's clean-up) costs 0.3-0.6 ms of CPU instead of 0.02: 0.3-0.6 s of an import of
+    1,000 notes. The bench prints it beside the imports so such a run shows for what it is."""
+    place = Path(tempfile.mkdtemp(dir=folder, prefix="file-making-"))
+    t = time.perf_counter()
+    for i in range(count):
+        os.close(os.open(place / f"f{i}", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    return (time.perf_counter() - t) / count * 1000
+
+
 def proc_cpu(pid: int) -> float:
     """User + system CPU seconds of a process so far, its exited threads included, and those of
     the children it has reaped (the processes a first index or an import embeds in)."""
@@ -967,6 +980,7 @@ def main() -> int:
         runs = args.batch_runs or (5 if args.notes <= 2000 else 1)  # a run's share moves by 3-4 points
         import_texts = scribe_texts[:1000]
         alone = [embedder_now(args.embedder, import_texts)]
+        res["file_making_ms"] = [file_making_ms(tmp)]
         imports = []
         for k in range(runs):
             fresh = tmp / f"imported{k}" / "vault"
@@ -979,6 +993,7 @@ def main() -> int:
             # slow path for their inodes (measured: mkstemp 0.5 ms a file after a 10k rmtree), which
             # would load the next import with the cost of this one's clean-up.
         res["import"] = median_run(imports, len(notes))
+        res["file_making_ms"].append(file_making_ms(tmp))
         imports = []
         for k in range(runs):
             fresh = tmp / f"mcp-imported{k}" / "vault"
@@ -1189,6 +1204,11 @@ def render_summary(args: argparse.Namespace, res: dict[str, Any], logs: ServerLo
             own = imp["notes"] / a["import_texts_per_s"]  # the model's own CPU seconds for these texts
             add(f"   CPU: the model's own {own:.1f} s of {imp['cpu_s']:.1f} s ({own / imp['cpu_s']:.0%}); the rest, "
                 f"{(imp['cpu_s'] - own) / imp['notes'] * 1000:.1f} ms a note, is Spellbook's (start-up, files, catalog, Chroma)")
+        if res.get("file_making_ms"):
+            before, *after = res["file_making_ms"]
+            add(f"   making an empty file in the bench's folder: {before:.3f} ms before these imports"
+                + (f", {after[0]:.3f} ms after" if after else "") + " (0.02 ms here normally; 0.3-0.6 ms within minutes "
+                "of many deletes nearby, as this VM's ext4 has no journal: then the imports pay ~0.3-0.6 s of CPU a 1,000 notes)")
 
     imp = res.get("import_mcp")
     if imp:
