@@ -15,6 +15,7 @@ __all__ = ["main", "run"]
 
 
 def run() -> None:
+    from spellbook.cli import collector
     from spellbook.embedders import ahead, blas
     from spellbook.server import front
 
@@ -32,6 +33,7 @@ def run() -> None:
 
         limit_arenas()  # before the first thread, as above
         ahead.load_ahead()  # the model loads beside the imports below (embedders/ahead.py)
+        collector.pause()  # until the index opens: the start's objects live to the end (cli/collector.py)
     try:
         from spellbook.cli.main import run as run_command
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from typing import Any
 
 from spellbook.errors import SpellbookError
@@ -19,6 +20,7 @@ def settings_from(args: argparse.Namespace, **extra: Any):
 def open_hub(args: argparse.Namespace, progress: Any = None, embeds: bool = False):
     """The hub for a command; ``embeds``: the command will embed (an import, a first index), so the
     model starts loading as the index opens instead of at the first text."""
+    from spellbook.cli import collector
     from spellbook.server.hub import Hub
 
     settings = settings_from(args, watch=False)
@@ -26,6 +28,7 @@ def open_hub(args: argparse.Namespace, progress: Any = None, embeds: bool = Fals
         raise SpellbookError(f"No vault at {settings.vault_dir}; run `spellbook init {settings.vault_dir}` first.")
     # Otherwise the model loads only if something needs embedding.
     hub = Hub(settings, watch=False, warm_up=False, load_model=embeds, client="cli")
+    collector.resume()  # the start's imports are done: collect again for the work (cli/collector.py)
     hub.start(background=False, progress=progress)
     return hub
 
@@ -40,22 +43,30 @@ def running_owner(settings: Any) -> int | None:
 class ProgressBar:
     """Progress (an index, an import) on stderr, drawn by tqdm: redrawn in place on a terminal (at
     most 5 times a second), else a line every 10 seconds, so a log shows progress without a line
-    per file."""
+    per file. The bar appears once the work has run ``SHOW_AFTER`` seconds, or at its end: tqdm's
+    import (20-40 ms) is then not in the way of the work's start."""
+
+    SHOW_AFTER = 0.3
 
     def __init__(self, label: str, unit: str = "file") -> None:
         self.label = label
         self.unit = unit
         self._bar: Any = None
+        self._since: float | None = None
 
     def __call__(self, done: int, total: int) -> None:
         if total == 0:
             return
         if self._bar is None:
+            now = time.monotonic()
+            self._since = now if self._since is None else self._since
+            if done < total and now - self._since < self.SHOW_AFTER:
+                return
             from tqdm import tqdm
 
             tty = sys.stderr.isatty()
-            self._bar = tqdm(total=total, desc=self.label, unit=self.unit, file=sys.stderr, dynamic_ncols=tty,
-                             mininterval=0.2 if tty else 10.0, ascii=not tty)
+            self._bar = tqdm(total=total, initial=done, desc=self.label, unit=self.unit, file=sys.stderr,
+                             dynamic_ncols=tty, mininterval=0.2 if tty else 10.0, ascii=not tty)
         self._bar.total = total
         self._bar.update(done - self._bar.n)
 
