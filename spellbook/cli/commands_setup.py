@@ -74,15 +74,13 @@ def install_hooks(args: argparse.Namespace, vault: Path | None = None, remove: b
 
 
 def doctor(args: argparse.Namespace) -> int:
-    from pydantic import ValidationError
-
     from spellbook.cli import doctor
+    from spellbook.config import SettingsError
 
     try:
         settings = settings_from(args)
-    except ValidationError as exc:
-        bad = "; ".join(f"SPELLBOOK_{'_'.join(map(str, e['loc'])).upper()}: {e['msg']}" for e in exc.errors())
-        checks = [doctor.check("settings", "fail", bad, "fix these environment variables or flags")]
+    except SettingsError as exc:
+        checks = [doctor.check("settings", "fail", "; ".join(exc.problems), "fix these environment variables or flags")]
         return print_doctor({"consistent": False, "checks": checks}, args)
     config = doctor.config_checks(settings)
     client_checks = doctor.client_checks(settings) + doctor.hook_checks(settings)

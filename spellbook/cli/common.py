@@ -8,13 +8,10 @@ import sys
 import time
 from typing import Any
 
+from spellbook.config import settings_from
 from spellbook.errors import SpellbookError
 
-
-def settings_from(args: argparse.Namespace, **extra: Any):
-    from spellbook.config import settings_from as build  # pydantic-settings: only for commands that need it
-
-    return build(args, **extra)
+__all__ = ["ProgressBar", "open_hub", "running_owner", "settings_from"]
 
 
 def open_hub(args: argparse.Namespace, progress: Any = None, embeds: bool = False):

@@ -55,7 +55,7 @@ def embeds_in_bulk(argv: list[str]) -> bool:
 
 
 def cache_dir() -> Path:
-    """``Settings.cache_dir``, from the environment as pydantic-settings reads it."""
+    """``Settings.cache_dir`` as the environment sets it (read before the command's imports)."""
     configured = os.environ.get("SPELLBOOK_CACHE_DIR")
     if configured:
         return Path(configured).expanduser()

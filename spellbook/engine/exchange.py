@@ -15,7 +15,7 @@ from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path, PurePosixPath
 from queue import Queue
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from spellbook import __version__
 from spellbook.config import Settings
@@ -39,7 +39,7 @@ from spellbook.errors import InvalidInputError, SpellbookError, VaultPathError
 from spellbook.git.committer import Change, Committer
 from spellbook.index.catalog import Catalog
 from spellbook.index.claims import with_folders
-from spellbook.index.filters import Filter, parse_filter, to_sql
+from spellbook.index.filters import parse_filter, to_sql
 from spellbook.index.indexer import Indexer, Progress
 from spellbook.vault.exports import ExportPlaces, check_import_source, resolve_export_target, write_export
 from spellbook.vault.fields import derived_id, new_id
@@ -47,6 +47,9 @@ from spellbook.vault.note import now_iso, parse_note, render_note
 from spellbook.vault.paths import with_suffix_number
 from spellbook.vault.privacy import describe
 from spellbook.vault.store import Vault
+
+if TYPE_CHECKING:
+    from spellbook.index.filter_model import Filter
 
 EXPORTS_DIR = "exports"  # relative export/import paths live in <index dir>/exports/
 INLINE_EXPORT_CHARS = 100_000  # larger exports must go to a file (path=...)

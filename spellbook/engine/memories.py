@@ -9,7 +9,7 @@ the tool (read-your-writes). Every method returns JSON-ready dicts and raises ``
 from __future__ import annotations
 
 import contextlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from spellbook.config import Settings
 from spellbook.engine.access import Access, Readiness
@@ -19,10 +19,9 @@ from spellbook.engine.search import Search
 from spellbook.engine.structure import Structure
 from spellbook.errors import ConflictError, InvalidInputError, NoteNotFoundError, SpellbookError
 from spellbook.index.catalog import Catalog
+from spellbook.index.filters import parse_filter, to_sql
 from spellbook.index.indexer import Indexer, SyncReport
-from spellbook.vault.privacy import describe
 from spellbook.scope import current as current_scope
-from spellbook.index.filters import Filter, parse_filter, to_sql
 from spellbook.vault.fields import (
     expires_in,
     new_id,
@@ -34,7 +33,11 @@ from spellbook.vault.fields import (
 )
 from spellbook.vault.note import NOTE_TYPES, content_version, now_iso, parse_note, render_note
 from spellbook.vault.paths import note_path, with_suffix_number
+from spellbook.vault.privacy import describe
 from spellbook.vault.store import Vault
+
+if TYPE_CHECKING:
+    from spellbook.index.filter_model import Filter
 
 MAX_TITLE_CHARS = 200
 TOPIC_PAGE_CHARS = 30_000  # get_topic returns at most about this much text per call

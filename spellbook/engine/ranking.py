@@ -11,15 +11,18 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from spellbook.config import Settings
 from spellbook.engine.access import Access
 from spellbook.engine.hybrid import blend_parts, coverage, query_terms
 from spellbook.index.catalog import Catalog, NoteRow
-from spellbook.index.filters import Filter, event_type_of
+from spellbook.index.filters import event_type_of
 from spellbook.index.rows import ChunkRow
 from spellbook.vault.fields import expires_key
+
+if TYPE_CHECKING:
+    from spellbook.index.filter_model import Filter
 
 Mode = Literal["hybrid", "semantic", "keyword"]
 SUPERSEDED_FACTOR = 0.5

@@ -19,7 +19,7 @@ from spellbook.engine.access import Access, Readiness
 from spellbook.engine.ranking import Candidates, Mode
 from spellbook.errors import EmbedderError, InvalidInputError
 from spellbook.index.catalog import Catalog, NoteRow
-from spellbook.index.filters import Filter, parse_filter, to_chunk_sql, to_sql
+from spellbook.index.filters import parse_filter, to_chunk_sql, to_sql
 from spellbook.index.indexer import Indexer, file_changed
 from spellbook.index.keyword import tokenize
 from spellbook.scope import current as current_scope
@@ -28,6 +28,7 @@ from spellbook.vault.store import Vault
 
 if TYPE_CHECKING:
     from spellbook.engine.maintenance import Maintenance
+    from spellbook.index.filter_model import Filter
 
 _POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="spellbook-search")
 

@@ -1,4 +1,5 @@
-"""Search and list filters -> a SQL condition over the catalog's ``notes`` table. Pure.
+"""Search and list filters -> a SQL condition over the catalog's ``notes`` table. Pure. The filter
+itself, a pydantic model (a tool's input schema), is in filter_model.py, imported by the first filter.
 
 Every condition also hides archived notes (under ``_archive/``) and notes whose ``expires`` has
 passed, by SQLite's own clock, unless the filter's ``folder`` is inside ``_archive/``.
@@ -6,14 +7,14 @@ passed, by SQLite's own clock, unless the filter's ``folder`` is inside ``_archi
 
 from __future__ import annotations
 
-from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from typing import TYPE_CHECKING, Any
 
 from spellbook.errors import InvalidInputError
 from spellbook.scope import current as current_scope
-from spellbook.vault.fields import normalize_importance, normalize_tags
 from spellbook.vault.paths import is_archived
+
+if TYPE_CHECKING:
+    from spellbook.index.filter_model import Filter
 
 NOW_SQL = "strftime('%Y-%m-%dT%H:%M:%SZ', 'now')"  # the format of notes.expires (UTC)
 LIVE_SQL = f"(notes.archived = 0 AND (notes.expires IS NULL OR notes.expires > {NOW_SQL}))"
@@ -28,45 +29,6 @@ def event_type_of(heading: str | None) -> str | None:
     """The event type a session note's section heading names, or None for any other heading."""
     first = (heading or "").split(EVENT_SEPARATOR, 1)[0].strip()
     return first if first in EVENT_TYPES else None
-
-
-class Filter(BaseModel):
-    """Every field narrows the result; all given fields must hold."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    category: str | None = None
-    topic: str | None = None
-    tags: list[str] | None = Field(default=None, description="Notes having ALL of these tags.")
-    tags_any: list[str] | None = Field(default=None, description="Notes having ANY of these tags.")
-    type: str | None = None
-    context: str | None = None
-    user: str | None = None
-    importance: int | None = Field(default=None, description="Minimum importance, 1-5.")
-    folder: str | None = Field(
-        default=None, description="Vault folder, e.g. 'projects/spellbook'; includes subfolders. '_archive': expired memories."
-    )
-    session: str | None = Field(default=None, description="A Claude Code session id: its captured events and memories.")
-    event_type: Literal["prompt", "response", "tool", "insight"] | None = Field(
-        default=None, description="Only this kind of event of captured sessions (search hits are that event)."
-    )
-    updated_after: str | None = Field(default=None, description="ISO date or datetime.")
-    updated_before: str | None = Field(default=None, description="ISO date or datetime.")
-
-    @field_validator("importance", mode="before")
-    @classmethod
-    def _importance(cls, value: Any) -> int | None:
-        return normalize_importance(value, strict=True)
-
-    @field_validator("tags", "tags_any", mode="before")
-    @classmethod
-    def _tags(cls, value: Any) -> list[str] | None:
-        return None if value is None else normalize_tags(value)
-
-    @field_validator("folder", mode="before")
-    @classmethod
-    def _folder(cls, value: Any) -> str | None:
-        return None if value is None else str(value).strip().strip("/")
 
 
 def to_sql(spec: Filter | None, include_hidden: bool = False) -> tuple[str, list[Any]]:
@@ -130,6 +92,8 @@ def to_chunk_sql(spec: Filter | None, include_hidden: bool = False) -> tuple[str
 
 def parse_filter(value: Filter | dict | None) -> Filter | None:
     """A tool's filter argument (an object or None) as a Filter, with a clear error when wrong."""
+    from spellbook.index.filter_model import Filter  # pydantic: imported by the first filter, not at start
+
     if value is None or isinstance(value, Filter):
         return value
     if not isinstance(value, dict):

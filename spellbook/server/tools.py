@@ -20,7 +20,7 @@ from pydantic import Field
 
 from spellbook import __version__
 from spellbook.errors import SpellbookError
-from spellbook.index.filters import Filter
+from spellbook.index.filter_model import Filter
 from spellbook.scope import Actor, acting
 from spellbook.server.front import Front
 from spellbook.server.hub import Hub

@@ -10,7 +10,7 @@ from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
 from spellbook.engine.exchange_formats import ExportFormat, ImportFormat, OnConflict, import_summary
-from spellbook.index.filters import Filter
+from spellbook.index.filter_model import Filter
 from spellbook.server.models import exchange as m
 from spellbook.server.tools_common import Call, ScopeContext, ScopeUser, tool_result
 

@@ -20,10 +20,10 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
+
+from spellbook.config import settings_from
 
 log = logging.getLogger("spellbook.hook")
 
@@ -40,12 +40,7 @@ def run(event: str, args: Any) -> int:
     started = time.perf_counter()
     threading.Timer(DEADLINE_SECONDS.get(key, 10.0), _give_up, args=(key,)).start()
     try:
-        settings = light_settings(args)
-        recall = key == "sessionstart" or (key == "userpromptsubmit" and settings.session_prompt_recall)
-        if key == "capture" or (recall and not _server_running(settings)):  # it may open the index itself
-            from spellbook.config import settings_from
-
-            settings = settings_from(args).model_copy(update={"session_prompt_recall": settings.session_prompt_recall})
+        settings = settings_from(args, session_prompt_recall=True if getattr(args, "prompt_recall", False) else None)
         _log_to(settings)
         payload = _read_payload()
         if key in CAPTURE_EVENTS:
@@ -67,63 +62,6 @@ def run(event: str, args: Any) -> int:
     finally:
         sys.stdout.flush()
         os._exit(0)  # the hub's follower threads must not keep the hook alive
-
-
-@dataclass(frozen=True)
-class LightSettings:
-    """What a hook needs of ``spellbook.config.Settings``, read from the flags and the environment
-    without importing pydantic (a third of a second, more on a busy machine): enough to hand a
-    capture over, and to forward calls to a running index owner. A hook that must open the index
-    itself builds the real Settings. tests/engine/test_sessions.py checks both read the same values."""
-
-    vault_dir: Path
-    index_path: Path
-    embedder: str
-    chroma_url: str | None
-    context: str | None
-    user: str | None
-    session_id: str | None
-    session_context_tokens: int
-    session_prompt_recall: bool
-    session_prompt_min_relevance: float
-    watch: bool = False
-
-    def model_copy(self, update: dict[str, Any]) -> LightSettings:
-        return replace(self, **update)
-
-
-def light_settings(args: Any, env: Mapping[str, str] | None = None) -> LightSettings:
-    env = os.environ if env is None else env
-
-    def get(name: str, default: str | None = None) -> str | None:
-        flag = getattr(args, name, None)
-        return str(flag) if flag is not None else env.get(f"SPELLBOOK_{name.upper()}", default)
-
-    vault = Path(get("vault", "vault") or "vault").expanduser().resolve()
-    index = get("index_dir")
-    return LightSettings(
-        vault_dir=vault, index_path=Path(index).expanduser().resolve() if index else vault / ".spellbook",
-        embedder=get("embedder", "use-m3") or "use-m3", chroma_url=get("chroma_url"), context=get("context"),
-        user=get("user"), session_id=env.get("SPELLBOOK_SESSION_ID") or env.get("CLAUDE_CODE_SESSION_ID"),
-        session_context_tokens=int(env.get("SPELLBOOK_SESSION_CONTEXT_TOKENS", "1500")),
-        session_prompt_recall=bool(getattr(args, "prompt_recall", False))
-        or env.get("SPELLBOOK_SESSION_PROMPT_RECALL", "").strip().lower() in ("1", "true", "yes", "on"),
-        session_prompt_min_relevance=float(env.get("SPELLBOOK_SESSION_PROMPT_MIN_RELEVANCE", "0.5")),
-    )
-
-
-def _server_running(settings: Any) -> bool:
-    """Does a running process own the index (its lock is held)?"""
-    lock = settings.index_path / "owner.lock"
-    if not lock.exists() or not (settings.index_path / "owner.json").exists():
-        return False
-    from spellbook.server.hub import _try_lock
-
-    fd = os.open(lock, os.O_RDWR)
-    try:
-        return not _try_lock(fd, blocking=False)  # closing the fd releases a lock we took
-    finally:
-        os.close(fd)
 
 
 def _give_up(key: str) -> None:

@@ -120,7 +120,8 @@ def _minilm():
 def test_kept_filter_answers_equal_fresh_ones_after_any_writes(engine: Engine, vault: Path) -> None:
     import random
 
-    from spellbook.index.filters import Filter, to_sql
+    from spellbook.index.filter_model import Filter
+    from spellbook.index.filters import to_sql
 
     rng = random.Random(5)
     filters = [to_sql(Filter(**f)) for f in ({"category": "a"}, {"tags_any": ["x"]}, {"category": "b", "importance": 3})]

@@ -194,21 +194,24 @@ def test_a_hook_with_bad_input_or_no_vault_exits_0_silently(tmp_path: Path) -> N
     assert "failed" in (tmp_path / ".spellbook" / "hooks.log").read_text()
 
 
-def test_light_settings_read_what_settings_read(tmp_path: Path) -> None:
-    """The hook's pydantic-free settings (sessions/hook.py) agree with Settings, flags and env alike."""
+def test_the_hook_reads_its_settings_from_flags_and_the_environment(tmp_path: Path) -> None:
+    """The hook builds the same Settings as every command (cheap now: no pydantic): flags over
+    SPELLBOOK_* over defaults, Claude Code's session id, and --prompt-recall turning recall on."""
     import argparse
 
     from spellbook.config import settings_from
-    from spellbook.sessions.hook import light_settings
 
     env = {"SPELLBOOK_VAULT": str(tmp_path / "v"), "SPELLBOOK_SESSION_CONTEXT_TOKENS": "900",
-           "SPELLBOOK_SESSION_PROMPT_RECALL": "true", "SPELLBOOK_SESSION_PROMPT_MIN_RELEVANCE": "0.7",
-           "CLAUDE_CODE_SESSION_ID": "abc", "SPELLBOOK_CONTEXT": "shop", "SPELLBOOK_EMBEDDER": "hashing"}
-    for args in (argparse.Namespace(), argparse.Namespace(vault=tmp_path / "w", index_dir=tmp_path / "i", user="ana")):
-        with pytest.MonkeyPatch.context() as mp:
-            for key, value in env.items():
-                mp.setenv(key, value)
-            light, full = light_settings(args), settings_from(args)
-        for name in ("vault_dir", "index_path", "embedder", "chroma_url", "context", "user", "session_id",
-                     "session_context_tokens", "session_prompt_recall", "session_prompt_min_relevance"):
-            assert getattr(light, name) == getattr(full, name), name
+           "SPELLBOOK_SESSION_PROMPT_MIN_RELEVANCE": "0.7", "CLAUDE_CODE_SESSION_ID": "abc",
+           "SPELLBOOK_CONTEXT": "shop", "SPELLBOOK_EMBEDDER": "hashing"}
+    with pytest.MonkeyPatch.context() as mp:
+        for key, value in env.items():
+            mp.setenv(key, value)
+        plain = settings_from(argparse.Namespace(), session_prompt_recall=None)
+        flagged = settings_from(argparse.Namespace(vault=tmp_path / "w", index_dir=tmp_path / "i", user="ana"),
+                                session_prompt_recall=True)
+    assert (plain.vault_dir, plain.index_path) == (tmp_path / "v", tmp_path / "v" / ".spellbook")
+    assert (plain.session_context_tokens, plain.session_prompt_min_relevance, plain.session_id) == (900, 0.7, "abc")
+    assert (plain.context, plain.user, plain.embedder, plain.session_prompt_recall) == ("shop", None, "hashing", False)
+    assert (flagged.vault_dir, flagged.index_path, flagged.user) == (tmp_path / "w", tmp_path / "i", "ana")
+    assert flagged.session_prompt_recall is True and flagged.context == "shop"

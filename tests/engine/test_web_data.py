@@ -73,7 +73,7 @@ def test_activity_without_git_and_for_imports(vault: Path, settings: Settings, t
 
 
 def test_hub_carries_the_callers_client_and_session(vault: Path) -> None:
-    settings = Settings(vault=vault, embedder="hashing", watch=False, SPELLBOOK_SESSION_ID="sess-9")
+    settings = Settings(vault=vault, embedder="hashing", watch=False, session_id="sess-9")
     hub = Hub(settings, reconcile_on_open=False, warm_up=False, client="cli")
     hub.start(background=False)
     try:

@@ -9,7 +9,7 @@ import anyio
 
 from spellbook.cli.main import _parser
 from spellbook.config import Settings
-from spellbook.index.filters import Filter
+from spellbook.index.filter_model import Filter
 from spellbook.server.hub import Hub
 from spellbook.server.tools import build_server
 
@@ -41,7 +41,7 @@ def test_every_filter_key_and_setting_is_documented() -> None:
     for key in Filter.model_fields:
         assert f"`{key}`" in README, f"filter key {key} is not documented"
     documented = set(re.findall(r"`SPELLBOOK_([A-Z_]+)`", README))
-    for name in Settings.model_fields:
+    for name in Settings.fields:
         if name in ("log_level", "debounce_seconds"):
             continue
         assert name.upper() in documented, f"setting SPELLBOOK_{name.upper()} is not documented"

@@ -1,0 +1,113 @@
+"""Settings (spellbook/config.py): flags over SPELLBOOK_* over defaults, each value checked on the
+way in, and a value that does not fit named with where it came from and what it takes."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from spellbook.config import Secret, Settings, SettingsError, settings_from
+from tests.helpers.processes import child_env
+
+SPELLBOOK = str(Path(sys.executable).with_name("spellbook"))
+
+
+@pytest.fixture(autouse=True)
+def _no_spellbook_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for key in list(os.environ):
+        if key.upper().startswith("SPELLBOOK_") or key == "CLAUDE_CODE_SESSION_ID":
+            monkeypatch.delenv(key)
+
+
+def test_defaults_then_the_environment_then_flags(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    plain = Settings()
+    assert (plain.vault, plain.embedder, plain.ollama_timeout, plain.watch, plain.export_dirs) == (
+        Path("vault"), "use-m3", 30.0, True, [])
+    monkeypatch.setenv("SPELLBOOK_VAULT", str(tmp_path / "env"))
+    monkeypatch.setenv("spellbook_ollama_batch_size", "16")  # any case, as before
+    monkeypatch.setenv("SPELLBOOK_WATCH", "off")
+    monkeypatch.setenv("SPELLBOOK_REDACT_PATTERNS", '["ACME-[0-9]+"]')
+    monkeypatch.setenv("SPELLBOOK_EXPORT_DIRS", '["~/backups"]')
+    monkeypatch.setenv("SPELLBOOK_GIT_COMMIT", "yes")
+    monkeypatch.setenv("SPELLBOOK_CONTEXT", "")  # empty: unset
+    monkeypatch.setenv("CLAUDE_CODE_SESSION_ID", "from-claude")
+    from_env = Settings()
+    assert (from_env.vault, from_env.ollama_batch_size, from_env.watch) == (tmp_path / "env", 16, False)
+    assert (from_env.redact_patterns, from_env.export_dirs) == (["ACME-[0-9]+"], [Path("~/backups")])
+    assert (from_env.git_commit, from_env.context, from_env.session_id) == ("true", None, "from-claude")
+    monkeypatch.setenv("SPELLBOOK_SESSION_ID", "own")  # the first name of a setting's list wins
+    flags = settings_from(type("Args", (), {"vault": tmp_path / "flag", "context": "shop"})(), watch=True)
+    assert (flags.vault, flags.context, flags.watch, flags.session_id) == (tmp_path / "flag", "shop", True, "own")
+    assert flags.vault_dir == (tmp_path / "flag").resolve() and flags.index_path == flags.vault_dir / ".spellbook"
+
+
+def test_every_bad_value_is_named_with_where_it_came_from_and_what_it_takes(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SPELLBOOK_OLLAMA_TIMEOUT", "abc")
+    monkeypatch.setenv("SPELLBOOK_OLLAMA_RETRIES", "11")
+    monkeypatch.setenv("SPELLBOOK_REDACT", "maybe")
+    monkeypatch.setenv("SPELLBOOK_REDACT_DISABLED", "email")  # not JSON
+    monkeypatch.setenv("SPELLBOOK_OPENAI_API_KEY", "sk-very-secret")
+    with pytest.raises(SettingsError) as caught:
+        Settings(embedder="word2vec", ollama_batch_size=2.5, openai_api_key=7, git_commit="sometimes")
+    problems = caught.value.problems
+    assert problems == [
+        "embedder='word2vec': embedder is no embedder Spellbook has; choose one of use-m3, minilm, ollama, openai, "
+        "hashing - Embedding model to use (a name in spellbook/embedders/registry.py)",
+        "SPELLBOOK_OLLAMA_TIMEOUT='abc': ollama_timeout takes a number - Seconds to wait for one Ollama request",
+        "ollama_batch_size=2.5: ollama_batch_size takes a whole number - Texts per Ollama request",
+        "SPELLBOOK_OLLAMA_RETRIES='11': ollama_retries takes a number at most 10 - Retries on connection errors, 5xx, 429",
+        "openai_api_key=(hidden): openai_api_key takes a string - Bearer key for openai_url; never logged",
+        "SPELLBOOK_REDACT='maybe': redact takes true or false (also 1/0, yes/no, on/off) - Redact secrets before they "
+        "reach the vault or a tool answer",
+        "SPELLBOOK_REDACT_DISABLED='email': redact_disabled takes a JSON list, e.g. '[\"a\", \"b\"]' - Kinds of secret "
+        "not to redact",
+        "git_commit='sometimes': git_commit takes auto, true or false - Commit each tool write when the vault is a git "
+        "repository (auto/true/false)",
+    ]
+    assert str(caught.value).startswith("Invalid settings (fix these environment variables or flags):\n  embedder=")
+    assert isinstance(caught.value, ValueError)
+    with pytest.raises(TypeError, match="no such setting: valt"):
+        Settings(valt="typo")
+
+
+def test_secrets_are_never_shown_and_settings_are_frozen_values(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SPELLBOOK_OPENAI_API_KEY", "sk-very-secret")
+    settings = Settings(token="tok-9f8e7d")
+    assert isinstance(settings.openai_api_key, Secret)
+    assert settings.openai_api_key.get_secret_value() == "sk-very-secret"
+    assert "sk-very-secret" not in repr(settings) and "tok-9f8e7d" not in repr(settings)
+    assert "sk-very-secret" not in str(settings.openai_api_key)
+    with pytest.raises(AttributeError, match="frozen"):
+        settings.watch = False  # type: ignore[misc]
+    monkeypatch.setenv("SPELLBOOK_WATCH", "false")  # a copy does not read the environment again
+    copy = settings.model_copy(update={"context": "shop"})
+    assert (copy.context, copy.watch, copy.openai_api_key) == ("shop", True, settings.openai_api_key)
+    assert copy != settings and copy.model_copy(update={"context": None}) == settings
+    assert hash(copy.model_copy(update={"context": None})) == hash(settings)
+    with pytest.raises(SettingsError, match="importance_boost takes a number at most 0.5"):
+        settings.model_copy(update={"importance_boost": 2})
+    with pytest.raises(TypeError, match="no such setting: contxt"):
+        settings.model_copy(update={"contxt": "shop"})
+
+
+def test_a_bad_value_stops_a_command_with_its_line_not_a_traceback(tmp_path: Path) -> None:
+    env = child_env(SPELLBOOK_OLLAMA_TIMEOUT="soon", SPELLBOOK_VAULT=str(tmp_path / "vault"))
+    for argv in (["stats"], ["serve"], ["import", str(tmp_path / "export.json")]):
+        done = subprocess.run([SPELLBOOK, *argv], env=env, capture_output=True, text=True, timeout=60,
+                              stdin=subprocess.DEVNULL)
+        assert done.returncode == 1, (argv, done.stderr[-800:])
+        assert done.stderr.strip().splitlines() == [
+            "spellbook: Invalid settings (fix these environment variables or flags):",
+            "  SPELLBOOK_OLLAMA_TIMEOUT='soon': ollama_timeout takes a number - Seconds to wait for one Ollama request",
+        ], argv
+    assert not (tmp_path / "vault").exists()  # nothing made
+
+
+def test_settings_import_without_pydantic() -> None:
+    code = "import sys, spellbook.config, spellbook.cli.main; print('pydantic' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], env=child_env(), capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip() == "False", done.stderr[-800:]
