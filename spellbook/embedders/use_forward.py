@@ -45,7 +45,7 @@ class Projections:
             slots = self._slot[pieces]
             if (slots >= 0).all():
                 return self._rows[slots]
-            new = np.unique(pieces[slots < 0])
+            new = distinct(pieces[slots < 0])
             computed = self._project(new)
             kept = min(len(new), self._limit - self._used)
             if kept:
@@ -145,3 +145,10 @@ class ProjectingBackend(NumpyBackend):
         np.tanh(z, out=z)
         z *= np.reciprocal(np.sqrt(np.clip(np.einsum("ij,ij->i", z, z), self.eps, None)))[:, None]
         out[:] = z
+
+
+def distinct(ids: np.ndarray) -> np.ndarray:
+    """``np.unique(ids)`` for a flat int array, without the import of ``numpy.ma`` its first call
+    makes (6 ms of the model's load, on the interpreter lock that an import's start is bound by)."""
+    ids = np.sort(ids)
+    return ids[np.concatenate(([True], ids[1:] != ids[:-1]))] if len(ids) else ids
