@@ -55,18 +55,18 @@ def test_every_bad_value_is_named_with_where_it_came_from_and_what_it_takes(monk
         Settings(embedder="word2vec", ollama_batch_size=2.5, openai_api_key=7, git_commit="sometimes")
     problems = caught.value.problems
     assert problems == [
-        "embedder='word2vec': embedder is no embedder Spellbook has; choose one of use-m3, minilm, ollama, openai, "
-        "hashing - Embedding model to use (a name in spellbook/embedders/registry.py)",
+        ("embedder='word2vec': embedder is no embedder Spellbook has; choose one of use-m3, minilm, ollama, openai, "
+        "hashing - Embedding model to use (a name in spellbook/embedders/registry.py)"),
         "SPELLBOOK_OLLAMA_TIMEOUT='abc': ollama_timeout takes a number - Seconds to wait for one Ollama request",
         "ollama_batch_size=2.5: ollama_batch_size takes a whole number - Texts per Ollama request",
         "SPELLBOOK_OLLAMA_RETRIES='11': ollama_retries takes a number at most 10 - Retries on connection errors, 5xx, 429",
         "openai_api_key=(hidden): openai_api_key takes a string - Bearer key for openai_url; never logged",
-        "SPELLBOOK_REDACT='maybe': redact takes true or false (also 1/0, yes/no, on/off) - Redact secrets before they "
-        "reach the vault or a tool answer",
-        "SPELLBOOK_REDACT_DISABLED='email': redact_disabled takes a JSON list, e.g. '[\"a\", \"b\"]' - Kinds of secret "
-        "not to redact",
-        "git_commit='sometimes': git_commit takes auto, true or false - Commit each tool write when the vault is a git "
-        "repository (auto/true/false)",
+        ("SPELLBOOK_REDACT='maybe': redact takes true or false (also 1/0, yes/no, on/off) - Redact secrets before they "
+        "reach the vault or a tool answer"),
+        ("SPELLBOOK_REDACT_DISABLED='email': redact_disabled takes a JSON list, e.g. '[\"a\", \"b\"]' - Kinds of secret "
+        "not to redact"),
+        ("git_commit='sometimes': git_commit takes auto, true or false - Commit each tool write when the vault is a git "
+        "repository (auto/true/false)"),
     ]
     assert str(caught.value).startswith("Invalid settings (fix these environment variables or flags):\n  embedder=")
     assert isinstance(caught.value, ValueError)
