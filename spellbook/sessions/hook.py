@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from spellbook.config import settings_from
+from spellbook.errors import SpellbookError
 
 log = logging.getLogger("spellbook.hook")
 
@@ -58,7 +59,10 @@ def run(event: str, args: Any) -> int:
     except BaseException as exc:
         if isinstance(exc, SystemExit | KeyboardInterrupt):
             return 0
-        log.exception("hook %s failed (the session goes on without it)", event)
+        if isinstance(exc, SpellbookError):  # said plainly (bad settings, no vault): no traceback
+            log.error("hook %s failed (the session goes on without it): %s", event, exc)
+        else:
+            log.exception("hook %s failed (the session goes on without it)", event)
     finally:
         sys.stdout.flush()
         os._exit(0)  # the hub's follower threads must not keep the hook alive

@@ -104,6 +104,10 @@ def test_a_bad_value_stops_a_command_with_its_line_not_a_traceback(tmp_path: Pat
             "spellbook: Invalid settings (fix these environment variables or flags):",
             "  SPELLBOOK_OLLAMA_TIMEOUT='soon': ollama_timeout takes a number - Seconds to wait for one Ollama request",
         ], argv
+    hook = subprocess.run([SPELLBOOK, "hook", "SessionStart"], env=env, capture_output=True, text=True, timeout=60,
+                          input='{"session_id": "s", "hook_event_name": "SessionStart"}', check=False)
+    assert (hook.returncode, hook.stdout) == (0, "")  # a hook never breaks the session...
+    assert "ollama_timeout takes a number" in hook.stderr and "Traceback" not in hook.stderr  # ...and says why
     assert not (tmp_path / "vault").exists()  # nothing made
 
 
