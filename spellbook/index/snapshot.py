@@ -36,7 +36,7 @@ from urllib.parse import quote
 
 import numpy as np
 
-from spellbook.index.matrix import VectorMatrix
+from spellbook.index.matrix import VectorMatrix, zero_rows
 from spellbook.vault.store import fsync_dir
 
 log = logging.getLogger(__name__)
@@ -86,7 +86,8 @@ class VectorSnapshot:
                 row_bytes = count * dimensions * ROW_TYPE.itemsize
                 if min(count, dimensions) < 0 or f.tell() + row_bytes > os.fstat(f.fileno()).st_size:
                     return None  # a head that does not fit the file: never allocate what it claims
-                rows = np.zeros((max(count, room(count)), dimensions), dtype=ROW_TYPE)
+                shape = (max(count, room(count)), dimensions)
+                rows = zero_rows(*shape) if ROW_TYPE == np.float32 else np.zeros(shape, dtype=ROW_TYPE)  # can grow in place
                 if f.readinto(memoryview(rows[:count]).cast("B")) != row_bytes:
                     return None
                 ids = f.read().decode("utf-8").split("\n")[:-1]

@@ -3,6 +3,9 @@ embedder does with Korean. Real Chroma (embedded) and the real catalog in temp v
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -10,7 +13,7 @@ import pytest
 
 from spellbook.config import Settings
 from spellbook.engine import Engine
-from spellbook.index.matrix import VectorMatrix
+from spellbook.index.matrix import GROWS_IN_PLACE, VectorMatrix, zero_rows
 from tests.helpers.engine import open_engine
 
 
@@ -48,6 +51,45 @@ def test_matrix_query_is_exact_and_follows_puts_and_removes(share: float) -> Non
     matrix.put(["c1"], [vectors["c1"]])
     everyone = tuple(dict.fromkeys([*still, "c1"]))
     assert matrix.query(q, len(everyone), everyone)[-1][0] == "c1"
+
+
+def test_a_growing_matrix_keeps_every_row_in_place_or_copied() -> None:
+    rng = np.random.default_rng(5)
+    vectors = rng.normal(size=(3000, 8)).astype(np.float32)
+    matrix = VectorMatrix()
+    for i, vector in enumerate(vectors):  # grows from 1,024 rows by an eighth at a time
+        matrix.put([f"c{i}"], [vector])
+        if i == 2000:
+            held = matrix._data[:10]  # a view into the rows: the next growth must copy, not move them
+    assert held.shape == (10, 8)
+    got = matrix.get([f"c{i}" for i in range(3000)])
+    want = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    assert np.allclose([got[f"c{i}"] for i in range(3000)], want, atol=1e-6)
+    assert np.allclose(held, want[:10], atol=1e-6)
+    matrix.reserve(5000, 8)
+    assert matrix.shape() == (3000, 8) and len(matrix._data) == 5000
+    assert matrix.query_all(vectors[1234], 1)[0][0] == "c1234"
+    assert not zero_rows(4, 3).any() and zero_rows(0, 3).shape == (0, 3)
+
+
+@pytest.mark.skipif(not GROWS_IN_PLACE, reason="mremap is Linux's")
+def test_a_growing_matrix_never_holds_its_rows_twice() -> None:
+    """The server's peak memory: growing by a copy held the old rows and the new array at once
+    (17 MB over the resident size at 10k vectors of 512 dimensions)."""
+    script = textwrap.dedent("""
+        import numpy as np
+        from spellbook.index.matrix import VectorMatrix
+        def status(key):
+            return next(int(l.split()[1]) for l in open('/proc/self/status') if l.startswith(key)) // 1024
+        matrix, rng = VectorMatrix(), np.random.default_rng(0)
+        vectors = np.concatenate([rng.normal(size=(500, 512)).astype(np.float32) for _ in range(21)])
+        before = status('VmHWM')
+        for i, vector in enumerate(vectors):
+            matrix.put([f'c{i}'], [vector])
+        print(status('VmHWM') - max(before, status('VmRSS')))
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    assert int(out) <= 2, f"the peak went {out.strip()} MB over the resident size while the matrix grew"
 
 
 def test_filtered_semantic_search_matches_the_unfiltered_ranking(engine: Engine) -> None:
