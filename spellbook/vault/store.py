@@ -24,10 +24,11 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from spellbook.vault.crashpoints import crash_point
 from spellbook.errors import ConflictError, InvalidInputError, VaultPathError
+from spellbook.vault.crashpoints import crash_point
 from spellbook.vault.note import content_version
 from spellbook.vault.paths import ARCHIVE_DIR, IGNORED_DIRS, cut_utf8, is_ignored, resolve_path, with_suffix_number
+from spellbook.vault.syncing import sync_files
 
 TRASH_DIR = ".trash"
 _UMASK = os.umask(0o022)  # read once, at import (before any thread), and put back
@@ -141,7 +142,7 @@ class Vault:
         """``create`` for a batch of new files (an import), made durable together: each text is
         written whole to a temp file, the temps are synced, each is then placed at its path (or
         the first free ' 2', ' 3'... name), and the folders synced once each. Per item, the path
-        used or the error that stopped it. A crash leaves whole notes and temp files (removed at
+        used or the error that stopped it (a failed sync stops every item). A crash leaves whole notes and temp files (removed at
         the next start), never part of a note."""
         results: list[str | Exception] = [""] * len(items)
         temps: list[tuple[int, str, Path, str]] = []  # item, path asked for, its file, temp file
@@ -156,7 +157,12 @@ class Vault:
                     temps.append((i, path, target, _write_temp(target, text, *modes[target.parent])))
                 except (OSError, VaultPathError) as exc:
                     results[i] = exc
-            _sync_files([tmp for *_, tmp in temps])  # a name never points at data not on disk
+            try:
+                sync_files([tmp for *_, tmp in temps])  # a name never points at data not on disk
+            except OSError as exc:  # none of them is known to be on disk: none is placed
+                for i, *_ in temps:
+                    results[i] = exc
+                return results
             for i, path, target, tmp in temps:
                 try:
                     results[i] = self._place_free(path, target, tmp)
@@ -323,17 +329,6 @@ def _write_temp(target: Path, text: str, mode: int, folder: Path) -> str:
         Path(tmp).unlink(missing_ok=True)
         raise
     return tmp
-
-
-def _sync_files(files: list[str]) -> None:
-    """fsync each file, after all of them were written (the writes of a batch share the journal
-    commits an fsync right after each write would have made one by one)."""
-    for file in files:
-        fd = os.open(file, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
 
 
 def _place(source: Path, target: Path) -> bool:

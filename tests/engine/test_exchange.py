@@ -437,6 +437,55 @@ def test_a_large_import_writes_every_note_whole_with_the_folder_mode(engine: Eng
     assert engine.memorize("body 299")["results"][0]["id"] == "id299"
 
 
+def test_a_batch_is_made_durable_by_one_syncfs_and_a_few_notes_by_an_fsync_each(
+    engine: Engine, vault: Path, tmp_path: Path, monkeypatch
+) -> None:
+    from spellbook.vault import syncing
+
+    real = syncing._syncfs()
+    if real is None:
+        pytest.skip("syncfs that reports write errors is Linux 5.8 and later")
+    calls: list[int] = []
+    monkeypatch.setattr(syncing, "_SYNCFS", [lambda fd: (calls.append(fd), real(fd))])
+    fsyncs: list[int] = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(syncing.os, "fsync", lambda fd: (fsyncs.append(fd), real_fsync(fd)))
+
+    memories = [good(n, path=f"{'t' if n % 2 else 'u'}/Note {n}.md", body=f"body {n}") for n in range(40)]
+    report = engine.import_memories(write_export(tmp_path, memories))
+    assert report["counts"]["created"] == 40
+    assert 1 <= len(calls) <= 3  # a call a batch (the folders share one file system), not one a file
+    assert len(fsyncs) <= 2 * len(calls)  # the folders' own syncs only
+    assert all(parse_note((vault / m["path"]).read_text(encoding="utf-8")).body == m["body"] for m in memories)
+
+    calls.clear()
+    fsyncs.clear()
+    report = engine.import_memories(write_export(tmp_path, [good(100 + n, path=f"s/Few {n}.md") for n in range(3)]))
+    assert report["counts"]["created"] == 3 and not calls and len(fsyncs) >= 3
+
+
+def test_a_batch_whose_sync_fails_is_reported_and_none_of_it_is_placed(
+    engine: Engine, vault: Path, tmp_path: Path, monkeypatch
+) -> None:
+    from spellbook.vault import store
+
+    def disk_error(files: list[str]) -> None:
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(store, "sync_files", disk_error)
+    file = write_export(tmp_path, [good(n, path=f"t/Note {n}.md") for n in range(20)])
+    report = engine.import_memories(file)
+    assert report["counts"]["failed"] == 20 and report["counts"]["created"] == 0
+    assert "Input/output error" in report["failed"][0]["error"]
+    assert not list(vault.rglob("*.md")) and not list(vault.rglob("*.tmp"))
+    assert engine.check()["consistent"]
+
+    monkeypatch.undo()  # the disk is back: importing again writes them all
+    again = engine.import_memories(file)
+    assert again["counts"]["created"] == 20
+    assert engine.memorize("body 7")["results"]
+
+
 def test_a_name_taken_during_the_import_gets_the_next_number(engine: Engine, vault: Path, tmp_path: Path, monkeypatch) -> None:
     real = engine.vault.create_many
 
