@@ -447,6 +447,7 @@ def test_a_batch_is_made_durable_by_one_syncfs_and_a_few_notes_by_an_fsync_each(
         pytest.skip("syncfs that reports write errors is Linux 5.8 and later")
     calls: list[int] = []
     monkeypatch.setattr(syncing, "_SYNCFS", [lambda fd: (calls.append(fd), real(fd))])
+    monkeypatch.setattr(syncing, "_unwritten_bytes", lambda: 0)  # whatever else this machine writes now
     fsyncs: list[int] = []
     real_fsync = os.fsync
     monkeypatch.setattr(syncing.os, "fsync", lambda fd: (fsyncs.append(fd), real_fsync(fd)))
@@ -462,6 +463,12 @@ def test_a_batch_is_made_durable_by_one_syncfs_and_a_few_notes_by_an_fsync_each(
     fsyncs.clear()
     report = engine.import_memories(write_export(tmp_path, [good(100 + n, path=f"s/Few {n}.md") for n in range(3)]))
     assert report["counts"]["created"] == 3 and not calls and len(fsyncs) >= 3
+
+    fsyncs.clear()  # another program's data waits to be written: a syncfs would wait for it too
+    monkeypatch.setattr(syncing, "_unwritten_bytes", lambda: 400 * 2**20)
+    more = [good(200 + n, path=f"s/More {n}.md") for n in range(20)]
+    report = engine.import_memories(write_export(tmp_path, more))
+    assert report["counts"]["created"] == 20 and not calls and len(fsyncs) >= 20
 
 
 def test_a_batch_whose_sync_fails_is_reported_and_none_of_it_is_placed(
