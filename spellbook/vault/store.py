@@ -140,10 +140,10 @@ class Vault:
 
     def create_many(self, items: Sequence[tuple[str, str]]) -> list[str | Exception]:
         """``create`` for a batch of new files (an import), made durable together: each text is
-        written whole to a temp file, the temps are synced, each is then placed at its path (or
-        the first free ' 2', ' 3'... name), and the folders synced once each. Per item, the path
-        used or the error that stopped it (a failed sync stops every item). A crash leaves whole notes and temp files (removed at
-        the next start), never part of a note."""
+        written whole to a temp file, the temps are synced (``syncing.py``), each is then placed at
+        its path (or the first free ' 2', ' 3'... name), and the folders synced once each. Per
+        item, the path used or the error that stopped it (a failed sync stops every item). A crash
+        leaves whole notes and temp files (removed at the next start), never part of a note."""
         results: list[str | Exception] = [""] * len(items)
         temps: list[tuple[int, str, Path, str]] = []  # item, path asked for, its file, temp file
         modes: dict[Path, tuple[int, Path]] = {}  # folder -> a new file's mode there, where its temps go

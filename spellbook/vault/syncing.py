@@ -40,7 +40,7 @@ def sync_files(files: list[str]) -> None:
             os.close(fd)
 
 
-_SYNCFS: list = []  # [the function or None], once looked for
+_SYNCFS: list[Callable[[int], None] | None] = []  # [the function or None], once looked for
 
 
 def _syncfs() -> Callable[[int], None] | None:
