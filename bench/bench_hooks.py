@@ -92,7 +92,7 @@ def main() -> None:
 
     rows: list[tuple[str, str]] = []
     no_server = [timed(start_cmd, start_payload, env) for _ in range(max(3, opts.runs // 3))]
-    assert no_server[-1][1].startswith(b"# Spellbook memory"), no_server[-1][1][:200]
+    assert no_server[-1][1].startswith(b"<spellbook-memory>"), no_server[-1][1][:200]
     rows.append(("SessionStart, no server", summary([t for t, _ in no_server])))
     cap = [timed(capture_cmd, {**big_payload, "session_id": f"{big_id}-{i}"}, env)[0] for i in range(3)]
     rows.append(("capture 200 turns (worker), no server", summary(cap)))

@@ -13,14 +13,11 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from spellbook.sessions.quoting import estimate_tokens, one_line, quoted_block
+
 LAST_SESSIONS = 5
 RELEVANT = 6
-
-
-def estimate_tokens(text: str) -> int:
-    """A cautious token count: about 4 ASCII characters a token, one token for any other character."""
-    ascii_chars = sum(1 for ch in text if ord(ch) < 128)
-    return ascii_chars // 4 + (len(text) - ascii_chars) + 1
+PROMPT_BUDGET = 600
 
 
 def session_context(hub: Any, project: str, cwd: str | None, budget: int, semantic: bool) -> str:
@@ -32,20 +29,21 @@ def session_context(hub: Any, project: str, cwd: str | None, budget: int, semant
     found = hub.call("memorize", {"query": query[:1_000], "limit": RELEVANT + LAST_SESSIONS,
                                   "mode": "hybrid" if semantic else "keyword", **scope})
     relevant = [h for h in found["results"] if h.get("type") != "session"][:RELEVANT]
-    lines = [f"# Spellbook memory for project {project}",
+    lines = [f"# Spellbook memory for project {one_line(project, 120)}",
              ("Memories from earlier work (Spellbook MCP: memorize to search, get_memories for full text, "
               "timeline for a session's events).")]
     lines += _index_lines(index)
     if relevant:
         lines.append("## Relevant memories")
-        lines += [f"- {h['title']} (id {h['id']}): {_one_line(h.get('snippet', ''), 160)}" for h in relevant]
+        lines += [f"- {one_line(h['title'], 120)} (id {h['id']}): {one_line(h.get('snippet', ''), 160)}"
+                  for h in relevant]
     if sessions["memories"]:
-        lines.append(f"## Last sessions in {project}")
-        lines += [f"- {m['title']} (id {m['id']}, updated {str(m.get('updated') or '')[:16]})"
+        lines.append(f"## Last sessions in {one_line(project, 120)}")
+        lines += [f"- {one_line(m['title'], 120)} (id {m['id']}, updated {str(m.get('updated') or '')[:16]})"
                   for m in sessions["memories"]]
     if not relevant and not sessions["memories"] and not index.get("total_notes"):
         return ""
-    return fit(lines, budget)
+    return quoted_block(lines, budget)
 
 
 def prompt_context(hub: Any, project: str, prompt: str, min_relevance: float) -> str:
@@ -56,22 +54,9 @@ def prompt_context(hub: Any, project: str, prompt: str, min_relevance: float) ->
     if not hits:
         return ""
     lines = ["Spellbook memories related to this prompt (get_memories for full text):"]
-    lines += [f"- {h['title']} (id {h['id']}, relevance {h.get('relevance', 0):.2f}): "
-              f"{_one_line(h.get('snippet', ''), 200)}" for h in hits]
-    return "\n".join(lines)
-
-
-def fit(lines: list[str], budget: int) -> str:
-    """The lines that fit in ``budget`` tokens, in order; a line that does not fit is left out."""
-    out: list[str] = []
-    used = 0
-    for line in lines:
-        cost = estimate_tokens(line) + 1
-        if used + cost > budget:
-            continue
-        out.append(line)
-        used += cost
-    return "\n".join(out)
+    lines += [f"- {one_line(h['title'], 120)} (id {h['id']}, relevance {h.get('relevance', 0):.2f}): "
+              f"{one_line(h.get('snippet', ''), 200)}" for h in hits]
+    return quoted_block(lines, PROMPT_BUDGET)
 
 
 def recent_files(cwd: str | None, limit: int = 8) -> list[str]:
@@ -95,10 +80,5 @@ def _index_lines(index: dict[str, Any]) -> list[str]:
     for name, entry in sorted(categories.items(), key=lambda kv: -kv[1].get("notes", 0))[:8]:
         topics = sorted(entry.get("topics", {}).items(), key=lambda kv: -kv[1].get("notes", 0))[:4]
         inner = ", ".join(str(t) for t, _ in topics)
-        parts.append(f"{name} ({entry.get('notes', 0)}{': ' + inner if inner else ''})")
+        parts.append(f"{one_line(name, 60)} ({entry.get('notes', 0)}{': ' + one_line(inner, 200) if inner else ''})")
     return [f"Vault: {index.get('total_notes', 0)} memories. Categories: " + "; ".join(parts) + "."]
-
-
-def _one_line(text: str, limit: int) -> str:
-    line = " ".join(str(text).split())
-    return line if len(line) <= limit else line[: limit - 1] + "…"
