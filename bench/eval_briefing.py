@@ -1,0 +1,83 @@
+"""Does SessionStart carry what the next session must know? Three projects of eight realistic coding
+sessions (tests/helpers/coding_sessions.py) are captured through the real capture path, in a shuffled
+order (captured is not when it happened), with the memories the agent scribed in them; then each
+project's SessionStart text is scored against its probe questions: the current answer must be in
+it, an old value never shown as current, a resolved item never listed as open.
+
+    PYTHONPATH=. .venv/bin/python bench/eval_briefing.py [--embedder hashing|use-m3] [--budget 1500] [--show]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from spellbook.config import Settings
+from spellbook.server.hub import Hub
+from spellbook.sessions.capture import capture
+from spellbook.sessions.quoting import estimate_tokens
+from spellbook.sessions.transcript import read_transcript
+from spellbook.vault.template import init_vault
+from tests.helpers.coding_sessions import PROBES, PROJECTS, score, write_project
+
+try:
+    from spellbook.sessions.briefing import session_context
+except ImportError:  # before the briefing module existed
+    from spellbook.sessions.recall import session_context  # type: ignore[no-redef]
+
+
+def fill(hub: Hub, folder: Path, seed: int = 3) -> None:
+    """Capture every project's sessions in a shuffled order, and scribe what the agent scribed in them."""
+    runs = []
+    for project in PROJECTS:
+        runs += [(project.name, file, spec) for file, spec in write_project(folder, project)]
+    random.Random(seed).shuffle(runs)
+    for name, file, spec in runs:
+        capture(hub, read_transcript(file), folder / "locks")
+        for turn in spec.turns:
+            if turn.scribe:
+                hub.call("scribe", {**turn.scribe, "context": name})
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--embedder", default="hashing")
+    ap.add_argument("--budget", type=int, default=1_500)
+    ap.add_argument("--show", action="store_true", help="print each project's SessionStart text")
+    opts = ap.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="eval-briefing-"))
+    vault = tmp / "vault"
+    init_vault(vault)
+    hub = Hub(Settings(vault=vault, embedder=opts.embedder, watch=False), watch=False, warm_up=False)
+    hub.start(background=False)
+    try:
+        fill(hub, tmp)
+        total = answered = 0
+        for project in PROJECTS:
+            started = time.perf_counter()
+            text = session_context(hub, project.name, None, opts.budget, semantic=True)
+            took = (time.perf_counter() - started) * 1000
+            got, faults = score(text, PROBES[project.name])
+            total += len(PROBES[project.name])
+            answered += len(got)
+            print(f"{project.name:6s} {len(got)}/{len(PROBES[project.name])} probes, {len(text)} chars, "
+                  f"~{estimate_tokens(text)} tokens of {opts.budget}, {took:.0f} ms in process")
+            for probe in PROBES[project.name]:
+                print(f"  {'yes' if probe in got else 'no '}  {probe.question}")
+            for fault in faults:
+                print(f"  fault: {fault}")
+            if opts.show:
+                print(text)
+        print(f"all: {answered}/{total} probes answered ({answered / total:.0%}); embedder {opts.embedder}")
+    finally:
+        hub.close()
+
+
+if __name__ == "__main__":
+    main()
