@@ -117,7 +117,7 @@ def main() -> None:
     finally:
         server.terminate()
         server.wait(timeout=60)
-    modules = "import spellbook.cli, spellbook.server.hub, spellbook.sessions.recall"
+    modules = "import spellbook.cli, spellbook.server.hub, spellbook.sessions.briefing"
     imports = subprocess.run([sys.executable, "-X", "importtime", "-c", modules], capture_output=True, text=True,
                              env=env, check=False).stderr
     top = sorted((line for line in imports.splitlines() if "|" in line and "cumulative" not in line),

@@ -117,7 +117,7 @@ def _project(payload: dict[str, Any]) -> tuple[str, str | None]:
 
 
 def _session_start(settings: Any, payload: dict[str, Any]) -> str:
-    from spellbook.sessions.recall import session_context
+    from spellbook.sessions.briefing import session_context
 
     project, cwd = _project(payload)
     hub = _open_hub(settings)

@@ -280,7 +280,7 @@ PROBES: dict[str, list[Probe]] = {
         Probe("What fixed the webhook SignatureVerificationError?", ("raw",)),
         Probe("Which Redis eviction policy does the cache need?", ("allkeys-lru",)),
         Probe("What is left to do before launch?", ("k6",), not_open=("retry queue",)),
-        Probe("What was left open about Django?", ("Django 5.1",)),
+        Probe("What was left open about Django?", ("Django to 5.1",)),
     ],
     "atlas": [
         Probe("What batch size does the consumer use?", ("2000",), stale=("500 records",)),
