@@ -55,6 +55,7 @@ class Digest:
     open: list[str] = field(default_factory=list)
     ran: list[str] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
+    by: str = ""  # the summariser that wrote it (sessions/summariser.py); empty: these rules
 
     def items(self) -> list[tuple[str, str]]:
         """(kind, item) in the order the digest shows them."""
@@ -79,7 +80,7 @@ def render(d: Digest) -> str:
     """The digest as the lines that head a session note: ``- Label: item``, one item a line (the
     commands and the files on one line each); an outcome already said as a decision or fix is left out."""
     said = " ".join(d.decided + d.fixed)
-    lines = []
+    lines = [f"Digest written by {d.by} (the extractive digest is the fallback)."] if d.by else []
     for kind, item in d.items():
         if kind in JOINED or (kind == "outcome" and item in said):
             continue

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from spellbook.sessions.digest import digest, render
+from spellbook.sessions.digest import Digest, digest, render
 from spellbook.sessions.transcript import Exchange, Session
 
 SEP = " · "  # as spellbook.index.filters.EVENT_SEPARATOR (not imported: keeps the hook's imports light)
@@ -71,8 +71,9 @@ def redact_session(session: Session, scrub: Callable[[str], str]) -> Session:
     return replace(session, exchanges=exchanges)
 
 
-def render_session(session: Session, project: str | None = None) -> list[SessionNote]:
-    """The notes of a session (at least one when it has a prompt), part 1 first."""
+def render_session(session: Session, project: str | None = None, digested: Digest | None = None) -> list[SessionNote]:
+    """The notes of a session (at least one when it has a prompt), part 1 first; part 1 opens with
+    ``digested`` (the summariser's), else the extractive digest."""
     if not session.exchanges:
         return []
     project = project or project_of(session.cwd)
@@ -95,7 +96,7 @@ def render_session(session: Session, project: str | None = None) -> list[Session
                 f"{_clock(session.started, True)} to {_clock(session.ended, True)}"
                 f"{f', part {n} of {len(groups)}' if len(groups) > 1 else ''}.\n")
         if n == 1:
-            head += _summary(session)
+            head += _summary(session, digested or digest(session))
         body = head + "\n" + "\n".join(group)
         fields = {
             "category": CATEGORY, "topic": project, "type": "session", "context": project,
@@ -106,13 +107,13 @@ def render_session(session: Session, project: str | None = None) -> list[Session
     return notes
 
 
-def _summary(session: Session) -> str:
+def _summary(session: Session, digested: Digest) -> str:
     """The head of part 1: the session's digest (sessions/digest.py), then its size and tools."""
     tools = Counter(name for x in session.exchanges for name, _ in x.tools)
     line = f"{len(session.exchanges)} prompts."
     if tools:
         line += " Tools: " + ", ".join(f"{name} ×{n}" for name, n in tools.most_common(12)) + "."
-    return "\n" + render(digest(session)) + "\n" + line + "\n"
+    return "\n" + render(digested) + "\n" + line + "\n"
 
 
 def _exchange_md(x: Exchange) -> str:
