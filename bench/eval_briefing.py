@@ -10,7 +10,6 @@ it, an old value never shown as current, a resolved item never listed as open.
 from __future__ import annotations
 
 import argparse
-import random
 import sys
 import tempfile
 import time
@@ -20,29 +19,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from spellbook.config import Settings
 from spellbook.server.hub import Hub
-from spellbook.sessions.capture import capture
 from spellbook.sessions.quoting import estimate_tokens
-from spellbook.sessions.transcript import read_transcript
 from spellbook.vault.template import init_vault
-from tests.helpers.coding_sessions import PROBES, PROJECTS, score, write_project
+from tests.helpers.coding_sessions import PROBES, PROJECTS, capture_projects, score
 
 try:
     from spellbook.sessions.briefing import session_context
 except ImportError:  # before the briefing module existed
     from spellbook.sessions.recall import session_context  # type: ignore[no-redef]
-
-
-def fill(hub: Hub, folder: Path, seed: int = 3) -> None:
-    """Capture every project's sessions in a shuffled order, and scribe what the agent scribed in them."""
-    runs = []
-    for project in PROJECTS:
-        runs += [(project.name, file, spec) for file, spec in write_project(folder, project)]
-    random.Random(seed).shuffle(runs)
-    for name, file, spec in runs:
-        capture(hub, read_transcript(file), folder / "locks")
-        for turn in spec.turns:
-            if turn.scribe:
-                hub.call("scribe", {**turn.scribe, "context": name})
 
 
 def main() -> None:
@@ -57,7 +41,7 @@ def main() -> None:
     hub = Hub(Settings(vault=vault, embedder=opts.embedder, watch=False), watch=False, warm_up=False)
     hub.start(background=False)
     try:
-        fill(hub, tmp)
+        capture_projects(hub, tmp, PROJECTS)
         total = answered = 0
         for project in PROJECTS:
             started = time.perf_counter()

@@ -3,44 +3,21 @@
 
 from __future__ import annotations
 
-import random
 import re
 from pathlib import Path
 
 import pytest
 
-from spellbook.config import Settings
 from spellbook.engine.differences import changed_value
 from spellbook.server.hub import Hub
 from spellbook.sessions import briefing
 from spellbook.sessions.briefing import session_context
-from spellbook.sessions.capture import capture
 from spellbook.sessions.digest import digest, parse, sentences
 from spellbook.sessions.notes import render_session
 from spellbook.sessions.quoting import TAG, estimate_tokens
 from spellbook.sessions.transcript import read_transcript
 from tests.helpers.coding_sessions import (
-    ATLAS, JAPANESE, KOREAN, PROBES, PROJECTS, QUILL, SHOP, score, write_project, write_session)
-
-
-@pytest.fixture
-def hub(settings: Settings):
-    hub = Hub(settings, watch=False, warm_up=False)
-    hub.start(background=False)
-    yield hub
-    hub.close()
-
-
-def captured(hub: Hub, folder: Path, projects=PROJECTS, seed: int = 3) -> None:
-    """Every session captured in a shuffled order (captured is not when it happened), with what the
-    agent scribed in it."""
-    runs = [(p.name, file, spec) for p in projects for file, spec in write_project(folder, p)]
-    random.Random(seed).shuffle(runs)
-    for name, file, spec in runs:
-        capture(hub, read_transcript(file), folder / "locks")
-        for turn in spec.turns:
-            if turn.scribe:
-                hub.call("scribe", {**turn.scribe, "context": name})
+    ATLAS, JAPANESE, KOREAN, PROBES, PROJECTS, QUILL, SHOP, capture_projects, score, write_project, write_session)
 
 
 def test_the_digest_heads_the_note_with_decisions_fixes_commands_and_what_was_left_open(tmp_path: Path) -> None:
@@ -84,7 +61,7 @@ def test_a_korean_or_japanese_session_is_digested_without_garbling_its_text(tmp_
 
 
 def test_session_start_carries_the_current_answers_and_never_an_old_value_as_current(tmp_path: Path, hub: Hub) -> None:
-    captured(hub, tmp_path)
+    capture_projects(hub, tmp_path, PROJECTS)
     for project in PROJECTS:
         text = session_context(hub, project.name, None, 1_500, semantic=True)
         answered, faults = score(text, PROBES[project.name])
@@ -99,7 +76,7 @@ def test_session_start_carries_the_current_answers_and_never_an_old_value_as_cur
 
 def test_sessions_come_newest_first_by_when_they_happened_not_when_they_were_captured(tmp_path: Path,
                                                                                       hub: Hub) -> None:
-    captured(hub, tmp_path, [QUILL], seed=11)
+    capture_projects(hub, tmp_path, [QUILL], seed=11)
     text = session_context(hub, "quill", None, 4_000, semantic=False)
     days = re.findall(r"^### (\d{4}-\d\d-\d\d \d\d:\d\d) ", text, re.MULTILINE)
     assert len(days) == 8 and days == sorted(days, reverse=True)
@@ -110,7 +87,7 @@ def test_sessions_come_newest_first_by_when_they_happened_not_when_they_were_cap
 
 def test_an_older_value_is_labelled_changed_and_a_resolved_item_is_not_open(tmp_path: Path, hub: Hub,
                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    captured(hub, tmp_path, [SHOP, ATLAS])
+    capture_projects(hub, tmp_path, [SHOP, ATLAS])
     text = session_context(hub, "shop", None, 1_500, semantic=False)
     old = next(line for line in text.splitlines() if "request timeout is now 30 s" in line)
     assert re.search(r"\(changed 2026-11-13: 30 -> 45, id [0-9a-f]{16}\)$", old)

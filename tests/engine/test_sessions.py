@@ -22,14 +22,6 @@ from tests.helpers.processes import SPELLBOOK, child_env
 from tests.helpers.sessions import TASKS, make_transcript
 
 
-@pytest.fixture
-def hub(settings: Settings):
-    hub = Hub(settings, watch=False, warm_up=False)
-    hub.start(background=False)
-    yield hub
-    hub.close()
-
-
 def entry(kind: str, content, when: str, **extra) -> dict:
     return {"type": kind, "timestamp": when, "cwd": "/work/shop", "message": {"role": kind, "content": content}, **extra}
 

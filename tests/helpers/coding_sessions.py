@@ -10,12 +10,14 @@ the current answer, and the old values that must never be shown as current.
 
 from __future__ import annotations
 
-import json
 import random
 import uuid
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
+
+from tests.helpers.sessions import Entries
 
 
 @dataclass(frozen=True)
@@ -322,19 +324,9 @@ def write_session(folder: Path, project: str, spec: Spec, seed: int | str) -> tu
     """One session's JSONL, as Claude Code writes it, in ``folder``; returns (file, session id)."""
     rng = random.Random(seed)
     session_id = str(uuid.UUID(int=rng.getrandbits(128)))
-    when = datetime.strptime(spec.day, "%Y-%m-%d %H:%M").replace(tzinfo=UTC)
-    cwd = f"/home/dev/{project}"
-    lines: list[dict] = []
-    parent = None
-
-    def add(entry: dict) -> None:
-        nonlocal when, parent
-        when += timedelta(seconds=rng.randint(5, 90))
-        entry.update(uuid=str(uuid.UUID(int=rng.getrandbits(128))), parentUuid=parent, sessionId=session_id,
-                     timestamp=when.isoformat().replace("+00:00", "Z"), cwd=cwd, gitBranch="main",
-                     isSidechain=False, userType="external", version="2.1.330")
-        parent = entry["uuid"]
-        lines.append(entry)
+    entries = Entries(rng, session_id, f"/home/dev/{project}",
+                      datetime.strptime(spec.day, "%Y-%m-%d %H:%M").replace(tzinfo=UTC), step=(5, 90))
+    cwd, add = entries.cwd, entries.add
 
     def tool(name: str, params: dict, output: str, failed: bool = False) -> None:
         tool_id = f"toolu_{rng.getrandbits(64):016x}"
@@ -360,9 +352,22 @@ def write_session(folder: Path, project: str, spec: Spec, seed: int | str) -> tu
         if turn.scribe:
             tool("mcp__spellbook__scribe", {**turn.scribe, "context": project}, '{"id": "x"}')
         add({"type": "assistant", "message": {"role": "assistant", "content": [{"type": "text", "text": turn.answer}]}})
-    file = folder / f"{session_id}.jsonl"
-    file.write_text("".join(json.dumps(e, ensure_ascii=False) + "\n" for e in lines), encoding="utf-8")
-    return file, session_id
+    return entries.write(folder / f"{session_id}.jsonl"), session_id
+
+
+def capture_projects(hub: Any, folder: Path, projects: list[Project], seed: int = 3) -> None:
+    """Every session of ``projects`` captured through the real capture path, in a shuffled order
+    (captured is not when it happened), with the memories the agent scribed in them."""
+    from spellbook.sessions.capture import capture
+    from spellbook.sessions.transcript import read_transcript
+
+    runs = [(p.name, file, spec) for p in projects for file, spec in write_project(folder, p)]
+    random.Random(seed).shuffle(runs)
+    for name, file, spec in runs:
+        capture(hub, read_transcript(file), folder / "locks")
+        for turn in spec.turns:
+            if turn.scribe:
+                hub.call("scribe", {**turn.scribe, "context": name})
 
 
 def write_project(folder: Path, project: Project) -> list[tuple[Path, Spec]]:
