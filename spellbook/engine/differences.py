@@ -19,6 +19,7 @@ _COMMON = frozenset(
     "those then than after before about still also only each per stays set raised lowered changed instead "
     "went moved we our i you they them has have had not no yes".split()
 )
+Numbers = dict[str, tuple[set[str], str]]  # a number -> (the words near it, its unit)
 BEFORE, AFTER = 6, 2  # the words around a number that say what it counts
 
 
@@ -35,12 +36,13 @@ def differences(a: str, b: str) -> list[str]:
     return out
 
 
-def changed_value(old: str, new: str) -> str | None:
+def changed_value(old: str | Numbers, new: str | Numbers) -> str | None:
     """``"8000 -> 8080"`` when ``new`` gives another number for something ``old`` numbers: a word near
     each number is the same ("port 8000", "listens on port 8080"), and either ``new`` still names the
     old number ("8080 instead of 8000", "from 30 s to 45 s") or both numbers have the same unit and
-    two words near them in common. Else None."""
-    old_numbers, new_numbers = _numbered(old), _numbered(new)
+    two words near them in common. Else None. Either text may be given as its ``numbers_of``."""
+    old_numbers = numbers_of(old) if isinstance(old, str) else old
+    new_numbers = numbers_of(new) if isinstance(new, str) else new
     for other, (other_subject, other_unit) in new_numbers.items():
         if other in old_numbers:
             continue
@@ -51,11 +53,11 @@ def changed_value(old: str, new: str) -> str | None:
     return None
 
 
-def _numbered(text: str) -> dict[str, tuple[set[str], str]]:
+def numbers_of(text: str) -> Numbers:
     """Each number of ``text`` -> (the words near it, lower case, a plural's -s/-es dropped, a CJK
     run as its pairs of characters; the word right after it, its unit)."""
     tokens = _TOKEN.findall(text)
-    out: dict[str, tuple[set[str], str]] = {}
+    out: Numbers = {}
     for n, token in enumerate(tokens):
         if not token[0].isdigit():
             continue

@@ -19,11 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from spellbook.engine.differences import changed_value
+from spellbook.engine.differences import changed_value, numbers_of
 from spellbook.sessions import digest as digests
 from spellbook.sessions.quoting import estimate_tokens, one_line, quoted_block
 
-SESSIONS = 12  # the last sessions whose digests are read (one get_memories call)
+SESSIONS = 10  # the last sessions whose digests are read (one get_memories call)
 DURABLE_TYPES = ("decision", "failure", "insight", "success")
 DURABLE = 12
 RELEVANT = 6
@@ -169,9 +169,9 @@ def _mark_changed(lines: list[Line]) -> None:
     """A line giving another value than a newer line for the same thing ("port 8000", then "port
     8080") says that it changed, when and to what. A session's heading (its first prompt) is older
     than the session's own outcome."""
-    said = {id(line): _said(line.text) for line in lines}
     heads = [line for line in lines if line.text.startswith("### ")]
     facts = [line for line in lines if line.when and _FACT.match(line.text)]
+    said = {id(line): numbers_of(_said(line.text)) for line in heads + facts}
     for old in heads + facts:
         heading = old.text.startswith("### ")
         for new in facts:
