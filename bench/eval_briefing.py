@@ -21,7 +21,8 @@ from spellbook.config import Settings
 from spellbook.server.hub import Hub
 from spellbook.sessions.quoting import estimate_tokens
 from spellbook.vault.template import init_vault
-from tests.helpers.coding_sessions import PROBES, PROJECTS, capture_projects, score
+from tests.helpers.coding_sessions import (
+    HELD_OUT, PROBES, PROBES_HELD_OUT, PROJECTS, capture_projects, score)
 
 try:
     from spellbook.sessions.briefing import session_context
@@ -41,24 +42,25 @@ def main() -> None:
     hub = Hub(Settings(vault=vault, embedder=opts.embedder, watch=False), watch=False, warm_up=False)
     hub.start(background=False)
     try:
-        capture_projects(hub, tmp, PROJECTS)
-        total = answered = 0
-        for project in PROJECTS:
-            started = time.perf_counter()
-            text = session_context(hub, project.name, None, opts.budget, semantic=True)
-            took = (time.perf_counter() - started) * 1000
-            got, faults = score(text, PROBES[project.name])
-            total += len(PROBES[project.name])
-            answered += len(got)
-            print(f"{project.name:6s} {len(got)}/{len(PROBES[project.name])} probes, {len(text)} chars, "
-                  f"~{estimate_tokens(text)} tokens of {opts.budget}, {took:.0f} ms in process")
-            for probe in PROBES[project.name]:
-                print(f"  {'yes' if probe in got else 'no '}  {probe.question}")
-            for fault in faults:
-                print(f"  fault: {fault}")
-            if opts.show:
-                print(text)
-        print(f"all: {answered}/{total} probes answered ({answered / total:.0%}); embedder {opts.embedder}")
+        capture_projects(hub, tmp, PROJECTS + HELD_OUT)
+        for label, projects, probes in (("all", PROJECTS, PROBES), ("held-out", HELD_OUT, PROBES_HELD_OUT)):
+            total = answered = 0
+            for project in projects:
+                started = time.perf_counter()
+                text = session_context(hub, project.name, None, opts.budget, semantic=True)
+                took = (time.perf_counter() - started) * 1000
+                got, faults = score(text, probes[project.name])
+                total += len(probes[project.name])
+                answered += len(got)
+                print(f"{project.name:6s} {len(got)}/{len(probes[project.name])} probes, {len(text)} chars, "
+                      f"~{estimate_tokens(text)} tokens of {opts.budget}, {took:.0f} ms in process")
+                for probe in probes[project.name]:
+                    print(f"  {'yes' if probe in got else 'no '}  {probe.question}")
+                for fault in faults:
+                    print(f"  fault: {fault}")
+                if opts.show:
+                    print(text)
+            print(f"{label}: {answered}/{total} probes answered ({answered / total:.0%}); embedder {opts.embedder}")
     finally:
         hub.close()
 

@@ -304,6 +304,89 @@ PROBES: dict[str, list[Probe]] = {
     ],
 }
 
+# Written after the digest's rules were fixed, in other wordings, and not used to tune them: the
+# eval reports them apart (bench/eval_briefing.py).
+LEDGER = Project("ledger", [
+    Spec("2026-11-01 08:30", (
+        T("Kick off the ledger export service; CSV or Parquet?",
+          "Let's use Parquet; the reason is that the analysts load it straight into DuckDB and it is a fifth of "
+          "the CSV size. The exporter writes one file per day to s3://ledger-exports.",
+          (("Write", "ledger/export.py"), ("Bash", "pytest -q tests/test_export.py", True))),
+    )),
+    Spec("2026-11-03 17:10", (
+        T("exports for Nov 2 are missing rows",
+          "Root cause: the query filtered on created_at in local time, so rows after 23:00 UTC landed in the next "
+          "day's file. The patch converts the window to UTC before querying, and a regression test covers it.",
+          (("Read", "ledger/query.py"), ("Edit", "ledger/query.py"), ("Bash", "pytest -q", False),
+           ("Bash", "pytest -q", True))),
+    )),
+    Spec("2026-11-06 10:00", (
+        T("How long do we keep exports?",
+          "Exports are kept for 14 days by an S3 lifecycle rule on the bucket. I haven't added the Glacier tier "
+          "yet; that's still to do once finance confirms the 7-year requirement.",
+          (("Edit", "infra/s3.tf"), ("Bash", "terraform plan", True))),
+    )),
+    Spec("2026-11-10 14:40", (
+        T("finance says 14 days is too short",
+          "Retention was bumped to 30 days (it was 14), in infra/s3.tf; terraform apply went through.",
+          (("Edit", "infra/s3.tf"), ("Bash", "terraform apply -auto-approve", True))),
+    )),
+    Spec("2026-11-13 09:20", (
+        T("The nightly export job is slow",
+          "The job took 41 minutes because it read the whole table; it now reads only the day's partition and "
+          "takes 3 minutes. We're switching the scheduler to Dagster since cron gave us no retries or history.",
+          (("Edit", "ledger/export.py"), ("Write", "dagster/jobs.py"), ("Bash", "dagster job execute -j export", True))),
+    )),
+    Spec("2026-11-18 16:05", (
+        T("Add the Glacier tier now that finance confirmed",
+          "Objects move to Glacier Deep Archive after 30 days and expire after 7 years; the Glacier tier is in "
+          "place. Remaining work: document the restore procedure for auditors.",
+          (("Edit", "infra/s3.tf"), ("Bash", "terraform apply -auto-approve", True))),
+    )),
+])
+
+HANGUL = Project("hangul-shop", [
+    Spec("2026-11-02 10:00", (
+        T("주문 API의 페이지 크기를 정해줘",
+          "주문 목록 API의 페이지 크기를 50개로 정했습니다. 모바일 앱이 한 화면에 50개까지 보여주기 때문입니다.",
+          (("Edit", "api/orders.py"), ("Bash", "pytest -q", True))),
+    )),
+    Spec("2026-11-05 15:00", (
+        T("결제 웹훅에서 500 에러가 나",
+          "웹훅 서명 검증 전에 본문을 파싱해서 에러가 났습니다. 원본 바이트로 검증하도록 수정했습니다. "
+          "TODO: 실패한 웹훅을 재시도하는 큐를 추가해야 합니다.",
+          (("Edit", "payments/webhook.py"), ("Bash", "pytest -q", False), ("Bash", "pytest -q", True))),
+    )),
+    Spec("2026-11-09 11:00", (
+        T("페이지 크기가 너무 커서 느려",
+          "주문 목록 API의 페이지 크기를 50개에서 20개로 줄였습니다. 응답 시간이 1.2초에서 300ms로 줄었습니다.",
+          (("Edit", "api/orders.py"), ("Bash", "pytest -q", True))),
+    )),
+    Spec("2026-11-12 09:00", (
+        T("캐시는 Redis 대신 Memcached로 갈까?",
+          "Redis를 계속 쓰기로 결정했습니다. 세션 저장에도 Redis를 쓰고 있기 때문입니다. 아직 캐시 만료 시간은 정하지 않았습니다.",
+          (("Read", "config/cache.py"),)),
+    )),
+])
+
+HELD_OUT = [LEDGER, HANGUL]
+PROBES_HELD_OUT: dict[str, list[Probe]] = {
+    "ledger": [
+        Probe("Which export format and why?", ("Parquet", "DuckDB")),
+        Probe("What caused the missing rows?", ("UTC",)),
+        Probe("How long are exports kept?", ("30 days",), stale=("14 days",)),
+        Probe("Which scheduler runs the export?", ("Dagster",)),
+        Probe("What is left to do?", ("restore procedure",), not_open=("Glacier tier",)),
+    ],
+    "hangul-shop": [
+        Probe("주문 API 페이지 크기는?", ("20개",), stale=("50개로",)),
+        Probe("웹훅 500 에러의 원인은?", ("원본 바이트",)),
+        Probe("남은 일은?", ("재시도",)),
+        Probe("캐시는 무엇을 쓰기로 했나?", ("Redis를 계속",)),
+        Probe("정하지 않은 것은?", ("캐시 만료 시간",)),
+    ],
+}
+
 KOREAN = Spec("2026-11-18 10:00", (
     T("결제 모듈의 타임아웃 오류를 고쳐줘",
       "결제 클라이언트의 타임아웃을 30초에서 45초로 늘렸습니다. 원인은 결제사의 응답 지연이었습니다. "
