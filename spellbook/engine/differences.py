@@ -19,7 +19,9 @@ _COMMON = frozenset(
     "those then than after before about still also only each per stays set raised lowered changed instead "
     "went moved we our i you they them has have had not no yes".split()
 )
-Numbers = dict[str, tuple[set[str], str]]  # a number -> (the words near it, its unit)
+Numbers = dict[str, tuple[set[str], str, bool]]  # a number -> (the words near it, its unit, given as former)
+_FORMER_BEFORE = re.compile(r"(?:\bfrom|\binstead of|\bwas|\bwere|\breplacing|\bpreviously|\bformerly|\brather than)$")
+_FORMER_AFTER = re.compile(r"\w*(?:에서|から)$")
 BEFORE, AFTER = 6, 2  # the words around a number that say what it counts
 
 
@@ -38,24 +40,27 @@ def differences(a: str, b: str) -> list[str]:
 
 def changed_value(old: str | Numbers, new: str | Numbers) -> str | None:
     """``"8000 -> 8080"`` when ``new`` gives another number for something ``old`` numbers: a word near
-    each number is the same ("port 8000", "listens on port 8080"), and either ``new`` still names the
-    old number ("8080 instead of 8000", "from 30 s to 45 s") or both numbers have the same unit and
-    two words near them in common. Else None. Either text may be given as its ``numbers_of``."""
+    each number is the same ("port 8000", "listens on port 8080"), and either ``new`` names the old
+    number as the former one ("8080 instead of 8000", "from 30 s to 45 s", "(it was 14)", "50개에서
+    20개로", "30秒から") or both numbers have the same unit and two words near them in common. Else
+    None. Either text may be given as its ``numbers_of``."""
     old_numbers = numbers_of(old) if isinstance(old, str) else old
     new_numbers = numbers_of(new) if isinstance(new, str) else new
-    for other, (other_subject, other_unit) in new_numbers.items():
+    for other, (other_subject, other_unit, _) in new_numbers.items():
         if other in old_numbers:
             continue
-        for number, (subject, unit) in old_numbers.items():
+        for number, (subject, unit, _) in old_numbers.items():
             shared = subject & other_subject
-            if shared and (number in new_numbers or (unit and unit == other_unit and len(shared) >= 2)):
+            former = number in new_numbers and new_numbers[number][2]
+            if shared and (former or (unit and unit == other_unit and len(shared) >= 2)):
                 return f"{number} -> {other}"
     return None
 
 
 def numbers_of(text: str) -> Numbers:
     """Each number of ``text`` -> (the words near it, lower case, a plural's -s/-es dropped, a CJK
-    run as its pairs of characters; the word right after it, its unit)."""
+    run as its pairs of characters; the word right after it, its unit; whether the text gives it as
+    a former value: "from 30", "instead of 8000", "was 14", "50개에서", "30秒から")."""
     tokens = _TOKEN.findall(text)
     out: Numbers = {}
     for n, token in enumerate(tokens):
@@ -65,8 +70,12 @@ def numbers_of(text: str) -> Numbers:
         for word in tokens[max(0, n - BEFORE):n] + tokens[n + 1:n + 1 + AFTER]:
             near |= _keys(word)
         after = tokens[n + 1].lower() if n + 1 < len(tokens) and not tokens[n + 1][0].isdigit() else ""
-        subject, unit = out.setdefault(token, (set(), after))
+        before = " ".join(tokens[max(0, n - 2):n]).lower()
+        former = bool(_FORMER_BEFORE.search(before) or _FORMER_AFTER.match(after))
+        subject, unit, was = out.setdefault(token, (set(), after, False))
         subject |= near
+        if former and not was:
+            out[token] = (subject, unit, True)
     return out
 
 

@@ -24,7 +24,8 @@ LABELS = {"asked": "Asked", "outcome": "Outcome", "decided": "Decided", "fixed":
 JOINED = {"ran": "; ", "files": ", "}  # shown on one line, split back by parse
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[^\s.])|(?<=[。！？])\s*|\n+")
 _DECISION = re.compile(
-    r"\b(?:decided|decision|we chose|chose|choose|going with|go with|settled on|opted|switch(?:ed)? to|"
+    r"\b(?:decided|decision|we chose|chose|choose|going with|go with|settled on|opted|switch(?:ed|ing)? (?:\w+ )*?to|"
+    r"let's use|we'll use|"
     r"instead of|rather than|pinned)\b|\b(?:raised|lowered|increased|decreased|bumped|changed)\b.*\bfrom\b|결정|하기로|대신|決定|決め|ことにし|代わりに|採用", re.IGNORECASE)
 _REASON = re.compile(r"\b(?:because|since|so that|due to|as it|the reason)\b|때문|위해|왜냐하면|ので|ため|なぜなら",
                      re.IGNORECASE)

@@ -112,6 +112,12 @@ def test_changed_value_needs_the_same_subject() -> None:
     assert changed_value("memory stays under 300 MB", "p99 write latency still under 400 ms") is None  # other units
     assert changed_value("CI built with Go 1.21", "The chart deploys 3 replicas with a budget of 1") is None
     assert changed_value("Writes retry 5 attempts at most", "go to the topic after 5 failed attempts") is None
+    assert changed_value("Exports are kept for 14 days by a lifecycle rule",
+                         "Retention was bumped to 30 days (it was 14)") == "14 -> 30"
+    # the old number named again, but not as the former value: "30 days" still holds beside "7 years"
+    assert changed_value("Retention was bumped to 30 days (it was 14)",
+                         "Objects move to Glacier after 30 days and expire after 7 years") is None
+    assert changed_value("タイムアウトは30秒です。", "タイムアウトを30秒から45秒に変更しました。") == "30 -> 45"
 
 
 def test_a_captured_answer_that_looks_like_instructions_stays_quoted_data(tmp_path: Path, hub: Hub) -> None:
