@@ -6,6 +6,7 @@ a timeout or the cap the extractive digest stays."""
 from __future__ import annotations
 
 import json
+import subprocess
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -22,6 +23,7 @@ from spellbook.sessions.digest import digest, parse
 from spellbook.sessions.summariser import summarise
 from spellbook.sessions.transcript import read_transcript
 from tests.helpers.coding_sessions import SHOP, write_project
+from tests.helpers.processes import SPELLBOOK, child_env
 
 ANSWER = ("Outcome: The shop API listens on port 8080.\nDecided: httpx over requests, for HTTP/2.\n"
           "Open: load test checkout with k6.")
@@ -144,3 +146,27 @@ def test_an_error_or_a_timeout_leaves_the_extractive_digest(tmp_path: Path, stub
     off = Settings(vault=vault, embedder="hashing", watch=False)
     count = len(stub.requests)
     assert summarise(off, third, digest(third)) == digest(third) and len(stub.requests) == count  # off by default
+
+
+def test_the_capture_hook_summarises_when_asked_and_session_start_briefs_from_it(tmp_path: Path, stub: Stub) -> None:
+    """The real hook processes: ``hook capture`` with SPELLBOOK_SUMMARISER set (the stub answers),
+    another without it, then ``hook SessionStart`` prints the briefing from both digests."""
+    vault = tmp_path / "vault"
+    subprocess.run([SPELLBOOK, "init", str(vault)], env=child_env(), check=True, capture_output=True)
+    files = write_project(tmp_path, SHOP)
+    base = child_env(SPELLBOOK_EMBEDDER="hashing")
+    summarised = dict(base, SPELLBOOK_SUMMARISER="ollama:tiny", SPELLBOOK_SUMMARISER_URL=stub.url)
+    for file, env in ((files[4][0], summarised), (files[7][0], base)):
+        payload = {"session_id": file.stem, "transcript_path": str(file), "cwd": "/home/dev/shop"}
+        subprocess.run([SPELLBOOK, "hook", "capture", "--vault", str(vault)], input=json.dumps(payload).encode(),
+                       env=env, check=True, capture_output=True, timeout=120)
+    assert len(stub.requests) == 1 and spent(vault / ".spellbook")["tokens"] == 150
+    notes = sorted((vault / "sessions" / "shop").glob("*.md"))
+    assert ["Digest written by ollama:tiny" in n.read_text(encoding="utf-8") for n in notes] == [True, False]
+    start = {"session_id": "new", "cwd": "/home/dev/shop", "hook_event_name": "SessionStart", "source": "startup"}
+    out = subprocess.run([SPELLBOOK, "hook", "SessionStart", "--vault", str(vault)], input=json.dumps(start).encode(),
+                         env=base, check=True, capture_output=True, timeout=120).stdout.decode()
+    opened = out.split("## Left open\n", 1)[1].split("\n## ", 1)[0]
+    assert "upgrade Django to 5.1" in opened and "load test checkout with k6." in opened  # extractive, then the model's
+    assert "- Decided: httpx over requests, for HTTP/2." in out
+    assert out.index("### 2026-11-20") < out.index("### 2026-11-11")
