@@ -251,6 +251,16 @@ class Settings:
     session_prompt_min_relevance: float = setting(
         0.5, ge=0.0, le=1.0, description="Least relevance (0-1) of a memory added to a prompt."
     )
+    summariser: str | None = setting(
+        None, description="Opt-in model-written session digests: ollama:<model> or openai:<model> "
+                          "(unset: the extractive digest only)."
+    )
+    summariser_url: str | None = setting(
+        None, description="The summariser's endpoint (default: ollama_url, or openai_url with openai_api_key)."
+    )
+    summariser_daily_tokens: int = setting(
+        50_000, ge=0, le=100_000_000, description="Most prompt+completion tokens the summariser spends per UTC day."
+    )
 
 
     def __init__(self, **values: Any) -> None:
@@ -283,6 +293,8 @@ class Settings:
 
     @staticmethod
     def _check(name: str, value: Any) -> Any:
+        if name == "summariser" and value is not None and not re.fullmatch(r"(?:ollama|openai):\S+", value):
+            raise ValueError("takes ollama:<model> or openai:<model>, e.g. ollama:qwen2.5:3b")
         if name == "embedder":
             from spellbook.embedders.registry import REGISTRY  # the one list of names
 

@@ -36,6 +36,17 @@ def engine(settings: Settings, embedder: CountingEmbedder):
     engine.close()
 
 
+@pytest.fixture
+def hub(settings: Settings):
+    """A hub owning the index in this process, as a hook or the CLI opens it without a server."""
+    from spellbook.server.hub import Hub
+
+    hub = Hub(settings, watch=False, warm_up=False)
+    hub.start(background=False)
+    yield hub
+    hub.close()
+
+
 @pytest.fixture(scope="session")
 def node_bin() -> Path:
     """Node 22 (``node``), ``conformance`` and ``claude``, installed if missing: tests/helpers/node.py."""

@@ -327,6 +327,10 @@ def _stats(args: argparse.Namespace) -> int:
         print(f"  {result['vectors_missing']} sections have no vectors yet; they are embedded once the embedder answers")
     for problem in result["problems"]:
         print(f"  {problem['path']}: {problem['problem']}")
+    spend = result.get("summariser") or {}
+    if spend.get("model") or spend.get("tokens"):
+        print(f"summariser: {spend.get('model') or 'off'}, {spend['tokens']:,} of {spend['daily_tokens']:,} tokens "
+              f"today ({spend['calls']} calls, {spend['refused']} refused at the cap, {spend['fallbacks']} failed)")
     for warning in result.get("setup_warnings", []):
         print(f"warning: {warning}")
     return 0

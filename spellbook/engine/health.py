@@ -14,6 +14,7 @@ from typing import Any
 
 from spellbook.config import Settings
 from spellbook.engine.access import Access, Readiness
+from spellbook.engine.differences import differences
 from spellbook.engine.links import WIKILINK
 from spellbook.engine.memo import Memo
 from spellbook.errors import InvalidInputError
@@ -28,12 +29,7 @@ WEIGHTS = {"untagged": 20, "isolated": 25, "stale": 15, "near_duplicate": 15, "b
            "contradiction": 15}
 LIST_KINDS = ("untagged", "isolated", "stale", "similar_tags")  # issues that list notes (the rest are pairs)
 # A contradiction: two notes linked `contradicts` (neither superseding the other), or two near-duplicates
-# that state different numbers (amounts, dates, times, versions) or where only one says "not".
-NUMBER = re.compile(r"\d+(?:[.,:/-]\d+)*")
-NEGATION = re.compile(
-    r"\b(?:not|never|no longer|cannot|can't|don't|doesn't|didn't|isn't|aren't|wasn't|weren't|won't)\b"
-    r"|않[는다았]|없[다어었]|못 |ない|ません|ではない|じゃない", re.IGNORECASE,
-)
+# that state different numbers (amounts, dates, times, versions) or where only one says "not" (differences.py).
 
 
 class Health:
@@ -195,7 +191,7 @@ class Health:
     def _contradictions(self, graph: list[tuple[str, str, str | None, str | None]],
                         pairs: list[tuple[float, str, str]], live: set[str]) -> list[tuple[str, str, str]]:
         """(evidence, a, b): pairs linked ``contradicts`` that no ``supersedes`` link settles, then
-        near-duplicate pairs whose texts differ in a number or a negation (``_differences``)."""
+        near-duplicate pairs whose texts differ in a number or a negation (``differences``)."""
         settled = {frozenset((s, r)) for s, _, rel, r in graph if rel == "supersedes" and r}
         found: dict[frozenset[str], tuple[str, str, str]] = {}
         for source, _, relation, resolved in graph:
@@ -211,9 +207,9 @@ class Health:
             for path in (a, b):
                 if path not in texts:
                     texts[path] = "\n".join(c.text for c in self.catalog.chunks_of(path))
-            differences = _differences(texts[a], texts[b])
-            if differences:
-                found[pair] = ("; ".join(differences), a, b)
+            stated = differences(texts[a], texts[b])
+            if stated:
+                found[pair] = ("; ".join(stated), a, b)
         return list(found.values())
 
     def _near_duplicates(self, paths: list[str]) -> tuple[list[tuple[float, str, str]], int, int]:
@@ -247,19 +243,6 @@ class Health:
                         pairs.append((float(min(block[i, j], 1.0)), rows[start + i], rows[j]))
         pairs.sort(key=lambda t: (-t[0], t[1], t[2]))
         return pairs, count, len(rows)
-
-
-def _differences(a: str, b: str) -> list[str]:
-    """What two near-identical texts state differently: numbers only one of them has (and the other
-    has others), and a negation only one of them has."""
-    out = []
-    numbers_a, numbers_b = set(NUMBER.findall(a)), set(NUMBER.findall(b))
-    only_a, only_b = sorted(numbers_a - numbers_b), sorted(numbers_b - numbers_a)
-    if only_a and only_b:
-        out.append(f"{', '.join(only_a[:3])} vs {', '.join(only_b[:3])}")
-    if bool(NEGATION.search(a)) != bool(NEGATION.search(b)):
-        out.append("only one of them says not")
-    return out
 
 
 def _issue(kind: str, notes: list[dict[str, Any]], action: str) -> dict[str, Any]:

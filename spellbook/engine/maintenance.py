@@ -21,6 +21,7 @@ from spellbook.embedders.base import Embedder
 from spellbook.engine.access import Readiness
 from spellbook.engine.lifecycle import Lifecycle
 from spellbook.engine.search import mostly_latin
+from spellbook.engine.spend import spent
 from spellbook.errors import EmbedderError, SpellbookError
 from spellbook.git.committer import Committer
 from spellbook.index.catalog import Catalog
@@ -218,6 +219,8 @@ class Maintenance:
             "last_sync": _report(self.readiness.last_report) if self.readiness.last_report else None,
             "setup_warnings": self._setup_warnings(),
             "git": self.git.stats(),
+            "summariser": {**spent(self.settings.index_path), "model": self.settings.summariser,
+                           "daily_tokens": self.settings.summariser_daily_tokens},
         }
 
     def _setup_warnings(self) -> list[str]:

@@ -15,13 +15,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from spellbook.sessions.digest import Digest
 from spellbook.sessions.notes import SessionNote, part_of, render_session
 from spellbook.sessions.transcript import Session
 
 
-def capture(hub: Any, session: Session, lock_dir: Path) -> dict[str, Any]:
-    """Store ``session``; returns what was done: {"created": [...], "updated": [...], "unchanged": n}."""
-    notes = render_session(session)
+def capture(hub: Any, session: Session, lock_dir: Path, digested: Digest | None = None) -> dict[str, Any]:
+    """Store ``session`` (headed by ``digested``, else its extractive digest); returns what was
+    done: {"created": [...], "updated": [...], "unchanged": n}."""
+    notes = render_session(session, digested=digested)
     done: dict[str, Any] = {"created": [], "updated": [], "unchanged": 0}
     if not notes:
         return done

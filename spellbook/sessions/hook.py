@@ -117,7 +117,7 @@ def _project(payload: dict[str, Any]) -> tuple[str, str | None]:
 
 
 def _session_start(settings: Any, payload: dict[str, Any]) -> str:
-    from spellbook.sessions.recall import session_context
+    from spellbook.sessions.briefing import session_context
 
     project, cwd = _project(payload)
     hub = _open_hub(settings)
@@ -198,9 +198,15 @@ def _capture(settings: Any, payload: dict[str, Any]) -> None:
 
         options = {"extra_patterns": tuple(settings.redact_patterns), "disabled": tuple(settings.redact_disabled)}
         session = redact_session(session, lambda text: redact(text, **options)[0])
+    digested = None
+    if settings.summariser:  # opt-in: a model writes the digest, under its daily cap
+        from spellbook.sessions.digest import digest
+        from spellbook.sessions.summariser import summarise
+
+        digested = summarise(settings, session, digest(session))
     hub = _open_hub(settings)
     try:
-        done = capture(hub, session, settings.index_path / "sessions")
+        done = capture(hub, session, settings.index_path / "sessions", digested)
     finally:
         hub.close()
     log.info("capture: session %s: created %s, updated %s, unchanged %d", session.session_id,

@@ -9,7 +9,6 @@ in order, so capturing the same session again rewrites the same parts.
 
 from __future__ import annotations
 
-import os
 import re
 from collections import Counter
 from collections.abc import Callable
@@ -17,6 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from spellbook.sessions.digest import Digest, digest, render
 from spellbook.sessions.transcript import Exchange, Session
 
 SEP = " · "  # as spellbook.index.filters.EVENT_SEPARATOR (not imported: keeps the hook's imports light)
@@ -65,13 +65,15 @@ def part_of(title: str) -> int:
 def redact_session(session: Session, scrub: Callable[[str], str]) -> Session:
     """The session with ``scrub`` (the privacy filter) applied to every text it will store."""
     exchanges = [replace(x, prompt=scrub(x.prompt), answer=scrub(x.answer), tools=[(n, scrub(t)) for n, t in x.tools],
-                         files=[scrub(f) for f in x.files], insights=[scrub(i) for i in x.insights])
+                         files=[scrub(f) for f in x.files], insights=[scrub(i) for i in x.insights],
+                         commands=[(scrub(c), ok) for c, ok in x.commands])
                  for x in session.exchanges]
     return replace(session, exchanges=exchanges)
 
 
-def render_session(session: Session, project: str | None = None) -> list[SessionNote]:
-    """The notes of a session (at least one when it has a prompt), part 1 first."""
+def render_session(session: Session, project: str | None = None, digested: Digest | None = None) -> list[SessionNote]:
+    """The notes of a session (at least one when it has a prompt), part 1 first; part 1 opens with
+    ``digested`` (the summariser's), else the extractive digest."""
     if not session.exchanges:
         return []
     project = project or project_of(session.cwd)
@@ -94,7 +96,7 @@ def render_session(session: Session, project: str | None = None) -> list[Session
                 f"{_clock(session.started, True)} to {_clock(session.ended, True)}"
                 f"{f', part {n} of {len(groups)}' if len(groups) > 1 else ''}.\n")
         if n == 1:
-            head += _summary(session)
+            head += _summary(session, digested or digest(session))
         body = head + "\n" + "\n".join(group)
         fields = {
             "category": CATEGORY, "topic": project, "type": "session", "context": project,
@@ -105,15 +107,13 @@ def render_session(session: Session, project: str | None = None) -> list[Session
     return notes
 
 
-def _summary(session: Session) -> str:
+def _summary(session: Session, digested: Digest) -> str:
+    """The head of part 1: the session's digest (sessions/digest.py), then its size and tools."""
     tools = Counter(name for x in session.exchanges for name, _ in x.tools)
-    files = list(dict.fromkeys(f for x in session.exchanges for f in x.files))
-    lines = [f"\n{len(session.exchanges)} prompts."]
+    line = f"{len(session.exchanges)} prompts."
     if tools:
-        lines.append("Tools: " + ", ".join(f"{name} ×{n}" for name, n in tools.most_common(12)) + ".")
-    if files:
-        lines.append("Files changed: " + ", ".join(f"`{_short(f, session.cwd)}`" for f in files[:30]) + ".")
-    return " ".join(lines) + "\n"
+        line += " Tools: " + ", ".join(f"{name} ×{n}" for name, n in tools.most_common(12)) + "."
+    return "\n" + render(digested) + "\n" + line + "\n"
 
 
 def _exchange_md(x: Exchange) -> str:
@@ -147,9 +147,3 @@ def _clock(when: str | None, with_date: bool = False) -> str:
         return "?"
     stamp = when.replace("T", " ")[:19]
     return (stamp + " UTC") if with_date else stamp[11:19] or stamp
-
-
-def _short(file: str, cwd: str | None) -> str:
-    if cwd and file.startswith(cwd.rstrip(os.sep) + os.sep):
-        return file[len(cwd.rstrip(os.sep)) + 1:]
-    return file

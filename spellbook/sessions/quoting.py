@@ -24,7 +24,7 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u2028\u2029]")
 
 def estimate_tokens(text: str) -> int:
     """A cautious token count: about 4 ASCII characters a token, one token for any other character."""
-    ascii_chars = sum(1 for ch in text if ord(ch) < 128)
+    ascii_chars = len(text.encode("ascii", "ignore"))
     return ascii_chars // 4 + (len(text) - ascii_chars) + 1
 
 

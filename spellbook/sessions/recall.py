@@ -1,49 +1,15 @@
-"""What a new session is told (SessionStart) and, when enabled, what a prompt is given
-(UserPromptSubmit): plain text, which Claude Code adds to the model's context.
-
-Within a token budget (``session_context_tokens``, about 1,500): the vault's index in a few lines,
-the memories most relevant to this project (its ``context``, found by the project's name and its
-recently changed files), and the project's last sessions, one line each. Everything comes from
-the index owner through ``Hub.call``; nothing here opens the index.
+"""What a prompt is given (UserPromptSubmit), when enabled: plain text, which Claude Code adds to
+the model's context (the SessionStart briefing is briefing.py). Everything comes from the index
+owner through ``Hub.call``; nothing here opens the index.
 """
 
 from __future__ import annotations
 
-import subprocess
-from pathlib import Path
 from typing import Any
 
-from spellbook.sessions.quoting import estimate_tokens, one_line, quoted_block
+from spellbook.sessions.quoting import one_line, quoted_block
 
-LAST_SESSIONS = 5
-RELEVANT = 6
 PROMPT_BUDGET = 600
-
-
-def session_context(hub: Any, project: str, cwd: str | None, budget: int, semantic: bool) -> str:
-    """The SessionStart text for ``project``; empty when the vault has nothing to say."""
-    scope = {"context": project}
-    index = hub.call("get_index", scope)
-    sessions = hub.call("list_memories", {"filter": {"type": "session"}, "limit": LAST_SESSIONS, **scope})
-    query = " ".join([project, *recent_files(cwd)])
-    found = hub.call("memorize", {"query": query[:1_000], "limit": RELEVANT + LAST_SESSIONS,
-                                  "mode": "hybrid" if semantic else "keyword", **scope})
-    relevant = [h for h in found["results"] if h.get("type") != "session"][:RELEVANT]
-    lines = [f"# Spellbook memory for project {one_line(project, 120)}",
-             ("Memories from earlier work (Spellbook MCP: memorize to search, get_memories for full text, "
-              "timeline for a session's events).")]
-    lines += _index_lines(index)
-    if relevant:
-        lines.append("## Relevant memories")
-        lines += [f"- {one_line(h['title'], 120)} (id {h['id']}): {one_line(h.get('snippet', ''), 160)}"
-                  for h in relevant]
-    if sessions["memories"]:
-        lines.append(f"## Last sessions in {one_line(project, 120)}")
-        lines += [f"- {one_line(m['title'], 120)} (id {m['id']}, updated {str(m.get('updated') or '')[:16]})"
-                  for m in sessions["memories"]]
-    if not relevant and not sessions["memories"] and not index.get("total_notes"):
-        return ""
-    return quoted_block(lines, budget)
 
 
 def prompt_context(hub: Any, project: str, prompt: str, min_relevance: float) -> str:
@@ -57,28 +23,3 @@ def prompt_context(hub: Any, project: str, prompt: str, min_relevance: float) ->
     lines += [f"- {one_line(h['title'], 120)} (id {h['id']}, relevance {h.get('relevance', 0):.2f}): "
               f"{one_line(h.get('snippet', ''), 200)}" for h in hits]
     return quoted_block(lines, PROMPT_BUDGET)
-
-
-def recent_files(cwd: str | None, limit: int = 8) -> list[str]:
-    """Names of the files the repository's last commits changed (none outside git, or on error)."""
-    if not cwd or not Path(cwd).is_dir():
-        return []
-    try:
-        result = subprocess.run(["git", "-C", cwd, "log", "-n", "5", "--name-only", "--format="],
-                                capture_output=True, text=True, timeout=1.0, check=False)
-    except (OSError, subprocess.SubprocessError):
-        return []
-    names = [Path(line.strip()).stem for line in result.stdout.splitlines() if line.strip()]
-    return list(dict.fromkeys(names))[:limit]
-
-
-def _index_lines(index: dict[str, Any]) -> list[str]:
-    categories = index.get("categories") or {}
-    if not categories:
-        return []
-    parts = []
-    for name, entry in sorted(categories.items(), key=lambda kv: -kv[1].get("notes", 0))[:8]:
-        topics = sorted(entry.get("topics", {}).items(), key=lambda kv: -kv[1].get("notes", 0))[:4]
-        inner = ", ".join(str(t) for t, _ in topics)
-        parts.append(f"{one_line(name, 60)} ({entry.get('notes', 0)}{': ' + one_line(inner, 200) if inner else ''})")
-    return [f"Vault: {index.get('total_notes', 0)} memories. Categories: " + "; ".join(parts) + "."]

@@ -32,6 +32,7 @@ class Exchange:
     tool_time: str | None = None
     files: list[str] = field(default_factory=list)  # changed by Write/Edit/MultiEdit/NotebookEdit
     insights: list[str] = field(default_factory=list)  # what the agent scribed to Spellbook
+    commands: list[tuple[str, bool | None]] = field(default_factory=list)  # (Bash command, passed; None: no result)
     answer: str = ""
     answer_time: str | None = None
 
@@ -70,6 +71,7 @@ def read_transcript(file: Path, session_id: str | None = None) -> Session:
 def parse_entries(entries: list[dict[str, Any]], session_id: str) -> Session:
     session = Session(session_id)
     current: Exchange | None = None
+    pending: dict[str, tuple[Exchange, int]] = {}  # a Bash tool_use id -> its command, until its result
     for entry in entries:
         kind, when = entry.get("type"), entry.get("timestamp")
         if kind not in ("user", "assistant") or entry.get("isSidechain"):
@@ -81,6 +83,7 @@ def parse_entries(entries: list[dict[str, Any]], session_id: str) -> Session:
             session.ended = max(session.ended or when, when)
         content = (entry.get("message") or {}).get("content")
         if kind == "user":
+            _command_results(content, pending)
             prompt = _prompt_text(entry, content)
             if prompt:
                 current = Exchange(prompt=prompt, prompt_time=when or "")
@@ -94,8 +97,24 @@ def parse_entries(entries: list[dict[str, Any]], session_id: str) -> Session:
             if block.get("type") == "text" and str(block.get("text", "")).strip():
                 current.answer, current.answer_time = strip_private(block["text"]).strip(), when
             elif block.get("type") == "tool_use":
-                _add_tool(current, str(block.get("name", "?")), block.get("input") or {}, when)
+                params = block.get("input") if isinstance(block.get("input"), dict) else {}
+                _add_tool(current, str(block.get("name", "?")), params, when)
+                if block.get("name") == "Bash" and isinstance(params.get("command"), str):
+                    current.commands.append((" ".join(strip_private(params["command"]).split())[:160], None))
+                    pending[str(block.get("id"))] = (current, len(current.commands) - 1)
     return session
+
+
+def _command_results(content: Any, pending: dict[str, tuple[Exchange, int]]) -> None:
+    """Mark the Bash commands whose results ``content`` holds passed or failed (``is_error``)."""
+    if not isinstance(content, list):
+        return
+    for block in content:
+        if isinstance(block, dict) and block.get("type") == "tool_result":
+            found = pending.pop(str(block.get("tool_use_id")), None)
+            if found:
+                exchange, n = found
+                exchange.commands[n] = (exchange.commands[n][0], not block.get("is_error"))
 
 
 def _prompt_text(entry: dict[str, Any], content: Any) -> str:

@@ -140,6 +140,7 @@ def test_each_page_renders(page: Any, site: dict[str, Any]) -> None:
     cards = {c.split("\n")[0]: c.split("\n")[1] for c in page.locator(".card").all_inner_texts()}
     assert int(cards["Memories"].replace(",", "")) == NOTES + 7  # generated, and the test's own
     assert cards["Index"] == "ready" and cards["Embedder"] == "hashing-v1"
+    assert cards["Summariser"] == "off"  # opt-in: SPELLBOOK_SUMMARISER
     assert page.locator("table.categories").inner_text().count("projects") >= 1
     shot(page, "overview")
 

@@ -3,7 +3,7 @@ near-duplicates that state different numbers or where only one says "not" (engin
 
 from __future__ import annotations
 
-from spellbook.engine.health import _differences
+from spellbook.engine.differences import differences as _differences
 
 
 def _kinds(engine) -> list[dict]:

@@ -15,18 +15,11 @@ from spellbook.sessions import install as hooks
 from spellbook.sessions.capture import capture
 from spellbook.sessions.notes import PART_CHARS, render_session
 from spellbook.sessions.quoting import PREAMBLE, TAG, estimate_tokens
-from spellbook.sessions.recall import prompt_context, session_context
+from spellbook.sessions.briefing import session_context
+from spellbook.sessions.recall import prompt_context
 from spellbook.sessions.transcript import parse_entries, read_transcript
 from tests.helpers.processes import SPELLBOOK, child_env
 from tests.helpers.sessions import TASKS, make_transcript
-
-
-@pytest.fixture
-def hub(settings: Settings):
-    hub = Hub(settings, watch=False, warm_up=False)
-    hub.start(background=False)
-    yield hub
-    hub.close()
 
 
 def entry(kind: str, content, when: str, **extra) -> dict:

@@ -56,26 +56,39 @@ FILLER = ["Show me the current git status", "Run the unit tests", "Looks good, c
           "Can you explain that diff?", "Rename the variable to something clearer", "Format the code"]
 
 
+class Entries:
+    """The JSONL entries of one transcript, stamped as Claude Code stamps them (uuid, parent,
+    session, time a few seconds after the last, cwd, branch)."""
+
+    def __init__(self, rng: random.Random, session_id: str, cwd: str, when: datetime,
+                 step: tuple[int, int] = (2, 40)) -> None:
+        self.rng, self.session_id, self.cwd, self.when, self.step = rng, session_id, cwd, when, step
+        self.lines: list[dict] = []
+        self.parent: str | None = None
+
+    def add(self, entry: dict) -> None:
+        self.when += timedelta(seconds=self.rng.randint(*self.step))
+        entry.update(uuid=str(uuid.UUID(int=self.rng.getrandbits(128))), parentUuid=self.parent,
+                     sessionId=self.session_id, timestamp=self.when.isoformat().replace("+00:00", "Z"), cwd=self.cwd,
+                     gitBranch="main", isSidechain=False, userType="external", version="2.1.330")
+        self.parent = entry["uuid"]
+        self.lines.append(entry)
+
+    def write(self, file: Path) -> Path:
+        file.write_text("".join(json.dumps(e, ensure_ascii=False) + "\n" for e in self.lines), encoding="utf-8")
+        return file
+
+
 def make_transcript(folder: Path, cwd: str, turns: int, seed: int = 0, start: datetime | None = None,
                     tasks: list[tuple[str, str, str, str]] | None = None) -> tuple[Path, str, list[int]]:
     """A transcript of ``turns`` exchanges; returns (file, session id, the index in TASKS of each
     exchange's task, -1 for filler)."""
     rng = random.Random(seed)
     session_id = str(uuid.UUID(int=rng.getrandbits(128)))
-    when = start or datetime(2026, 11, 2, 9, 0, tzinfo=UTC)
-    lines: list[dict] = []
+    entries = Entries(rng, session_id, cwd, start or datetime(2026, 11, 2, 9, 0, tzinfo=UTC))
+    add = entries.add
     kinds: list[int] = []
     tasks = tasks if tasks is not None else TASKS
-    parent = None
-
-    def add(entry: dict) -> None:
-        nonlocal when, parent
-        when += timedelta(seconds=rng.randint(2, 40))
-        entry.update(uuid=str(uuid.UUID(int=rng.getrandbits(128))), parentUuid=parent, sessionId=session_id,
-                     timestamp=when.isoformat().replace("+00:00", "Z"), cwd=cwd, gitBranch="main",
-                     isSidechain=False, userType="external", version="2.1.330")
-        parent = entry["uuid"]
-        lines.append(entry)
 
     for turn in range(turns):
         pick = rng.randrange(len(tasks)) if rng.random() < 0.6 else -1
@@ -94,6 +107,4 @@ def make_transcript(folder: Path, cwd: str, turns: int, seed: int = 0, start: da
             add({"type": "user", "message": {"role": "user", "content": [
                 {"type": "tool_result", "tool_use_id": tool_id, "content": "ok"}]}, "toolUseResult": {"ok": True}})
         add({"type": "assistant", "message": {"role": "assistant", "content": [{"type": "text", "text": answer}]}})
-    file = folder / f"{session_id}.jsonl"
-    file.write_text("".join(json.dumps(e) + "\n" for e in lines), encoding="utf-8")
-    return file, session_id, kinds
+    return entries.write(folder / f"{session_id}.jsonl"), session_id, kinds

@@ -199,6 +199,18 @@ class GitStats(Out):
     last_skip: GitSkip | None
 
 
+class SummariserSpend(Out):
+    """The opt-in session summariser's spend today (a UTC day): tokens against its cap."""
+
+    model: str | None  # ollama:<model> or openai:<model>; None: off
+    day: str
+    tokens: int
+    daily_tokens: int
+    calls: int
+    refused: int  # calls not made: they could have passed the cap
+    fallbacks: int  # calls that failed or timed out: the extractive digest stayed
+
+
 class StatsResult(Out):
     version: str
     owner_pid: int
@@ -220,6 +232,7 @@ class StatsResult(Out):
     last_sync: SyncReport | None
     setup_warnings: list[str]
     git: GitStats
+    summariser: SummariserSpend
 
 
 class RebuildResult(SyncReport):

@@ -22,12 +22,16 @@ async def overview(ask: Ask) -> Answer:
     state = stats.get("state", "?")
     state_note = f"{progress.get('done', 0):,} of {progress.get('total', 0):,} files" if state != "ready" else ""
     missing = stats.get("vectors_missing", 0)
+    spend = stats.get("summariser") or {}
     cards = "".join([
         card("Memories", f"{index.get('total_notes', 0):,}", f"{index.get('archived_notes', 0):,} archived"),
         card("Index", state, state_note),
         card("Embedder", stats.get("embedder", "?"), "answering" if reachable else esc(embedder.get("error") or "not answering")),
         card("Vectors", f"{stats.get('vectors', 0):,}", f"{missing:,} waiting" if missing else "none waiting"),
         card("Skipped files", f"{stats.get('problems_total', 0):,}"),
+        card("Summariser", f"{spend.get('tokens', 0):,} tokens" if spend.get("model") else "off",
+             esc(f"of {spend.get('daily_tokens', 0):,} today · {spend.get('model')}") if spend.get("model")
+             else "extractive session digests"),
         f'<a class="card link" href="/care"><span>Knowledge score</span><b>{esc(health.get("score"))}</b>'
         f'<small>of 100 · {len({i["kind"] for i in health.get("issues", [])})} kinds of issue</small></a>',
     ])
