@@ -12,6 +12,7 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
@@ -47,6 +48,7 @@ class Maintenance:
         git: Committer,
         readiness: Readiness,
         lifecycle: Lifecycle,
+        sync_status: Callable[[], dict[str, Any]] | None = None,
     ) -> None:
         self.settings = settings
         self.vault = vault
@@ -57,6 +59,7 @@ class Maintenance:
         self.git = git
         self.readiness = readiness
         self.lifecycle = lifecycle
+        self.sync_status = sync_status  # the last sync with the git remote (engine/teamsync.py)
 
     def prepare(self) -> None:
         """Check the index identity; wipe it if it is from another model, chunker or format.
@@ -218,6 +221,7 @@ class Maintenance:
             "last_sync": _report(self.readiness.last_report) if self.readiness.last_report else None,
             "setup_warnings": self._setup_warnings(),
             "git": self.git.stats(),
+            "sync": self.sync_status() if self.sync_status else None,
         }
 
     def _setup_warnings(self) -> list[str]:

@@ -48,7 +48,7 @@ METHODS = frozenset(
      "export", "import_memories",
      "history", "restore",
      "link", "unlink", "get_links", "explore_related", "analyze_knowledge", "merge",
-     "fill_missing_vectors", "probe_embedder", "activity", "graph", "diff"}
+     "fill_missing_vectors", "probe_embedder", "activity", "graph", "diff", "sync"}
 )
 SCOPE_KEY = "_scope"
 ACTOR_KEY = "_actor"

@@ -199,6 +199,18 @@ class GitStats(Out):
     last_skip: GitSkip | None
 
 
+class TeamSyncStats(Out):
+    """The vault's sync with its git remote (docs/sync.md); ``last`` is the last round's answer."""
+
+    remote: str
+    every_seconds: float | None
+    running: bool
+    rounds: int
+    failures: int
+    last: dict[str, Any] | None
+    last_success_at: str | None
+
+
 class StatsResult(Out):
     version: str
     owner_pid: int
@@ -220,6 +232,7 @@ class StatsResult(Out):
     last_sync: SyncReport | None
     setup_warnings: list[str]
     git: GitStats
+    sync: TeamSyncStats | None = None
 
 
 class RebuildResult(SyncReport):
