@@ -35,7 +35,7 @@ def clone(tmp: Path, remote: Path, name: str) -> Path:
 
 
 def machine_settings(vault: Path, **more: object) -> Settings:
-    return Settings(vault=vault, embedder="hashing", watch=False, **more)
+    return Settings(**{"vault": vault, "embedder": "hashing", "watch": False, **more})
 
 
 def notes_in(vault: Path) -> dict[str, str]:
