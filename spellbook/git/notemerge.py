@@ -9,7 +9,7 @@ marker (docs/sync.md).
   ours stays in the note and theirs comes back as a ``Copy``, which the caller writes as a new
   note (a new id, ``contradicts`` the note) so that neither text is lost.
 * Two different notes at one path (both sides created a note of that title) are not merged at
-  all: ``Collision`` tells the caller to give theirs a path of its own.
+  all: ``collision`` tells the caller to give one of them a path of its own.
 """
 
 from __future__ import annotations

@@ -221,12 +221,12 @@ class Syncer:
         base, mine, other = (self._blob(x[1]).decode("utf-8", "replace") if x else None for x in (b, o, t))
         assert mine is not None and other is not None
         merged = merge_note(base, mine, other, vault_path)
-        if merged.collision:  # two notes at one path: theirs goes to the next free name
+        if merged.collision:  # two notes at one path: theirs, published already, keeps it; ours moves
             n = 2
             while (new := with_suffix_number(path, n)) in taken:
                 n += 1
             taken.add(new)
-            return {path: o, new: t}
+            return {path: t, new: o}
         found = {path: (o[0], self.git.blob_id(vault_path, merged.text.encode("utf-8"), store=True))}
         if merged.copy is not None:
             copy = conflict_path(path, taken)
@@ -248,40 +248,42 @@ class Syncer:
             _, mode_new, blob_old, blob_new, _status = meta.lstrip(":").split()
             before = None if set(blob_old) == {"0"} else blob_old
             after = None if set(blob_new) == {"0"} else blob_new
-            if self._write(repo, top, path, before, after):
-                if path.startswith(repo.prefix):
-                    written.append(path[len(repo.prefix):])
+            written += [p[len(repo.prefix):] for p in self._write(repo, top, path, before, after)
+                        if p.startswith(repo.prefix)]
             staged[path] = (mode_new, after) if after else None
         self.committer.stage(repo, staged)
         return written
 
-    def _write(self, repo: Repo, top: Vault, path: str, before: str | None, after: str | None) -> bool:
+    def _write(self, repo: Repo, top: Vault, path: str, before: str | None, after: str | None) -> list[str]:
+        """Bring one file (root-relative ``path``) from blob ``before`` to ``after``; the paths written."""
         file = top.file(path)
         current = file.read_bytes() if file.is_file() else None
         now = self.git.blob_id(path, current) if current is not None else None
         if now == after:
-            return False
+            return []
         if now != before and current is not None and before is not None and after is not None:
             if not path.endswith(".md"):
-                return False  # not a note, changed here meanwhile: ours (theirs stays in history)
+                return []  # not a note, changed here meanwhile: ours (theirs stays in history)
             # changed here while the round ran: merge the change in rather than overwrite it
             merged = merge_note(self._blob(before).decode("utf-8", "replace"), current.decode("utf-8", "replace"),
                                 self._blob(after).decode("utf-8", "replace"), path[len(repo.prefix):])
-            text = merged.text if not merged.collision else current.decode("utf-8", "replace")
-            atomic_write(file, text.encode("utf-8"))
-            if merged.copy is not None:
-                top.create(conflict_path(path, set()), merged.copy.text)
-            return True
+            if merged.collision:  # another note arrived at this path: the one here takes the next free name
+                atomic_write(file, self._blob(after))
+                return [path, top.create(path, current.decode("utf-8", "replace"))]
+            atomic_write(file, merged.text.encode("utf-8"))
+            if merged.copy is None:
+                return [path]
+            return [path, top.create(conflict_path(path, set()), merged.copy.text)]
         if after is None:
             if now == before and current is not None:  # deleted there: to .trash/, as erase does
                 top.trash(path)
-                return True
-            return False  # changed here, deleted there: the change stays (committed next round)
+                return [path]
+            return []  # changed here, deleted there: the change stays (committed next round)
         if now is not None and now != before:
-            return False  # created here meanwhile: left alone, committed and merged next round
+            return []  # created here meanwhile: left alone, committed and merged next round
         top.file(path).parent.mkdir(parents=True, exist_ok=True)
         atomic_write(file, self._blob(after))
-        return True
+        return [path]
 
     def _recover(self, repo: Repo) -> list[str]:
         """Finish a round a killed process left between moving HEAD and writing the files."""

@@ -142,3 +142,29 @@ def test_note_merge_rules() -> None:
     assert parse_note(both.text).body == "mine\n" and both.copy is not None
     assert parse_note(both.copy.text).meta["contradicts"] == ["[[a/T]]"]
     assert merge_note(None, ours, theirs.replace("id: a1", "id: b2"), "a/T.md").collision
+
+
+def test_a_file_changed_while_the_round_runs_is_merged_not_overwritten(team) -> None:
+    remote, e = team
+    ada, bob = e["ada"], e["bob"]
+    shared = ada.scribe("First words.", title="Shared")
+    assert ada.sync()["in_sync"] and bob.sync()["in_sync"]
+    ada.revise(shared["id"], text="Ada's words.")
+    assert ada.sync()["in_sync"]
+    fetch = bob.team.syncer._fetch
+
+    def fetch_then_hand_edit(branch: str):  # the person saves the note after the round committed what was pending
+        theirs = fetch(branch)
+        file = bob.vault.root / shared["path"]
+        file.write_text(file.read_text().replace("First words.", "Bob typed this meanwhile."))
+        return theirs
+
+    bob.team.syncer._fetch = fetch_then_hand_edit
+    assert bob.sync()["in_sync"]
+    bob.team.syncer._fetch = fetch
+    assert bob.sync()["in_sync"] and ada.sync()["in_sync"]
+    for engine in (ada, bob):
+        texts = "\n".join(notes_in(engine.vault.root).values())
+        assert "Ada's words." in texts and "Bob typed this meanwhile." in texts
+        assert not MARKERS.search(texts)
+        assert engine.check()["consistent"]
