@@ -297,12 +297,17 @@ def _search(args: argparse.Namespace) -> int:
     return 0
 
 
-def _merge(args: argparse.Namespace) -> int:
+def _call(args: argparse.Namespace, method: str, params: dict[str, Any] | None = None) -> Any:
+    """One call through the hub (to a running server, else in this process), and the hub closed."""
     hub = open_hub(args)
     try:
-        result = hub.call("merge", {"ids": args.ids, "into": args.into, "version": args.expected_version})
+        return hub.call(method, params)
     finally:
         hub.close()
+
+
+def _merge(args: argparse.Namespace) -> int:
+    result = _call(args, "merge", {"ids": args.ids, "into": args.into, "version": args.expected_version})
     if args.json:
         print(json.dumps(result, ensure_ascii=False, indent=2))
         return 0
@@ -317,11 +322,7 @@ def _merge(args: argparse.Namespace) -> int:
 
 def _sync(args: argparse.Namespace) -> int:
     """Exit 0 when the branch and the remote's are at one commit afterwards, else 1 and one line why."""
-    hub = open_hub(args)
-    try:
-        result = hub.call("sync")
-    finally:
-        hub.close()
+    result = _call(args, "sync")
     if args.json:
         print(json.dumps(result, ensure_ascii=False, indent=2))
     elif result["in_sync"]:
@@ -336,11 +337,7 @@ def _sync(args: argparse.Namespace) -> int:
 
 
 def _stats(args: argparse.Namespace) -> int:
-    hub = open_hub(args)
-    try:
-        result = hub.call("stats")
-    finally:
-        hub.close()
+    result = _call(args, "stats")
     if args.json:
         print(json.dumps(result, ensure_ascii=False, indent=2))
         return 0

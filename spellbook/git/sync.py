@@ -23,18 +23,16 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
 import subprocess
 import threading
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from spellbook.git.committer import LOCAL_FOLDER, Change, Committer, build_tree, is_local
 from spellbook.git.notemerge import conflict_path, merge_note
-from spellbook.git.repo import Git, GitFailed, Repo
+from spellbook.git.repo import Git, Repo
 from spellbook.vault.crashpoints import crash_point
 from spellbook.vault.paths import OVERVIEW_NAME, is_ignored, with_suffix_number
 from spellbook.vault.store import Vault, atomic_write
@@ -154,7 +152,7 @@ class Syncer:
             err = out.stderr.decode("utf-8", "replace")
             if "couldn't find remote ref" in err.lower():
                 return None  # an empty remote: the push creates the branch
-            raise SyncFailed(_kind(err), _line("fetch", err))
+            raise _failed("fetch", err)
         return self._rev(tracking)
 
     def _push(self, commit: str, branch: str) -> bool:
@@ -166,7 +164,7 @@ class Syncer:
         err = (out.stderr + out.stdout).decode("utf-8", "replace")
         if any(s in err for s in _REJECTED):
             return False
-        raise SyncFailed(_kind(err), _line("push", err))
+        raise _failed("push", err)
 
     def _integrate(self, repo: Repo, branch: str, ours: str, theirs: str, out: Outcome) -> bool:
         """Bring ``theirs`` in; False when the round must start over."""
@@ -304,7 +302,8 @@ class Syncer:
         """fetch/push with the network overrides: no command from the repository's config runs
         (ssh is the person's own, credential helpers only those of their global config)."""
         helpers = self.git.run("config", "--global", "--get-all", "credential.helper", check=False)
-        safe = ["-c", f"core.sshCommand={os.environ.get('GIT_SSH_COMMAND') or 'ssh'}", "-c", "core.askPass=",
+        ssh = self.git.run("config", "--global", "--get", "core.sshCommand", check=False).stdout.decode().strip()
+        safe = ["-c", f"core.sshCommand={ssh or 'ssh'}", "-c", "core.askPass=",
                 "-c", "core.gitProxy=", "-c", "protocol.ext.allow=never", "-c", "credential.helper="]
         for helper in helpers.stdout.decode("utf-8", "replace").splitlines():
             safe += ["-c", f"credential.helper={helper}"]
@@ -371,17 +370,20 @@ class Syncer:
         return self.git.run("cat-file", "blob", blob).stdout
 
 
-def _kind(stderr: str) -> str:
+def _failed(step: str, stderr: str) -> SyncFailed:
+    """Why a fetch or push failed, in one line with git's own reason."""
     low = stderr.lower()
-    return "auth" if any(s in low for s in _AUTH) else "unreachable"
-
-
-def _line(step: str, stderr: str) -> str:
-    """git's own reason, on one line."""
+    if "remote rejected" in low or "protected branch" in low:
+        kind, what = "rejected", "the remote refused the push"
+    elif any(s in low for s in _AUTH):
+        kind, what = "auth", "the remote refused the credentials"
+    else:
+        kind, what = "unreachable", "the remote is unreachable"
     lines = [ln.strip() for ln in stderr.splitlines() if ln.strip() and not ln.startswith("hint:")]
-    reason = next((ln for ln in lines if ln.lower().startswith(("fatal:", "error:", "remote:"))), lines[0] if lines else "")
-    what = "the remote refused the credentials" if _kind(stderr) == "auth" else "the remote is unreachable"
-    return f"{step}: {what} ({reason[:200]}); the vault keeps working offline"
+    reason = next((ln for ln in lines if ln.lower().startswith(("fatal:", "error:", "remote:", "!"))),
+                  lines[0] if lines else "")
+    reason = " ".join(reason.split())
+    return SyncFailed(kind, f"{step}: {what} ({reason[:200]}); the vault keeps working offline")
 
 
 def _write_json(file: Path, data: dict[str, Any]) -> None:

@@ -13,6 +13,8 @@ vectors; chroma-core/chroma#961). So:
   exits (even kill -9), so the first follower to get it becomes the new owner, and the rest
   reconnect to it. Calls in flight during a hand-over are retried for up to ``HANDOVER_SECONDS``.
 * Nothing outlives its client: each process exits when its own client closes stdio.
+* With ``SPELLBOOK_SYNC_SECONDS``, the owner also syncs the vault with its git remote on a timer
+  and soon after each write (``sync``, docs/sync.md); a ``spellbook sync`` asks it to.
 
 The CLI (``spellbook search``, ``index``, ``stats``) goes through the same hub, so it never opens
 the index under a running server either.

@@ -102,3 +102,90 @@ def test_owners_on_a_timer_bring_a_write_to_the_other_machine(tmp_path: Path) ->
     finally:
         for hub in hubs:
             hub.close()
+
+
+def test_three_owners_writing_at_once_on_the_timer_converge_and_lose_nothing(tmp_path: Path) -> None:
+    """Each machine's owner syncs every second while threads scribe, revise shared notes, link and
+    erase on all three at once; once the writes stop and a last round has run everywhere, every
+    acknowledged memory is on every machine (or erased by its writer), no note holds a marker, and
+    every head the remote ever had is an ancestor of its last."""
+    import random
+    import threading
+
+    from spellbook.errors import SpellbookError
+
+    remote = make_remote(tmp_path)
+    names = ("ada", "bob", "cy")
+    hubs = {n: Hub(machine_settings(clone(tmp_path, remote, n), sync_seconds=1.0, watch=True), warm_up=False)
+            for n in names}
+    for hub in hubs.values():
+        hub.start(background=False)
+    shared = [hubs["ada"].call("scribe", {"text": f"Shared fact {i}, first version.", "title": f"Shared {i}"})["id"]
+              for i in range(3)]
+    assert hubs["ada"].call("sync")["in_sync"]
+    for n in ("bob", "cy"):
+        assert hubs[n].call("sync")["in_sync"]
+    kept: set[str] = set(shared)
+    erased: dict[str, str] = {}
+    heads: list[str] = []
+    stop = threading.Event()
+    errors: list[str] = []
+
+    def writer(name: str) -> None:
+        rng = random.Random(name)
+        hub, mine = hubs[name], []
+        for n in range(16):
+            try:
+                out = hub.call("scribe", {"text": f"{name} wrote fact {n} about the queue.", "title": f"{name} fact {n}"})
+                mine.append(out["id"])
+                kept.add(out["id"])
+                hub.call("revise", {"id": rng.choice(shared), "text": f"{name}'s take number {n}.",
+                                    "tags": [f"{name}{n}"]})
+                if len(mine) > 2 and n % 4 == 0:
+                    hub.call("link", {"source": mine[-1], "target": mine[-2]})
+                if n % 5 == 4:
+                    victim = mine.pop(0)
+                    hub.call("erase", {"id": victim})
+                    kept.discard(victim)
+                    erased[victim] = name
+            except SpellbookError as exc:  # e.g. a sync wrote the shared note between read and write
+                errors.append(f"{name}: {exc}")
+            time.sleep(rng.uniform(0.1, 0.5))
+
+    def watch_remote() -> None:
+        while not stop.wait(0.2):
+            heads.append(remote_heads(remote))
+
+    watcher = threading.Thread(target=watch_remote)
+    watcher.start()
+    threads = [threading.Thread(target=writer, args=(n,)) for n in names]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=120)
+        for _ in range(2):  # a last round everywhere, in turns
+            for n in names:
+                assert hubs[n].call("sync")["in_sync"]
+        stop.set()
+        watcher.join()
+        final = remote_heads(remote)
+        for old in set(heads):
+            git(remote, "merge-base", "--is-ancestor", old, final)
+        for n, hub in hubs.items():
+            vault = hub.settings.vault_dir
+            notes = notes_in(vault)
+            assert git(vault, "rev-parse", "HEAD").strip() == final, n
+            assert not [p for p, text in notes.items() if MARKERS.search(text)], n
+            assert kept <= ids_in(vault), (n, kept - ids_in(vault))
+            assert not set(erased) & ids_in(vault), n  # nobody else touched them: erased everywhere
+            assert hub.call("check")["consistent"], (n, hub.call("check"))
+            assert hub.call("stats")["sync"]["rounds"] >= 3
+        for victim, who in erased.items():
+            assert victim in ids_in(hubs[who].settings.vault_dir, trash=True)
+        assert len(errors) < 12, errors
+        print(f"{len(kept)} kept, {len(erased)} erased, {len(set(heads))} remote heads, errors: {errors}")
+    finally:
+        stop.set()
+        for hub in hubs.values():
+            hub.close()

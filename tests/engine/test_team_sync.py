@@ -168,3 +168,18 @@ def test_a_file_changed_while_the_round_runs_is_merged_not_overwritten(team) -> 
         assert "Ada's words." in texts and "Bob typed this meanwhile." in texts
         assert not MARKERS.search(texts)
         assert engine.check()["consistent"]
+
+
+@pytest.mark.parametrize(("stderr", "kind"), [
+    ("fatal: '/x/remote.git' does not appear to be a git repository\nfatal: Could not read from remote repository.",
+     "unreachable"),
+    ("git@github.com: Permission denied (publickey).\nfatal: Could not read from remote repository.", "auth"),
+    ("fatal: could not read Username for 'https://github.com': terminal prompts disabled", "auth"),
+    ("remote: error: GH006: Protected branch update failed\n ! [remote rejected] main -> main (protected branch hook "
+     "declined)", "rejected"),
+])
+def test_a_failed_fetch_or_push_says_why_in_one_line(stderr: str, kind: str) -> None:
+    from spellbook.git.sync import _failed
+
+    failed = _failed("push", stderr)
+    assert failed.kind == kind and "\n" not in str(failed) and str(failed).startswith("push: ")
