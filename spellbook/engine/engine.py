@@ -78,7 +78,7 @@ class Engine:
         self.lifecycle = Lifecycle(settings, *base, self.git, recorder, self.structure)
         self.team = TeamSync(settings, self.indexer, self.git)
         self.maintenance = Maintenance(settings, self.vault, self.catalog, self.vectors, self.embedder, self.indexer,
-                                       self.git, self.readiness, self.lifecycle, self.team.status)
+                                       self.git, self.readiness, self.lifecycle, self.team)
         self.search = Search(settings, self.vault, self.catalog, self.vectors, self.embedder, self.indexer,
                              self.access, self.readiness, self.maintenance)
         self.memories = Memories(settings, *base, self.access, self.readiness, recorder, self.search, self.structure)

@@ -12,7 +12,6 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
@@ -22,6 +21,7 @@ from spellbook.embedders.base import Embedder
 from spellbook.engine.access import Readiness
 from spellbook.engine.lifecycle import Lifecycle
 from spellbook.engine.search import mostly_latin
+from spellbook.engine.teamsync import TeamSync
 from spellbook.errors import EmbedderError, SpellbookError
 from spellbook.git.committer import Committer
 from spellbook.index.catalog import Catalog
@@ -48,7 +48,7 @@ class Maintenance:
         git: Committer,
         readiness: Readiness,
         lifecycle: Lifecycle,
-        sync_status: Callable[[], dict[str, Any]] | None = None,
+        team: TeamSync | None = None,
     ) -> None:
         self.settings = settings
         self.vault = vault
@@ -59,12 +59,15 @@ class Maintenance:
         self.git = git
         self.readiness = readiness
         self.lifecycle = lifecycle
-        self.sync_status = sync_status  # the last sync with the git remote (engine/teamsync.py)
+        self.team = team  # sync with the git remote (engine/teamsync.py)
 
     def prepare(self) -> None:
         """Check the index identity; wipe it if it is from another model, chunker or format.
-        Remove temp files a killed writer left behind (only the index owner writes)."""
+        Remove temp files a killed writer left behind (only the index owner writes), and finish
+        the files of a sync round a killed owner left half way."""
         self.vault.remove_stale_temp_files()
+        if self.team is not None:
+            self.team.recover()
         reason = self.indexer.needs_rebuild()
         if reason:
             log.info("building the index from the vault: %s", reason)
@@ -221,7 +224,7 @@ class Maintenance:
             "last_sync": _report(self.readiness.last_report) if self.readiness.last_report else None,
             "setup_warnings": self._setup_warnings(),
             "git": self.git.stats(),
-            "sync": self.sync_status() if self.sync_status else None,
+            "sync": self.team.status() if self.team else None,
         }
 
     def _setup_warnings(self) -> list[str]:

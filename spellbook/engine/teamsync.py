@@ -34,6 +34,14 @@ class TeamSync:
             "rounds": 0, "failures": 0, "last": None, "last_success_at": None,
         }
 
+    def recover(self) -> None:
+        """Finish a round a killed process left half way (the owner's start; the reconcile that
+        follows indexes what it wrote)."""
+        try:
+            self.syncer.recover()
+        except (GitFailed, OSError) as exc:
+            log.warning("sync: could not finish the round a stopped process left: %s", exc)
+
     def sync(self) -> dict[str, Any]:
         """One round: commit what is pending, fetch, merge, push; then index what arrived. The answer
         says ``in_sync`` (the branch and the remote's at one commit) or, in ``error``, why not."""

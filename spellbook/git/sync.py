@@ -283,15 +283,29 @@ class Syncer:
         atomic_write(file, self._blob(after))
         return [path]
 
+    def recover(self) -> list[str]:
+        """At start: finish the round a killed process left half way (its files), if any; the
+        vault paths written."""
+        repo = self.git.repo() if (self.git.exe and self.git.root.is_dir()) else None
+        if repo is None or not (repo.git_dir / JOURNAL).exists():
+            return []
+        with self._lock:
+            return self._recover(repo)
+
     def _recover(self, repo: Repo) -> list[str]:
-        """Finish a round a killed process left between moving HEAD and writing the files."""
+        """Finish a round a killed process left between moving HEAD and writing the files: when
+        HEAD is at what it merged (or a write was committed on it since), the files still as they
+        were before the round get what it merged, before anything can commit them back."""
         journal = repo.git_dir / JOURNAL
         try:
             data = json.loads(journal.read_text())
-        except (OSError, ValueError):
+            old, new = str(data["from"]), str(data["to"])
+        except (OSError, ValueError, KeyError, TypeError):
             journal.unlink(missing_ok=True)
             return []
-        written = self._apply(repo, data["from"], data["to"]) if self.git.head() == data.get("to") else []
+        head = self.git.head()
+        done = head is not None and (head == new or self._is_ancestor(new, head))
+        written = self._apply(repo, old, new) if done else []
         journal.unlink(missing_ok=True)
         if written:
             log.info("sync: finished the round a stopped process left (%d files)", len(written))

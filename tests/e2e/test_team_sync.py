@@ -189,3 +189,44 @@ def test_three_owners_writing_at_once_on_the_timer_converge_and_lose_nothing(tmp
         stop.set()
         for hub in hubs.values():
             hub.close()
+
+
+def test_the_cli_asks_the_running_owner_to_sync(tmp_path: Path) -> None:
+    remote = make_remote(tmp_path)
+    vault = clone(tmp_path, remote, "ada")
+    owner = Hub(machine_settings(vault), warm_up=False)
+    owner.start(background=False)
+    try:
+        assert owner.role == "owner"
+        owner.call("scribe", {"text": "Written through the server.", "title": "Via server"})
+        done = _cli_sync(vault)
+        assert done.returncode == 0, done.stderr[-500:]
+        assert owner.call("stats")["sync"]["rounds"] == 1  # the round ran in the owner, not in the CLI
+        assert "Via server" in git(remote, "log", "--format=%s", "-1", "main")
+    finally:
+        owner.close()
+
+
+def test_an_owner_killed_after_moving_head_writes_the_files_when_it_starts_again(tmp_path: Path) -> None:
+    """Killed between moving HEAD and writing the files: the next owner's start writes them (a
+    commit of the half-written work tree would undo what arrived)."""
+    remote = make_remote(tmp_path)
+    ada_vault, bob_vault = clone(tmp_path, remote, "ada"), clone(tmp_path, remote, "bob")
+    ada = Engine(machine_settings(ada_vault))
+    ada.start()
+    try:
+        arrived = {ada.scribe(f"Ada's note {n} on the release train.", title=f"Train {n}")["id"] for n in range(3)}
+        assert ada.sync()["in_sync"]
+    finally:
+        ada.close()
+    killed = _cli_sync(bob_vault, SPELLBOOK_TEST_CRASH_AT="sync-moved")
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-800:]
+    assert not arrived & ids_in(bob_vault)  # HEAD moved, files not written yet
+    bob = Engine(machine_settings(bob_vault))
+    bob.start()
+    try:
+        assert arrived <= ids_in(bob_vault)
+        assert not git(bob_vault, "status", "--porcelain", "--", "inbox").strip()
+        assert bob.memorize("release train")["results"]
+    finally:
+        bob.close()
