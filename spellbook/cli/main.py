@@ -352,5 +352,9 @@ def _stats(args: argparse.Namespace) -> int:
         print(f"  {problem['path']}: {problem['problem']}")
     for warning in result.get("setup_warnings", []):
         print(f"warning: {warning}")
+    from spellbook.cli.doctor import sync_check
+
+    for line in sync_check(result.get("sync")):
+        print(f"     sync: {line['detail']}")
     return 0
 

@@ -74,4 +74,4 @@ class TeamSync:
         return result
 
     def status(self) -> dict[str, Any]:
-        return dict(self.record)
+        return {**self.record, "phase": self.syncer.phase}

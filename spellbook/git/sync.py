@@ -85,45 +85,56 @@ class Syncer:
         self.committer = committer
         self.git: Git = committer.git
         self.remote = remote
+        self.phase: str | None = None  # what the round under way is doing, for stats
         self._lock = threading.Lock()
 
     def round(self) -> Outcome:
         with self._lock:
-            repo = self.git.repo()
-            if repo is None:
-                raise SyncFailed("setup", f"{self.git.root} is not a git repository; nothing to sync.")
-            busy = Git.in_progress(repo)
-            if busy:
-                raise SyncFailed("busy", f"the repository is in the middle of {busy}; finish it, then sync.")
-            branch = self._branch()
-            if not _REMOTE_NAME.match(self.remote):
-                raise SyncFailed("setup", f"{self.remote!r} is not a remote's name; set SPELLBOOK_SYNC_REMOTE to one "
-                                          "`git remote` lists.")
-            if not self._has_remote():
-                raise SyncFailed("setup", f"the repository has no remote named {self.remote!r}; "
-                                          f"add one: git remote add {self.remote} <url>")
-            self._exclude_local(repo)
-            out = Outcome()
-            out.changed += self._recover(repo)
-            for attempt in range(1, ROUNDS + 1):
-                out.attempts = attempt
-                out.committed += self._commit_pending(repo, out)
-                theirs = self._fetch(branch)
-                ours = self.git.head() or ""
-                if theirs and ours != theirs and not self._is_ancestor(theirs, ours):
-                    if not self._integrate(repo, branch, ours, theirs, out):
-                        continue  # the remote moved again, or HEAD did: start over
-                    out.pulled = True
-                head = self.git.head() or ""
-                if head and head != theirs:
-                    if not self._push(head, branch):
-                        continue
-                    out.pushed = True
-                    theirs = head
-                out.head, out.remote_head = head, theirs
-                if head == theirs:
-                    return out
-            raise SyncFailed("rejected", f"the remote kept moving; gave up after {ROUNDS} attempts (try again)")
+            try:
+                return self._round()
+            finally:
+                self.phase = None
+
+    def _round(self) -> Outcome:
+        repo = self.git.repo()
+        if repo is None:
+            raise SyncFailed("setup", f"{self.git.root} is not a git repository; nothing to sync.")
+        busy = Git.in_progress(repo)
+        if busy:
+            raise SyncFailed("busy", f"the repository is in the middle of {busy}; finish it, then sync.")
+        branch = self._branch()
+        if not _REMOTE_NAME.match(self.remote):
+            raise SyncFailed("setup", f"{self.remote!r} is not a remote's name; set SPELLBOOK_SYNC_REMOTE to one "
+                                      "`git remote` lists.")
+        if not self._has_remote():
+            raise SyncFailed("setup", f"the repository has no remote named {self.remote!r}; "
+                                      f"add one: git remote add {self.remote} <url>")
+        self._exclude_local(repo)
+        out = Outcome()
+        out.changed += self._recover(repo)
+        for attempt in range(1, ROUNDS + 1):
+            out.attempts = attempt
+            self.phase = "committing"
+            out.committed += self._commit_pending(repo, out)
+            self.phase = "fetching"
+            theirs = self._fetch(branch)
+            ours = self.git.head() or ""
+            if theirs and ours != theirs and not self._is_ancestor(theirs, ours):
+                self.phase = "merging"
+                if not self._integrate(repo, branch, ours, theirs, out):
+                    continue  # the remote moved again, or HEAD did: start over
+                out.pulled = True
+            head = self.git.head() or ""
+            if head and head != theirs:
+                self.phase = "pushing"
+                if not self._push(head, branch):
+                    continue
+                out.pushed = True
+                theirs = head
+            out.head, out.remote_head = head, theirs or ""  # both empty: nothing on either side yet
+            if head == out.remote_head:
+                return out
+        raise SyncFailed("rejected", f"the remote kept moving; gave up after {ROUNDS} attempts (try again)")
 
     # --- steps --------------------------------------------------------------------------------
     def _commit_pending(self, repo: Repo, out: Outcome) -> int:

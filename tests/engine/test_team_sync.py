@@ -183,3 +183,18 @@ def test_a_failed_fetch_or_push_says_why_in_one_line(stderr: str, kind: str) -> 
 
     failed = _failed("push", stderr)
     assert failed.kind == kind and "\n" not in str(failed) and str(failed).startswith("push: ")
+
+
+def test_scopes_hold_on_every_machine(team) -> None:
+    from spellbook.scope import Scope, scoped
+
+    remote, e = team
+    ada, bob = e["ada"], e["bob"]
+    with scoped(Scope(context="alpha")):
+        secret = ada.scribe("Alpha's roadmap has a launch in May.", title="Alpha roadmap")["id"]
+    assert ada.sync()["in_sync"] and bob.sync()["in_sync"]
+    assert secret in ids_in(bob.vault.root)
+    with scoped(Scope(context="beta")):
+        assert not [h for h in bob.memorize("roadmap launch")["results"] if h["id"] == secret]
+    with scoped(Scope(context="alpha")):
+        assert [h for h in bob.memorize("roadmap launch")["results"] if h["id"] == secret]

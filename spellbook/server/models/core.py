@@ -205,6 +205,7 @@ class TeamSyncStats(Out):
     remote: str
     every_seconds: float | None
     running: bool
+    phase: str | None  # committing, fetching, merging, pushing while a round runs
     rounds: int
     failures: int
     last: dict[str, Any] | None
