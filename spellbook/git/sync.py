@@ -227,9 +227,11 @@ class Syncer:
         vault_path = path[len(repo.prefix):] if path.startswith(repo.prefix) else None
         if vault_path is None or is_ignored(vault_path) or vault_path.rsplit("/", 1)[-1] == OVERVIEW_NAME:
             return {path: o}  # not a note (or a generated one): ours
-        base, mine, other = (self._blob(x[1]).decode("utf-8", "replace") if x else None for x in (b, o, t))
-        assert mine is not None and other is not None
-        merged = merge_note(base, mine, other, vault_path)
+        try:
+            base, mine, other = (self._blob(x[1]).decode("utf-8") if x else "" for x in (b, o, t))
+        except UnicodeDecodeError:
+            return {path: o}  # not text: ours (theirs stays in history)
+        merged = merge_note(base if b else None, mine, other, vault_path)
         if merged.collision:  # two notes at one path: theirs, published already, keeps it; ours moves
             n = 2
             while (new := with_suffix_number(path, n)) in taken:

@@ -98,6 +98,15 @@ def test_three_machines_writing_at_once_lose_nothing(team) -> None:
         assert engine.memorize("coffee machine", limit=3)["results"][0]["path"] == "inbox/Hand written.md"
         contradictions = [i for i in engine.analyze_knowledge()["issues"] if i["kind"] == "contradiction"]
         assert contradictions, name
+    # The Care page's merge resolves the conflict copy, on every machine once synced.
+    copy_id = parse_note(notes_in(ada.vault.root)[copies[0]]).meta["id"]
+    ada.merge([shared, copy_id])
+    for engine in (ada, bob, cy):
+        _sync(engine, heads, remote)
+    for engine in (ada, bob, cy):
+        assert not [p for p in notes_in(engine.vault.root) if "(conflict copy)" in p]
+        assert not [i for i in engine.analyze_knowledge()["issues"] if i["kind"] == "contradiction"]
+        assert engine.check()["consistent"]
     authors = git(ada.vault.root, "log", "--format=%an", "main").split()
     assert {"ada", "bob", "cy"} <= set(authors)
     assert any(v["author"].startswith("bob") for v in ada.history(shared)["versions"])
