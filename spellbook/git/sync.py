@@ -33,6 +33,7 @@ from typing import Any
 from spellbook.git.committer import LOCAL_FOLDER, Change, Committer, build_tree, is_local
 from spellbook.git.notemerge import conflict_path, merge_note
 from spellbook.git.repo import Git, Repo
+from spellbook.errors import VaultPathError
 from spellbook.vault.crashpoints import crash_point
 from spellbook.vault.paths import OVERVIEW_NAME, is_ignored, with_suffix_number
 from spellbook.vault.store import Vault, atomic_write
@@ -259,8 +260,12 @@ class Syncer:
             _, mode_new, blob_old, blob_new, _status = meta.lstrip(":").split()
             before = None if set(blob_old) == {"0"} else blob_old
             after = None if set(blob_new) == {"0"} else blob_new
-            written += [p[len(repo.prefix):] for p in self._write(repo, top, path, before, after)
-                        if p.startswith(repo.prefix)]
+            try:
+                done = self._write(repo, top, path, before, after)
+            except (OSError, VaultPathError) as exc:  # e.g. a folder there is a symlink out of the vault
+                log.warning("sync: could not write %s: %s", path, exc)
+                continue
+            written += [p[len(repo.prefix):] for p in done if p.startswith(repo.prefix)]
             staged[path] = (mode_new, after) if after else None
         self.committer.stage(repo, staged)
         return written
