@@ -232,6 +232,11 @@ class Settings:
     git_commit: Literal["auto", "true", "false"] = setting(
         "auto", description="Commit each tool write when the vault is a git repository (auto/true/false)."
     )
+    sync_seconds: float | None = setting(
+        None, gt=0, description="The index owner syncs the vault with its git remote this often, and soon after "
+        "each write (docs/sync.md); off when unset.",
+    )
+    sync_remote: str = setting("origin", description="The git remote `spellbook sync` exchanges commits with.")
     cache_dir: Path = setting(
         factory=lambda: _user_cache() / "spellbook",
         description="Files Spellbook derives from installed packages (the model's table); default ~/.cache/spellbook.",

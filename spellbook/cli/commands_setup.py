@@ -97,6 +97,7 @@ def doctor(args: argparse.Namespace) -> int:
         if args.repair:
             probe["vectors_missing"] = report.get("counts", {}).get("vectors_missing", 0)
         config += doctor.embedder_check(probe) + doctor.id_check(report)
+        config += doctor.sync_check(hub.call("stats").get("sync"))
     except SpellbookError as exc:  # the index cannot be opened: say why, with the other checks
         report = {"consistent": False}
         config.append(doctor.check("index", "fail", str(exc)))

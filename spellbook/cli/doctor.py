@@ -50,6 +50,22 @@ def id_check(report: Mapping[str, Any]) -> list[Check]:
     return out
 
 
+def sync_check(record: Mapping[str, Any] | None) -> list[Check]:
+    """The last sync with the git remote (docs/sync.md), when this index's owner has run one or syncs
+    on a timer."""
+    if not record or (record.get("last") is None and not record.get("every_seconds")):
+        return []
+    last = record.get("last")
+    if last is None:
+        return [check("sync", "ok", f"every {record['every_seconds']:g} s with {record.get('remote')}; no round yet")]
+    if last.get("error"):
+        return [check("sync", "warn", f"the last sync ({last.get('at')}) did not finish: {last['error']}",
+                      "the vault works offline meanwhile; fix the remote, then run `spellbook sync`")]
+    copies = last.get("conflict_copies") or []
+    return [check("sync", "ok", f"in sync with {record.get('remote')} at {last.get('head')} ({last.get('at')})"
+                  + (f"; {len(copies)} conflict copies to resolve on the Care page" if copies else ""))]
+
+
 # ---------------------------------------------------------------- settings and folders
 
 

@@ -1,4 +1,4 @@
-"""The ``spellbook`` command: init, serve, ui, index, search, stats.
+"""The ``spellbook`` command: init, serve, ui, index, search, sync, stats.
 
 Settings are built here once (flags over ``SPELLBOOK_*`` environment over defaults) and passed
 down. Under ``serve`` nothing is written to stdout but MCP messages: logs go to stderr.
@@ -178,6 +178,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(run=_merge)
 
+    p = sub.add_parser("sync", help="one sync round with the vault's git remote: commit, fetch, merge, push "
+                       "(docs/sync.md)")
+    vault_args(p)
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(run=_sync)
+
     p = sub.add_parser("stats", help="index health and file problems")
     vault_args(p)
     p.add_argument("--json", action="store_true", help="print JSON")
@@ -291,12 +297,17 @@ def _search(args: argparse.Namespace) -> int:
     return 0
 
 
-def _merge(args: argparse.Namespace) -> int:
+def _call(args: argparse.Namespace, method: str, params: dict[str, Any] | None = None) -> Any:
+    """One call through the hub (to a running server, else in this process), and the hub closed."""
     hub = open_hub(args)
     try:
-        result = hub.call("merge", {"ids": args.ids, "into": args.into, "version": args.expected_version})
+        return hub.call(method, params)
     finally:
         hub.close()
+
+
+def _merge(args: argparse.Namespace) -> int:
+    result = _call(args, "merge", {"ids": args.ids, "into": args.into, "version": args.expected_version})
     if args.json:
         print(json.dumps(result, ensure_ascii=False, indent=2))
         return 0
@@ -309,12 +320,24 @@ def _merge(args: argparse.Namespace) -> int:
     return 0
 
 
+def _sync(args: argparse.Namespace) -> int:
+    """Exit 0 when the branch and the remote's are at one commit afterwards, else 1 and one line why."""
+    result = _call(args, "sync")
+    if args.json:
+        print(json.dumps(result, ensure_ascii=False, indent=2))
+    elif result["in_sync"]:
+        copies = result["conflict_copies"]
+        print(f"in sync at {result['head']}: {'pulled' if result['pulled'] else 'nothing pulled'}, "
+              f"{'pushed' if result['pushed'] else 'nothing pushed'}, {result['changed_total']} file(s) changed"
+              + (f", {len(copies)} conflict copies (see the Care page): {', '.join(copies)}" if copies else ""))
+    if not result["in_sync"]:
+        print(f"spellbook: sync: {result['error']}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def _stats(args: argparse.Namespace) -> int:
-    hub = open_hub(args)
-    try:
-        result = hub.call("stats")
-    finally:
-        hub.close()
+    result = _call(args, "stats")
     if args.json:
         print(json.dumps(result, ensure_ascii=False, indent=2))
         return 0
@@ -333,5 +356,9 @@ def _stats(args: argparse.Namespace) -> int:
               f"today ({spend['calls']} calls, {spend['refused']} refused at the cap, {spend['fallbacks']} failed)")
     for warning in result.get("setup_warnings", []):
         print(f"warning: {warning}")
+    from spellbook.cli.doctor import sync_check
+
+    for line in sync_check(result.get("sync")):
+        print(f"     sync: {line['detail']}")
     return 0
 

@@ -38,6 +38,7 @@ from spellbook.engine.memories import Memories
 from spellbook.engine.merging import Merging
 from spellbook.engine.search import Search
 from spellbook.engine.structure import Structure
+from spellbook.engine.teamsync import TeamSync
 from spellbook.errors import IndexUnavailableError, VaultPathError
 from spellbook.git.committer import Committer
 from spellbook.index.catalog import Catalog
@@ -75,8 +76,9 @@ class Engine:
         recorder = Recorder(self.git, self.activity_log)
         self.structure = Structure(*base, self.access, self.readiness, recorder)
         self.lifecycle = Lifecycle(settings, *base, self.git, recorder, self.structure)
+        self.team = TeamSync(settings, self.indexer, self.git)
         self.maintenance = Maintenance(settings, self.vault, self.catalog, self.vectors, self.embedder, self.indexer,
-                                       self.git, self.readiness, self.lifecycle)
+                                       self.git, self.readiness, self.lifecycle, self.team)
         self.search = Search(settings, self.vault, self.catalog, self.vectors, self.embedder, self.indexer,
                              self.access, self.readiness, self.maintenance)
         self.memories = Memories(settings, *base, self.access, self.readiness, recorder, self.search, self.structure)
@@ -110,6 +112,7 @@ class Engine:
         self.check, self.repair, self.rebuild_index = upkeep.check, upkeep.repair, upkeep.rebuild_index
         self.fill_missing_vectors, self.probe_embedder = upkeep.fill_missing_vectors, upkeep.probe_embedder
         self.stats = upkeep.stats
+        self.sync = self.team.sync
 
     def maintain(self, force: bool = False) -> None:
         """The owner's periodic upkeep (server/hub.py): the lifecycle's, then the memo's refresh."""

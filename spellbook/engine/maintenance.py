@@ -22,6 +22,7 @@ from spellbook.engine.access import Readiness
 from spellbook.engine.lifecycle import Lifecycle
 from spellbook.engine.search import mostly_latin
 from spellbook.engine.spend import spent
+from spellbook.engine.teamsync import TeamSync
 from spellbook.errors import EmbedderError, SpellbookError
 from spellbook.git.committer import Committer
 from spellbook.index.catalog import Catalog
@@ -48,6 +49,7 @@ class Maintenance:
         git: Committer,
         readiness: Readiness,
         lifecycle: Lifecycle,
+        team: TeamSync | None = None,
     ) -> None:
         self.settings = settings
         self.vault = vault
@@ -58,11 +60,15 @@ class Maintenance:
         self.git = git
         self.readiness = readiness
         self.lifecycle = lifecycle
+        self.team = team  # sync with the git remote (engine/teamsync.py)
 
     def prepare(self) -> None:
         """Check the index identity; wipe it if it is from another model, chunker or format.
-        Remove temp files a killed writer left behind (only the index owner writes)."""
+        Remove temp files a killed writer left behind (only the index owner writes), and finish
+        the files of a sync round a killed owner left half way."""
         self.vault.remove_stale_temp_files()
+        if self.team is not None:
+            self.team.recover()
         reason = self.indexer.needs_rebuild()
         if reason:
             log.info("building the index from the vault: %s", reason)
@@ -221,6 +227,7 @@ class Maintenance:
             "git": self.git.stats(),
             "summariser": {**spent(self.settings.index_path), "model": self.settings.summariser,
                            "daily_tokens": self.settings.summariser_daily_tokens},
+            "sync": self.team.status() if self.team else None,
         }
 
     def _setup_warnings(self) -> list[str]:

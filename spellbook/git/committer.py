@@ -14,7 +14,7 @@ What a commit may touch, and what it never touches:
   committed (the old content stays in history). No hooks run for these commits.
 * In ``auto`` mode, a vault that is a folder of a bigger repository is committed to only if that
   repository tracks some of the vault's files (a home folder under git is not a vault's history).
-* A file git ignores is left alone. During a merge, rebase, cherry-pick or revert nothing is
+* A file git ignores is left alone, and so is every file under ``local/`` (docs/sync.md). During a merge, rebase, cherry-pick or revert nothing is
   committed (the person is in the middle of something); the skip is logged and shown in stats.
 * If the file Spellbook wrote had changes not yet committed (a hand edit), the commit holds the
   combined result (the hand edit was in the file Spellbook read and kept) and its message says so.
@@ -42,6 +42,8 @@ from spellbook.git.repo import LOCK_RETRIES, TIMEOUT_SECONDS, Git, GitCommitMode
 from spellbook.vault.crashpoints import crash_point
 
 log = logging.getLogger(__name__)
+
+LOCAL_FOLDER = "local"  # notes under <vault>/local/ stay on this machine: never committed (docs/sync.md)
 
 
 # --- committing ----------------------------------------------------------------------------------
@@ -174,7 +176,7 @@ class Committer:
             return self._skip(change, f"the vault is a folder of the repository at {repo.top} that tracks none of its "
                                       "files; set SPELLBOOK_GIT_COMMIT=true to commit there anyway")
         ignored = git.ignored(list(change.files))
-        files = {p: data for p, data in change.files.items() if p not in ignored}
+        files = {p: data for p, data in change.files.items() if p not in ignored and not is_local(p)}
         if not files:
             return self._skip(change, "ignored by .gitignore")
         head = git.head()
@@ -186,7 +188,7 @@ class Committer:
         message = commit_message(change, self._hand_edited(repo, head, change))
         identity = git.identity()
         for _ in range(3):  # someone else may move HEAD between our read and our swap: rebuild on it
-            tree = self._tree(repo, head, entries)
+            tree = build_tree(git, repo, head, entries)
             if head is not None and tree == git.run("rev-parse", f"{head}^{{tree}}").stdout.decode().strip():
                 return {"skipped": "nothing changed"}
             parent = ["-p", head] if head else []
@@ -201,23 +203,13 @@ class Committer:
             head = git.head()
         else:
             raise GitFailed(["update-ref"], 1, "HEAD kept moving; try again")
-        self._stage(repo, entries)
+        self.stage(repo, entries)
         self.counts["commits"] += 1
         self.last = {"commit": commit[:12], "message": message.split("\n", 1)[0], "paths": list(files)}
         return {"commit": commit, "message": message}
 
-    def _tree(self, repo: Repo, head: str | None, entries: dict[str, tuple[str, str] | None]) -> str:
-        """HEAD's tree with ``entries`` applied, built in a temporary index (the real one is untouched)."""
-        index = repo.git_dir / f"spellbook-{os.getpid()}.index"
-        try:
-            self.git.run("read-tree", *([head] if head else ["--empty"]), index=index, cwd=repo.top)
-            self.git.run("update-index", "--index-info", input=_index_info(entries), index=index, cwd=repo.top)
-            return self.git.run("write-tree", index=index, cwd=repo.top).stdout.decode().strip()
-        finally:
-            index.unlink(missing_ok=True)
-
-    def _stage(self, repo: Repo, entries: dict[str, tuple[str, str] | None]) -> None:
-        """Record the committed entries in the person's index, for these paths only, so git status
+    def stage(self, repo: Repo, entries: dict[str, tuple[str, str] | None]) -> None:
+        """Record the committed (or merged) entries in the person's index, for these paths only, so git status
         shows them clean (or as changed since, if the file moved on)."""
         for wait in (0.0, *LOCK_RETRIES):
             time.sleep(wait)
@@ -243,6 +235,23 @@ class Committer:
         self.counts["skipped"] += 1
         self.last_skip = {"tool": change.tool, "paths": list(change.files), "reason": reason}
         return {"skipped": reason}
+
+
+def is_local(path: str) -> bool:
+    return path == LOCAL_FOLDER or path.startswith(LOCAL_FOLDER + "/")
+
+
+def build_tree(git: Git, repo: Repo, head: str | None, entries: dict[str, tuple[str, str] | None]) -> str:
+    """``head``'s tree with ``entries`` (root-relative path -> (mode, blob), None: removed) applied,
+    built in a temporary index (the real one is untouched)."""
+    index = repo.git_dir / f"spellbook-{os.getpid()}-{threading.get_ident()}.index"
+    try:
+        git.run("read-tree", *([head] if head else ["--empty"]), index=index, cwd=repo.top)
+        if entries:
+            git.run("update-index", "--index-info", input=_index_info(entries), index=index, cwd=repo.top)
+        return git.run("write-tree", index=index, cwd=repo.top).stdout.decode().strip()
+    finally:
+        index.unlink(missing_ok=True)
 
 
 def _index_info(entries: dict[str, tuple[str, str] | None]) -> bytes:

@@ -17,6 +17,7 @@ import logging
 import os
 import re
 import shutil
+import socket
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -213,7 +214,7 @@ class Git:
         have = {line.split(" ", 1)[0] for line in out.stdout.decode("utf-8", "replace").splitlines()}
         args: list[str] = []
         if "user.name" not in have and not (os.environ.get("GIT_AUTHOR_NAME") and os.environ.get("GIT_COMMITTER_NAME")):
-            args += ["-c", f"user.name={FALLBACK_NAME}"]
+            args += ["-c", f"user.name={FALLBACK_NAME} on {socket.gethostname()}"]  # who wrote, per machine
         if "user.email" not in have and not os.environ.get("EMAIL") and not (
             os.environ.get("GIT_AUTHOR_EMAIL") and os.environ.get("GIT_COMMITTER_EMAIL")
         ):

@@ -13,6 +13,8 @@ vectors; chroma-core/chroma#961). So:
   exits (even kill -9), so the first follower to get it becomes the new owner, and the rest
   reconnect to it. Calls in flight during a hand-over are retried for up to ``HANDOVER_SECONDS``.
 * Nothing outlives its client: each process exits when its own client closes stdio.
+* With ``SPELLBOOK_SYNC_SECONDS``, the owner also syncs the vault with its git remote on a timer
+  and soon after each write (``sync``, docs/sync.md); a ``spellbook sync`` asks it to.
 
 The CLI (``spellbook search``, ``index``, ``stats``) goes through the same hub, so it never opens
 the index under a running server either.
@@ -48,12 +50,13 @@ METHODS = frozenset(
      "export", "import_memories",
      "history", "restore",
      "link", "unlink", "get_links", "explore_related", "analyze_knowledge", "merge",
-     "fill_missing_vectors", "probe_embedder", "activity", "graph", "diff"}
+     "fill_missing_vectors", "probe_embedder", "activity", "graph", "diff", "sync"}
 )
 SCOPE_KEY = "_scope"
 ACTOR_KEY = "_actor"
 HANDOVER_SECONDS = 30.0
 MAINTAIN_SECONDS = 2.0  # the owner calls engine.maintain() this often (the sweep has its own interval)
+SYNC_AFTER_WRITE_SECONDS = 1.0  # with a sync timer: a round this long after the last of a run of writes
 OPEN_TIMEOUT_SECONDS = 300.0
 
 __all__ = ["Hub", "METHODS", "RemoteError", "owner_pid"]
@@ -90,6 +93,7 @@ class Hub:
         self._channel: channel.ChannelServer | None = None
         self._watcher: Any = None
         self._maintainer: threading.Thread | None = None
+        self._syncer: threading.Thread | None = None
         self._closing = threading.Event()
 
     # --- lifecycle ----------------------------------------------------------------------------
@@ -159,6 +163,10 @@ class Hub:
                 maintainer = threading.Thread(target=self._maintain, name="spellbook-maintain", daemon=True)
                 maintainer.start()  # before close() can see it: joining a thread not yet started raises
                 self._maintainer = maintainer
+            if self.settings.sync_seconds and self.client != "cli" and not self._closing.is_set():
+                syncer = threading.Thread(target=self._sync_timer, name="spellbook-sync", daemon=True)
+                syncer.start()
+                self._syncer = syncer
         except BaseException as exc:  # noqa: BLE001 - reported to every caller instead
             log.exception("could not open the index")
             self._open_error = exc
@@ -171,6 +179,25 @@ class Hub:
                 self.engine.maintain()
             except Exception:  # a failed round must not end the loop
                 log.exception("maintenance failed; will retry")
+
+    def _sync_timer(self) -> None:
+        """``SPELLBOOK_SYNC_SECONDS``: a sync round that often, and soon after each run of writes
+        (a commit the engine made, ``SYNC_AFTER_WRITE_SECONDS`` after the last one), until close."""
+        every = float(self.settings.sync_seconds or 0)
+        git = self.engine.git
+        seen, after_write = git.counts["commits"], None
+        due = time.monotonic()  # a first round at once: what others wrote while this one was away
+        while not self._closing.wait(0.2):
+            now = time.monotonic()
+            if git.counts["commits"] != seen:
+                seen, after_write = git.counts["commits"], now + SYNC_AFTER_WRITE_SECONDS
+            if now < due and (after_write is None or now < after_write):
+                continue
+            try:
+                self.engine.sync()
+            except Exception:  # a failed round must not end the loop
+                log.exception("sync failed; will retry")
+            seen, after_write, due = git.counts["commits"], None, time.monotonic() + every
 
     def _fill_vectors(self, engine: Any) -> None:
         """Every ``embed_retry_seconds``, embed what was indexed while the embedder was failing."""
@@ -185,6 +212,8 @@ class Hub:
         self._closing.set()
         if self._maintainer is not None:
             self._maintainer.join(timeout=30)
+        if self._syncer is not None:
+            self._syncer.join(timeout=60)
         if self._watcher is not None:
             self._watcher.stop()
         if self._channel is not None:

@@ -10,6 +10,8 @@ next start brings the index level with the vault and loses no acknowledged write
   vectors-behind       the vector writer is about to put vectors in Chroma (the note may be acknowledged)
   catalog-transaction  inside the catalog transaction, every row written, before COMMIT
   git-commit           inside a git commit of a tool's write (the index already done)
+  sync-merged          a sync built its merge commit, not yet pushed (git/sync.py)
+  sync-moved           a sync moved HEAD to what it merged, no file written yet
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from __future__ import annotations
 import os
 import signal
 
-POINTS = ("file-written", "vectors-written", "vectors-behind", "catalog-transaction", "git-commit")
+POINTS = ("file-written", "vectors-written", "vectors-behind", "catalog-transaction", "git-commit", "sync-merged",
+          "sync-moved")
 
 _point, _, _nth = os.environ.get("SPELLBOOK_TEST_CRASH_AT", "").partition(":")
 _left = int(_nth or 1) if _point else 0

@@ -287,9 +287,9 @@ def decode_note(path: str, data: bytes, st: os.stat_result) -> FileState:
 
 
 def atomic_write(
-    target: Path, text: str, exclusive: bool = False, mode: int | None = None, temp_folder: Path | None = None
+    target: Path, text: str | bytes, exclusive: bool = False, mode: int | None = None, temp_folder: Path | None = None
 ) -> bool:
-    """Write ``text`` to ``target`` atomically (unique dotfile temp, fsync, rename). With
+    """Write ``text`` (or bytes, as they are) to ``target`` atomically (unique dotfile temp, fsync, rename). With
     ``exclusive``, never replace an existing file (returns False when the name is taken). ``mode``
     sets the file's permissions; without it a file that exists keeps its mode and a new one gets
     ``new_file_mode`` of its folder (the temp file is created 0600, then set). The temp file goes in
@@ -301,8 +301,8 @@ def atomic_write(
             mode = new_file_mode(target.parent)
     fd, tmp = tempfile.mkstemp(dir=temp_folder or target.parent, prefix=_temp_prefix(target.name), suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            f.write(text)
+        with os.fdopen(fd, "wb") as f:
+            f.write(text if isinstance(text, bytes) else text.encode("utf-8"))
             f.flush()
             os.fsync(f.fileno())
         os.chmod(tmp, mode)

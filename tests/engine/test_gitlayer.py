@@ -4,6 +4,7 @@ Real git repositories in temporary folders."""
 
 from __future__ import annotations
 
+import socket
 import subprocess
 from pathlib import Path
 
@@ -390,7 +391,8 @@ def test_a_fallback_identity_only_when_none_is_configured(vault: Path, monkeypat
     try:
         stored = engine.scribe("Who wrote this?", title="Identity", category="ops")
         engine.git.flush()
-        assert head(vault, "%an <%ae>|%cn <%ce>") == "Spellbook <spellbook@localhost>|Spellbook <spellbook@localhost>"
+        me = f"Spellbook on {socket.gethostname()} <spellbook@localhost>"
+        assert head(vault, "%an <%ae>|%cn <%ce>") == f"{me}|{me}"  # a machine's commits say which machine
         git(vault, "config", "user.name", "Alice")
         git(vault, "config", "user.email", "alice@example.com")
         engine.revise(stored["id"], text="Alice's vault.")

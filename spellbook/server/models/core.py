@@ -211,6 +211,19 @@ class SummariserSpend(Out):
     fallbacks: int  # calls that failed or timed out: the extractive digest stayed
 
 
+class TeamSyncStats(Out):
+    """The vault's sync with its git remote (docs/sync.md); ``last`` is the last round's answer."""
+
+    remote: str
+    every_seconds: float | None
+    running: bool
+    phase: str | None  # committing, fetching, merging, pushing while a round runs
+    rounds: int
+    failures: int
+    last: dict[str, Any] | None
+    last_success_at: str | None
+
+
 class StatsResult(Out):
     version: str
     owner_pid: int
@@ -233,6 +246,7 @@ class StatsResult(Out):
     setup_warnings: list[str]
     git: GitStats
     summariser: SummariserSpend
+    sync: TeamSyncStats | None = None
 
 
 class RebuildResult(SyncReport):

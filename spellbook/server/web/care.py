@@ -16,12 +16,13 @@ KINDS = {
 }
 ORDER = list(KINDS)
 SHOWN_NOTES = 25
+MERGEABLE = ("near_duplicate", "contradiction")  # a sync's conflict copy contradicts its note: merge resolves it
 
 
 async def care(ask: Ask) -> Answer:
     data = await ask.call("analyze_knowledge", stale_ok=True)
     issues = sorted(data.get("issues", []), key=lambda i: ORDER.index(i["kind"]) if i["kind"] in ORDER else 99)
-    pairs = [i for i in issues if i["kind"] == "near_duplicate"]
+    pairs = [i for i in issues if i["kind"] in MERGEABLE]
     versions = await _versions(ask, [n["id"] for i in pairs for n in i.get("notes", []) if n.get("id")])
     counts = data.get("counts", {})
     checked = data.get("near_duplicates_checked") or {}
@@ -59,7 +60,7 @@ def _issue(ask: Ask, issue: dict[str, Any], versions: dict[str, str]) -> str:
     kind = issue["kind"]
     notes = issue.get("notes", [])
     action = f'<p class=action>{esc(issue.get("action"))}</p>'
-    if kind == "near_duplicate":
+    if kind in MERGEABLE and len(notes) == 2 and all(n.get("id") for n in notes):
         return f'<div class="issue pair">{_merge_form(ask, notes, issue.get("similarity"), versions)}{action}</div>'
     if kind == "broken_link":
         return (f'<div class=issue>{note_link(notes[0])} links to <span class=broken>{esc(issue.get("target"))}</span> '
@@ -84,7 +85,7 @@ def _merge_form(ask: Ask, notes: list[dict[str, Any]], similarity: Any, versions
     )
     fields = (hidden("ids", "\n".join(n["id"] for n in notes))
               + "".join(hidden(f"version:{n['id']}", versions.get(n["id"], "")) for n in notes))
-    score = f"<span class=similarity>{float(similarity or 0):.2f} similar</span>"
+    score = f"<span class=similarity>{float(similarity):.2f} similar</span>" if similarity is not None else ""
     return form("/care/merge", ask.csrf, f"{score}<div class=choices>{choices}</div>{fields}", "Merge into the one kept",
                 "merge")
 

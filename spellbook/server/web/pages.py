@@ -52,9 +52,23 @@ async def overview(ask: Ask) -> Answer:
         ("Index folder", f"<code>{esc(stats.get('index'))}</code>"),
         ("git", esc("committing each write" if git.get("committing") else "not committing (no repository, or off)")),
         ("Commits", f"{git.get('commits', 0):,} since the server started"),
+        ("Sync", esc(_sync_line(stats.get("sync") or {}))),
         ("Spellbook", esc(stats.get("version"))),
     ], "plain"))
     return ask.html("Overview", "/", "".join(body))
+
+
+def _sync_line(record: dict[str, Any]) -> str:
+    """The last sync with the git remote (docs/sync.md), in a line."""
+    last = record.get("last")
+    every = f"every {record['every_seconds']:g} s; " if record.get("every_seconds") else ""
+    if last is None:
+        return every + ("no round yet" if every else "off (spellbook sync, or SPELLBOOK_SYNC_SECONDS)")
+    if last.get("error"):
+        return f"{every}last round failed ({last.get('at')}): {last['error']}"
+    copies = len(last.get("conflict_copies") or [])
+    return (f"{every}in sync with {record.get('remote')} at {last.get('head')} ({last.get('at')})"
+            + (f", {copies} conflict copies (Care page)" if copies else ""))
 
 
 def _categories(categories: dict[str, Any]) -> str:
