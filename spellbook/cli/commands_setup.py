@@ -21,7 +21,7 @@ def install(args: argparse.Namespace) -> int:
         result = clients.uninstall(args.client, scope=args.scope, name=args.name)
         print(f"{'removed from' if result.changed else 'not configured in'} {result.path}"
               + (f" (backup: {result.backup})" if result.backup else ""))
-        if args.client == "claude-code":
+        if args.client in ("claude-code", "codex", "gemini"):
             install_hooks(args, remove=True)
         return 0
     token = args.token or (os.environ.get("SPELLBOOK_TOKEN") if args.http else None)
@@ -45,9 +45,9 @@ def install(args: argparse.Namespace) -> int:
           + (f" (backup: {result.backup})" if result.backup else ""))
     if token and args.scope == "project":
         print("warning: the token is now in a project file; keep that file out of git.", file=sys.stderr)
-    if args.hooks or args.prompt_recall:
-        if args.client != "claude-code":
-            raise SpellbookError("--hooks is for claude-code only: other clients have no session hooks.")
+    if args.client in ("codex", "gemini") or args.hooks or args.prompt_recall:
+        if args.client not in ("claude-code", "codex", "gemini"):
+            raise SpellbookError(f"--hooks is for claude-code, codex and gemini: {args.client} has no session hooks.")
         install_hooks(args, vault=vault)
     print(f"Restart {args.client} to load it.", file=sys.stderr)
     return 0
@@ -57,7 +57,13 @@ def install_hooks(args: argparse.Namespace, vault: Path | None = None, remove: b
     from spellbook.cli import clients
     from spellbook.sessions import install as hooks
 
-    file = hooks.settings_path(args.scope)
+    agent = args.client if args.client in ("codex", "gemini") else None
+    if agent:
+        from spellbook.sessions import agents
+
+        file = agents.hooks_path(agent, args.scope)
+    else:
+        file = hooks.settings_path(args.scope)
     if remove:
         changed, backup = hooks.uninstall_hooks(file)
         if changed:
@@ -67,8 +73,12 @@ def install_hooks(args: argparse.Namespace, vault: Path | None = None, remove: b
         import os
 
         vault = Path(os.environ.get("SPELLBOOK_VAULT", "vault"))
-    commands = hooks.hook_commands(clients.default_command(), vault, prompt_recall=args.prompt_recall)
-    changed, backup = hooks.install_hooks(file, commands)
+    if agent:
+        commands = agents.hook_commands(agent, clients.default_command(), vault, prompt_recall=args.prompt_recall)
+        changed, backup = hooks.install_hooks(file, commands, agents.TIMEOUTS[agent])
+    else:
+        commands = hooks.hook_commands(clients.default_command(), vault, prompt_recall=args.prompt_recall)
+        changed, backup = hooks.install_hooks(file, commands)
     print(f"{'configured' if changed else 'already configured:'} session hooks ({', '.join(commands)}) in {file}"
           + (f" (backup: {backup})" if backup else ""))
 

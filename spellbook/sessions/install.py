@@ -63,12 +63,16 @@ def is_ours(hook: Any) -> bool:
     return len(words) >= 3 and Path(words[0]).name in ("spellbook", "spellbook.exe") and words[1] == "hook"
 
 
-def install_hooks(file: Path, commands: Mapping[str, str]) -> tuple[bool, Path | None]:
-    """Write ``commands`` as Spellbook's hooks in ``file``; returns (changed, backup)."""
+def install_hooks(file: Path, commands: Mapping[str, str],
+                  timeouts: Mapping[str, int] | None = None) -> tuple[bool, Path | None]:
+    """Write ``commands`` as Spellbook's hooks in ``file``; returns (changed, backup). ``timeouts``:
+    per event, in the unit the file's reader expects (Claude Code's seconds by default). Codex's
+    hooks.json and Gemini's settings.json take the same layout (sessions/agents/)."""
     config, existed = _read(file)
     hooks = _without_ours(config.get("hooks"), file)
+    timeouts = TIMEOUTS if timeouts is None else timeouts
     for event, command in commands.items():
-        group = {"hooks": [{"type": "command", "command": command, "timeout": TIMEOUTS.get(event, 30)}]}
+        group = {"hooks": [{"type": "command", "command": command, "timeout": timeouts.get(event, 30)}]}
         hooks[event] = [*hooks.get(event, []), group]
     updated = {**config, "hooks": hooks}
     if updated == config:

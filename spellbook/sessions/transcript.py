@@ -44,6 +44,7 @@ class Session:
     started: str | None = None
     ended: str | None = None
     exchanges: list[Exchange] = field(default_factory=list)
+    source: str = "claude-code"  # the agent that wrote the transcript: claude-code, codex, gemini
 
 
 def strip_private(text: str) -> str:
