@@ -24,6 +24,8 @@ def install(args: argparse.Namespace) -> int:
         if args.client in ("claude-code", "codex", "gemini"):
             install_hooks(args, remove=True)
         return 0
+    if args.client == "claude-code" and (args.hooks or args.prompt_recall):
+        _refuse_beside_plugin()
     token = args.token or (os.environ.get("SPELLBOOK_TOKEN") if args.http else None)
     if args.http and not token and not args.no_token:
         from spellbook.server.http import read_token, token_file
@@ -51,6 +53,18 @@ def install(args: argparse.Namespace) -> int:
         install_hooks(args, vault=vault)
     print(f"Restart {args.client} to load it.", file=sys.stderr)
     return 0
+
+
+def _refuse_beside_plugin() -> None:
+    """The plugin brings the same hooks: both would capture every session twice. Checked before anything is written."""
+    from spellbook.sessions.install import plugin_ids
+
+    plugin = plugin_ids()
+    if plugin:
+        raise SpellbookError(
+            f"The Spellbook plugin ({', '.join(plugin)}) is installed in Claude Code and runs the session hooks "
+            f"already; installing them in the settings too would capture every session twice. Nothing was written. "
+            f"Keep the plugin (drop --hooks), or `claude plugin uninstall {plugin[0]}` first.")
 
 
 def install_hooks(args: argparse.Namespace, vault: Path | None = None, remove: bool = False) -> None:

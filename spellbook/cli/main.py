@@ -170,6 +170,8 @@ def _parser() -> argparse.ArgumentParser:
     vault_args(p)
     p.add_argument("event", help="SessionStart, UserPromptSubmit, Stop, PreCompact or SessionEnd")
     p.add_argument("--prompt-recall", action="store_true", help="UserPromptSubmit: add relevant memories")
+    p.add_argument("--from-plugin", action="store_true",
+                   help="run by the Claude Code plugin: stand down when the settings hooks are installed too")
     p.add_argument("--agent", choices=["claude-code", "codex", "gemini"], default="claude-code",
                    help="the CLI running the hook: its event names, answer format and transcript format")
     p.set_defaults(run=_hook)

@@ -49,6 +49,9 @@ def run(event: str, args: Any) -> int:
         settings = settings_from(args, session_prompt_recall=True if getattr(args, "prompt_recall", False) else None)
         _log_to(settings)
         payload = _read_payload()
+        if getattr(args, "from_plugin", False) and _settings_hooks(payload):
+            log.info("hook %s: Spellbook's hooks are in Claude Code's settings too; the plugin's stand down", event)
+            return 0
         if agent != "claude-code":
             payload["spellbook_agent"] = agent
         if key in CAPTURE_EVENTS:
@@ -73,6 +76,15 @@ def run(event: str, args: Any) -> int:
     finally:
         sys.stdout.flush()
         os._exit(0)  # the hub's follower threads must not keep the hook alive
+
+
+def _settings_hooks(payload: dict[str, Any]) -> bool:
+    """Spellbook's hooks are in the user's or the project's Claude Code settings (install --hooks)."""
+    from spellbook.sessions.install import installed_hooks, settings_path
+
+    cwd = payload.get("cwd") or os.environ.get("CLAUDE_PROJECT_DIR")
+    files = [settings_path("user"), *([settings_path("project", project=Path(cwd))] if cwd else [])]
+    return any(installed_hooks(file) for file in files)
 
 
 def _event_key(agent: str, event: str) -> str:

@@ -52,6 +52,18 @@ def hook_commands(command: str, vault: Path | None, prompt_recall: bool = False)
     return out
 
 
+def plugin_ids(*, home: Path | None = None, env: Mapping[str, str] | None = None) -> list[str]:
+    """The ids (``spellbook@<marketplace>``) of the Spellbook plugin installed in Claude Code."""
+    env = os.environ if env is None else env
+    base = Path(env["CLAUDE_CONFIG_DIR"]) if env.get("CLAUDE_CONFIG_DIR") else (home or Path.home()) / ".claude"
+    try:
+        installed = json.loads((base / "plugins" / "installed_plugins.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    plugins = installed.get("plugins") if isinstance(installed, dict) else None
+    return sorted(k for k in plugins if k.startswith("spellbook@")) if isinstance(plugins, dict) else []
+
+
 def is_ours(hook: Any) -> bool:
     """A hook entry this module wrote: its command runs a ``spellbook`` script's ``hook``."""
     if not isinstance(hook, dict) or not isinstance(hook.get("command"), str):
