@@ -70,8 +70,10 @@ def with_entry(text: str, name: str, entry: Mapping[str, Any] | None, file: Path
     kept = _without_table(text, key)
     if entry is not None:
         kept = kept.rstrip("\n") + ("\n\n" if kept.strip() else "") + render_table(f"mcp_servers.{key}", entry)
-    parsed = tomllib.loads(kept)  # what we wrote must read back as exactly what was asked
-    got = servers(parsed, file).get(name)
+    try:  # what we wrote must read back as exactly what was asked
+        got = servers(tomllib.loads(kept), file).get(name)
+    except tomllib.TOMLDecodeError:
+        got = ...
     if got != (None if entry is None else json.loads(json.dumps(entry))):
         raise CodexConfigError(
             f"{file} defines mcp_servers.{key} in a form this command cannot edit safely (inline, or as dotted "

@@ -82,7 +82,9 @@ def run_codex(node_bin: Path, env: dict, project: Path, turns: list[dict], promp
     try:
         done = subprocess.run(
             [str(node_bin / "codex"), "exec", "-c", 'model_provider="stub"', "-c", f"model_providers.stub={provider}",
-             "-c", 'model="gpt-5"', "-c", 'mcp_servers.spellbook.default_tools_approval_mode="approve"', prompt],
+             "-c", 'model="gpt-5"', "-c", 'mcp_servers.spellbook.default_tools_approval_mode="approve"',
+             # the stub answers at once: wait for the MCP server's tools, as a real model's seconds would
+             "-c", "mcp_servers.spellbook.required=true", prompt],
             cwd=project, env=env, capture_output=True, text=True, timeout=180, check=False)
     finally:
         stub.close()

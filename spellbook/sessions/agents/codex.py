@@ -17,44 +17,31 @@ import re
 from pathlib import Path
 from typing import Any
 
-from spellbook.sessions.transcript import (
-    MAX_TRANSCRIPT_BYTES,
-    Exchange,
-    Session,
-    _add_tool,
-    strip_private,
-)
+from spellbook.sessions.transcript import Exchange, Session, _add_tool, json_lines, strip_private
 
 _PATCHED = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$", re.MULTILINE)
 _SHELL = {"exec_command", "shell", "local_shell", "container.exec", "shell_command"}
 
 
 def read_rollout(file: Path, session_id: str | None = None) -> Session:
-    if file.stat().st_size > MAX_TRANSCRIPT_BYTES:
-        raise ValueError(f"transcript {file} is over {MAX_TRANSCRIPT_BYTES} bytes")
     session = Session(session_id or "", source="codex")
     current: Exchange | None = None
-    with file.open(encoding="utf-8", errors="replace") as f:
-        for line in f:
-            try:
-                entry = json.loads(line)
-            except ValueError:
-                continue
-            if not isinstance(entry, dict) or not isinstance(entry.get("payload"), dict):
-                continue
-            kind, payload, when = entry.get("type"), entry["payload"], entry.get("timestamp")
-            if kind == "session_meta":
-                session.session_id = session.session_id or str(payload.get("id") or "")
-                session.cwd = session.cwd or payload.get("cwd")
-                git = payload.get("git") if isinstance(payload.get("git"), dict) else {}
-                session.branch = session.branch or git.get("branch")
-                continue
-            if kind != "response_item":
-                continue
-            if isinstance(when, str):
-                session.started = min(session.started or when, when)
-                session.ended = max(session.ended or when, when)
-            current = _item(session, current, payload, when)
+    for entry in json_lines(file):
+        if not isinstance(entry.get("payload"), dict):
+            continue
+        kind, payload, when = entry.get("type"), entry["payload"], entry.get("timestamp")
+        if kind == "session_meta":
+            session.session_id = session.session_id or str(payload.get("id") or "")
+            session.cwd = session.cwd or payload.get("cwd")
+            git = payload.get("git") if isinstance(payload.get("git"), dict) else {}
+            session.branch = session.branch or git.get("branch")
+            continue
+        if kind != "response_item":
+            continue
+        if isinstance(when, str):
+            session.started = min(session.started or when, when)
+            session.ended = max(session.ended or when, when)
+        current = _item(session, current, payload, when)
     session.session_id = session.session_id or file.stem
     return session
 
