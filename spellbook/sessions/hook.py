@@ -157,11 +157,27 @@ def _session_start(settings: Any, payload: dict[str, Any]) -> str:
     project, cwd = _project(payload)
     hub = _open_hub(settings)
     try:
+        if cwd and "spellbook_agent" not in payload:
+            _sync_claude_memory(hub, settings, project, Path(cwd))
         # A running server embeds the query with its loaded model; without one, keyword search
         # spares this process loading the model.
         return session_context(hub, project, cwd, settings.session_context_tokens, semantic=hub.role == "follower")
     finally:
         hub.close()
+
+
+def _sync_claude_memory(hub: Any, settings: Any, project: str, cwd: Path) -> None:
+    """Claude Code's auto-memory and marked CLAUDE.md sections -> memories (sessions/claude_memory.py)."""
+    from spellbook.sessions.claude_memory import sync
+
+    folders = [cwd, *[f for f in cwd.parents if (f / ".git").exists()][:1]]
+    try:
+        done = sync(hub, project, folders, settings.index_path)
+    except Exception:  # the context is still worth giving
+        log.exception("SessionStart: importing Claude Code's memory files failed")
+        return
+    if done["created"] or done["updated"] or done["erased"]:
+        log.info("SessionStart: Claude Code's memory files: %s", done)
 
 
 def _prompt(settings: Any, payload: dict[str, Any]) -> str:
