@@ -52,7 +52,15 @@ def install(args: argparse.Namespace) -> int:
             raise SpellbookError(f"--hooks is for claude-code, codex and gemini: {args.client} has no session hooks.")
         install_hooks(args, vault=vault)
     print(f"Restart {args.client} to load it.", file=sys.stderr)
+    if args.client in _BEFORE_IT_RUNS:
+        print(_BEFORE_IT_RUNS[args.client], file=sys.stderr)
     return 0
+
+
+_BEFORE_IT_RUNS = {
+    "codex": "Codex runs new hooks only once you trust them: open /hooks in Codex and trust Spellbook's.",
+    "gemini": "Gemini starts MCP servers and hooks only in folders you trust (it asks on its first start there).",
+}
 
 
 def _refuse_beside_plugin() -> None:
