@@ -7,8 +7,8 @@ Each JSON client keeps its servers under a top-level ``"mcpServers"`` object in 
                           Windows %APPDATA%\\Claude\\claude_desktop_config.json
                           Linux $XDG_CONFIG_HOME/Claude/claude_desktop_config.json (default ~/.config)
     cursor          user: ~/.cursor/mcp.json                                      project: <project>/.cursor/mcp.json
-    gemini          user: ~/.gemini/settings.json                                 project: <project>/.gemini/settings.json
-    codex (TOML)    user: $CODEX_HOME/config.toml (default ~/.codex)              project: <project>/.codex/config.toml
+    gemini          user: ~/.gemini/settings.json                        project: <project>/.gemini/settings.json
+    codex (TOML)    user: $CODEX_HOME/config.toml (default ~/.codex)     project: <project>/.codex/config.toml
 
 Codex keeps ``[mcp_servers.<name>]`` tables in TOML instead (codex_config.py edits them).
 

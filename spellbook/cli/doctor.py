@@ -205,7 +205,8 @@ def _entry_check(settings: Settings, label: str, file: Path, key: str, entry: Ma
     where = f"{key!r} in {file}"
     reinstall = f"run `spellbook install {client} --vault {settings.vault_dir}` again"
     if clients.is_remote(entry) or "httpUrl" in entry:
-        return check(label, "ok", f"{where} connects to {entry.get('url') or entry.get('httpUrl')} (a running `spellbook serve --http`)")
+        url = entry.get("url") or entry.get("httpUrl")
+        return check(label, "ok", f"{where} connects to {url} (a running `spellbook serve --http`)")
     command = str(entry.get("command") or "")
     resolved = command if os.path.isabs(command) and os.access(command, os.X_OK) else shutil.which(command)
     if not resolved:

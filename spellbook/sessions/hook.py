@@ -199,7 +199,8 @@ def _spawn_capture(settings: Any, payload: dict[str, Any], key: str) -> None:
     if not payload.get("transcript_path"):
         log.info("hook %s: no transcript_path; nothing to capture", key)
         return
-    if key == "stop" and "spellbook_agent" not in payload and not _stop_due(settings, str(payload.get("session_id") or "")):
+    claude = "spellbook_agent" not in payload  # Codex and Gemini: every turn's end (no SessionEnd to wait for)
+    if key == "stop" and claude and not _stop_due(settings, str(payload.get("session_id") or "")):
         return  # SessionEnd and PreCompact capture it; Stop only now and then, in case neither comes
     env = dict(os.environ, SPELLBOOK_VAULT=str(settings.vault_dir), SPELLBOOK_INDEX_DIR=str(settings.index_path),
                SPELLBOOK_EMBEDDER=settings.embedder)

@@ -16,14 +16,12 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import shutil
 from collections.abc import Mapping
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from spellbook.errors import SpellbookError
-from spellbook.vault.store import atomic_write
+from spellbook.vault.store import atomic_write, backup_copy
 
 CAPTURE_EVENTS = ("Stop", "PreCompact", "SessionEnd")
 TIMEOUTS = {"SessionStart": 30, "UserPromptSubmit": 10, "Stop": 30, "PreCompact": 30, "SessionEnd": 30}
@@ -165,12 +163,7 @@ def _read(file: Path) -> tuple[dict[str, Any], bool]:
 
 def _write(file: Path, config: dict[str, Any], existed: bool) -> Path | None:
     target = file.resolve() if file.is_symlink() else file
-    backup = None
-    if existed:
-        backup = target.with_name(target.name + ".bak")
-        if backup.exists():
-            backup = target.with_name(f"{target.name}.{datetime.now():%Y%m%d-%H%M%S}.bak")
-        shutil.copy2(target, backup)
+    backup = backup_copy(target) if existed else None  # never over an earlier one (Gemini: MCP entry, then hooks)
     target.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(target, json.dumps(config, indent=2, ensure_ascii=False) + "\n")
     return backup

@@ -2,7 +2,8 @@
 the real CLIs run whole sessions offline in the tests, as ``stub_model.py`` does for Claude Code.
 
 A script is a list of turns, one per model request: ``{"tool": name, "input": {...}}`` calls a
-tool (for Codex, an MCP tool is ``{"namespace": "mcp__spellbook", "tool": "scribe", ...}``), ``{"text": "..."}`` answers and ends the turn. Requests that come after the script ran out
+tool (for Codex, an MCP tool is ``{"namespace": "mcp__spellbook", "tool": "scribe", ...}``),
+``{"text": "..."}`` answers and ends the turn. Requests that come after the script ran out
 get "(script finished)". Every request body is kept in ``requests`` (a test reads the context the
 CLI sent: its instructions and the hook's additional context). Binds 127.0.0.1; ``close()`` stops it.
 """
@@ -78,8 +79,9 @@ class ModelStub:
 def _responses_sse(turn: dict[str, Any]) -> bytes:
     rid = f"resp_{uuid.uuid4().hex[:12]}"
     if "tool" in turn:
-        item = {"type": "function_call", "id": f"fc_{uuid.uuid4().hex[:12]}", "call_id": f"call_{uuid.uuid4().hex[:12]}",
-                "name": turn["tool"], "arguments": json.dumps(turn.get("input", {}))}
+        item = {"type": "function_call", "id": f"fc_{uuid.uuid4().hex[:12]}",
+                "call_id": f"call_{uuid.uuid4().hex[:12]}", "name": turn["tool"],
+                "arguments": json.dumps(turn.get("input", {}))}
         if "namespace" in turn:  # Codex groups an MCP server's tools in a namespace (mcp__<server>)
             item["namespace"] = turn["namespace"]
     else:

@@ -118,30 +118,30 @@ def test_hook_answers_are_the_json_both_clis_read() -> None:
     assert agents.answer("gemini", "sessionstart", "") == ""
 
 
-def line(kind: str, payload: dict, when: str) -> str:
-    return json.dumps({"timestamp": when, "type": kind, "payload": payload}) + "\n"
+def line(kind: str, payload: dict, second: int) -> str:
+    return json.dumps({"timestamp": f"2026-11-28T05:29:{second:02d}Z", "type": kind, "payload": payload}) + "\n"
 
 
 def test_codex_rollout_becomes_a_session(tmp_path: Path) -> None:
     file = tmp_path / "rollout-2026-11-28T05-29-01a2.jsonl"
     text = "".join([
-        line("session_meta", {"id": "01a2", "cwd": "/src/shop", "git": {"branch": "main"}}, "2026-11-28T05:29:00Z"),
+        line("session_meta", {"id": "01a2", "cwd": "/src/shop", "git": {"branch": "main"}}, 0),
         line("response_item", {"type": "message", "role": "developer",
-                               "content": [{"type": "input_text", "text": "<spellbook-memory>x"}]}, "2026-11-28T05:29:01Z"),
+                               "content": [{"type": "input_text", "text": "<spellbook-memory>x"}]}, 1),
         line("response_item", {"type": "message", "role": "user",
-                               "content": [{"type": "input_text", "text": "<environment_context>..."}]}, "2026-11-28T05:29:01Z"),
+                               "content": [{"type": "input_text", "text": "<environment_context>..."}]}, 1),
         line("response_item", {"type": "message", "role": "user", "content": [
-            {"type": "input_text", "text": "Why is checkout slow? <private>pw hunter2</private>"}]}, "2026-11-28T05:29:02Z"),
+            {"type": "input_text", "text": "Why is checkout slow? <private>pw hunter2</private>"}]}, 2),
         line("response_item", {"type": "function_call", "name": "exec_command",
-                               "arguments": json.dumps({"cmd": "pytest -q"})}, "2026-11-28T05:29:03Z"),
+                               "arguments": json.dumps({"cmd": "pytest -q"})}, 3),
         line("response_item", {"type": "custom_tool_call", "name": "apply_patch",
                                "input": "*** Begin Patch\n*** Update File: src/pay.py\n@@\n-a\n+b\n*** End Patch"},
-             "2026-11-28T05:29:04Z"),
+             4),
         line("response_item", {"type": "function_call", "namespace": "mcp__spellbook", "name": "scribe",
-                               "arguments": json.dumps({"title": "Pool payment", "text": "..."})}, "2026-11-28T05:29:05Z"),
-        line("event_msg", {"type": "token_count"}, "2026-11-28T05:29:05Z"),
+                               "arguments": json.dumps({"title": "Pool payment", "text": "..."})}, 5),
+        line("event_msg", {"type": "token_count"}, 5),
         line("response_item", {"type": "message", "role": "assistant",
-                               "content": [{"type": "output_text", "text": "Pooled the client."}]}, "2026-11-28T05:29:06Z"),
+                               "content": [{"type": "output_text", "text": "Pooled the client."}]}, 6),
         "not json\n",
     ])
     file.write_text(text)
@@ -161,7 +161,7 @@ def test_gemini_chat_jsonl_last_write_wins_and_hook_context_is_left_out(tmp_path
     records = [
         {"sessionId": "e628", "projectHash": "ab", "startTime": "2026-11-28T05:31:53Z", "kind": "main"},
         {"$set": {"messages": [{"id": "m0", "timestamp": "2026-11-28T05:31:53Z", "type": "user",
-                                "content": [{"text": "<session_context>\nThis is the Gemini CLI.</session_context>"}]}]}},
+                                "content": [{"text": "<session_context>\nThe Gemini CLI.</session_context>"}]}]}},
         {"id": "m1", "timestamp": "2026-11-28T05:31:54Z", "type": "user",
          "content": [{"text": "<hook_context>&lt;spellbook-memory&gt;old</hook_context>\n\nWhy is checkout slow?"}]},
         {"id": "m2", "timestamp": "2026-11-28T05:31:55Z", "type": "gemini", "content": ""},
@@ -205,3 +205,22 @@ def test_doctor_reports_agent_hooks_and_the_plugin(tmp_path: Path) -> None:
     assert plugin_ids(home=home, env={}) == ["spellbook@spellbook"]
     checks = doctor.hook_checks(settings, home=home, env={}, project=tmp_path)
     assert ("claude-code plugin", "ok") in [(c["check"], c["status"]) for c in checks]
+
+
+def test_gemini_uninstall_keeps_a_backup_of_the_file_as_it_was(tmp_path: Path) -> None:
+    """The MCP entry and the hooks share Gemini's settings.json: two writes in one second, two backups."""
+    import subprocess
+
+    from tests.helpers.processes import SPELLBOOK, child_env
+
+    home, project = tmp_path / "home", tmp_path / "proj"
+    project.mkdir()
+    env = child_env(HOME=str(home))
+    for verb in ("install", "uninstall"):
+        subprocess.run([SPELLBOOK, verb, "gemini", *(["--vault", str(tmp_path)] if verb == "install" else [])],
+                       cwd=project, env=env, check=True, capture_output=True, timeout=60)
+        if verb == "install":
+            installed = (home / ".gemini" / "settings.json").read_text()
+    backups = sorted((home / ".gemini").glob("settings.json.*bak"), key=lambda p: p.stat().st_mtime_ns)
+    assert installed in [b.read_text() for b in backups]  # the state before uninstall is kept
+    assert len({b.read_text() for b in backups}) == len(backups) == 3
