@@ -38,10 +38,13 @@ Not for Spellbook.
 
 @pytest.fixture
 def hub(settings: Settings):
-    hub = Hub(settings, watch=False, warm_up=False)
-    hub.start(background=False)
-    yield hub
-    hub.close()
+    """The index owner, in this process, as a hook opens it."""
+    owner = Hub(settings, watch=False, warm_up=False, client="test")
+    try:
+        owner.start(background=False)
+        yield owner
+    finally:
+        owner.close()
 
 
 def layout(tmp_path: Path) -> tuple[Path, Path, dict]:
