@@ -1,12 +1,16 @@
-"""Register Spellbook in an MCP client's JSON config: Claude Code, Claude Desktop, Cursor.
+"""Register Spellbook in an MCP client's config: Claude Code, Claude Desktop, Cursor, Gemini CLI, Codex CLI.
 
-Each client keeps its servers under a top-level ``"mcpServers"`` object in a JSON file:
+Each JSON client keeps its servers under a top-level ``"mcpServers"`` object in a JSON file:
 
     claude-code     user: ~/.claude.json (or $CLAUDE_CONFIG_DIR/.claude.json)   project: <project>/.mcp.json
     claude-desktop  user: macOS ~/Library/Application Support/Claude/claude_desktop_config.json
                           Windows %APPDATA%\\Claude\\claude_desktop_config.json
                           Linux $XDG_CONFIG_HOME/Claude/claude_desktop_config.json (default ~/.config)
     cursor          user: ~/.cursor/mcp.json                                      project: <project>/.cursor/mcp.json
+    gemini          user: ~/.gemini/settings.json                        project: <project>/.gemini/settings.json
+    codex (TOML)    user: $CODEX_HOME/config.toml (default ~/.codex)     project: <project>/.codex/config.toml
+
+Codex keeps ``[mcp_servers.<name>]`` tables in TOML instead (codex_config.py edits them).
 
 ``install`` and ``uninstall`` touch only ``mcpServers[name]``: every other server and every other
 key stays as it was, in order. A file that would not change is not written. Before changing an
@@ -26,10 +30,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from spellbook.cli import codex_config
 from spellbook.errors import InvalidInputError, SpellbookError
 from spellbook.vault.store import atomic_write
 
-CLIENTS = ("claude-code", "claude-desktop", "cursor")
+JSON_CLIENTS = ("claude-code", "claude-desktop", "cursor", "gemini")
+CLIENTS = (*JSON_CLIENTS, "codex")
 SCOPES = ("user", "project")
 
 _SERVERS_KEY = "mcpServers"
@@ -80,6 +86,12 @@ def config_path(
         if scope == "project":
             return project / ".mcp.json"
         return Path(env.get("CLAUDE_CONFIG_DIR") or home) / ".claude.json"
+    if client == "gemini":
+        return (project if scope == "project" else home) / ".gemini" / "settings.json"
+    if client == "codex":
+        if scope == "project":
+            return project / ".codex" / "config.toml"
+        return Path(env.get("CODEX_HOME") or home / ".codex") / "config.toml"
     # cursor
     return (project if scope == "project" else home) / ".cursor" / "mcp.json"
 
@@ -195,6 +207,9 @@ def install(
             "`spellbook serve`, which shares the vault with your other clients."
         )
     file = _config_file(client, scope, path, platform=platform, home=home, env=env, project=project)
+    if client == "codex":
+        return _codex(file, name, _as_json(codex_config.codex_entry(wanted)))
+    wanted = _gemini_entry(wanted) if client == "gemini" else wanted
     config, existed = _read_config(file)
     servers = _servers(config, file)
     if servers is not None and servers.get(name) == wanted:
@@ -219,6 +234,8 @@ def uninstall(
     """Remove ``mcpServers[name]`` from ``client``'s config; everything else stays. Absent: nothing written."""
     _check_name(name)
     file = _config_file(client, scope, path, platform=platform, home=home, env=env, project=project)
+    if client == "codex":
+        return _codex(file, name, None)
     config, existed = _read_config(file)
     servers = _servers(config, file)
     if not existed or servers is None or name not in servers:
@@ -226,6 +243,30 @@ def uninstall(
     updated = dict(config)
     updated[_SERVERS_KEY] = {k: v for k, v in servers.items() if k != name}
     backup = _write_config(file, updated, existed)
+    return InstallResult(path=file, changed=True, backup=backup)
+
+
+def _gemini_entry(entry: dict[str, Any]) -> dict[str, Any]:
+    """Gemini CLI names a streamable HTTP server's address ``httpUrl`` (``url`` is its SSE form)."""
+    if not is_remote(entry) or entry.get("type") == "sse":
+        return {k: v for k, v in entry.items() if k != "type"}
+    return {"httpUrl": entry["url"], **({"headers": entry["headers"]} if entry.get("headers") else {})}
+
+
+def _codex(file: Path, name: str, wanted: dict[str, Any] | None) -> InstallResult:
+    """Install (``wanted``) or remove (None) ``[mcp_servers.<name>]`` in Codex's config.toml."""
+    try:
+        text, config, existed = codex_config.read(file)
+        current = codex_config.servers(config, file).get(name)
+        if current == wanted:
+            return InstallResult(path=file, changed=False, backup=None)
+        updated = codex_config.with_entry(text, name, wanted, file)
+    except codex_config.CodexConfigError as exc:
+        raise ClientConfigError(str(exc)) from None
+    target = file.resolve() if file.is_symlink() else file
+    backup = _backup(target) if existed else None
+    target.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(target, updated, mode=target.stat().st_mode & 0o7777 if existed else 0o600)
     return InstallResult(path=file, changed=True, backup=backup)
 
 

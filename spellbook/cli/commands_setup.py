@@ -21,9 +21,11 @@ def install(args: argparse.Namespace) -> int:
         result = clients.uninstall(args.client, scope=args.scope, name=args.name)
         print(f"{'removed from' if result.changed else 'not configured in'} {result.path}"
               + (f" (backup: {result.backup})" if result.backup else ""))
-        if args.client == "claude-code":
+        if args.client in ("claude-code", "codex", "gemini"):
             install_hooks(args, remove=True)
         return 0
+    if args.client == "claude-code" and (args.hooks or args.prompt_recall):
+        _refuse_beside_plugin()
     token = args.token or (os.environ.get("SPELLBOOK_TOKEN") if args.http else None)
     if args.http and not token and not args.no_token:
         from spellbook.server.http import read_token, token_file
@@ -45,19 +47,45 @@ def install(args: argparse.Namespace) -> int:
           + (f" (backup: {result.backup})" if result.backup else ""))
     if token and args.scope == "project":
         print("warning: the token is now in a project file; keep that file out of git.", file=sys.stderr)
-    if args.hooks or args.prompt_recall:
-        if args.client != "claude-code":
-            raise SpellbookError("--hooks is for claude-code only: other clients have no session hooks.")
+    if args.client in ("codex", "gemini") or args.hooks or args.prompt_recall:
+        if args.client not in ("claude-code", "codex", "gemini"):
+            raise SpellbookError(f"--hooks is for claude-code, codex and gemini: {args.client} has no session hooks.")
         install_hooks(args, vault=vault)
     print(f"Restart {args.client} to load it.", file=sys.stderr)
+    if args.client in _BEFORE_IT_RUNS:
+        print(_BEFORE_IT_RUNS[args.client], file=sys.stderr)
     return 0
+
+
+_BEFORE_IT_RUNS = {
+    "codex": "Codex runs new hooks only once you trust them: open /hooks in Codex and trust Spellbook's.",
+    "gemini": "Gemini starts MCP servers and hooks only in folders you trust (it asks on its first start there).",
+}
+
+
+def _refuse_beside_plugin() -> None:
+    """The plugin brings the same hooks: both would capture every session twice. Checked before anything is written."""
+    from spellbook.sessions.install import plugin_ids
+
+    plugin = plugin_ids()
+    if plugin:
+        raise SpellbookError(
+            f"The Spellbook plugin ({', '.join(plugin)}) is installed in Claude Code and runs the session hooks "
+            f"already; installing them in the settings too would capture every session twice. Nothing was written. "
+            f"Keep the plugin (drop --hooks), or `claude plugin uninstall {plugin[0]}` first.")
 
 
 def install_hooks(args: argparse.Namespace, vault: Path | None = None, remove: bool = False) -> None:
     from spellbook.cli import clients
     from spellbook.sessions import install as hooks
 
-    file = hooks.settings_path(args.scope)
+    agent = args.client if args.client in ("codex", "gemini") else None
+    if agent:
+        from spellbook.sessions import agents
+
+        file = agents.hooks_path(agent, args.scope)
+    else:
+        file = hooks.settings_path(args.scope)
     if remove:
         changed, backup = hooks.uninstall_hooks(file)
         if changed:
@@ -67,8 +95,12 @@ def install_hooks(args: argparse.Namespace, vault: Path | None = None, remove: b
         import os
 
         vault = Path(os.environ.get("SPELLBOOK_VAULT", "vault"))
-    commands = hooks.hook_commands(clients.default_command(), vault, prompt_recall=args.prompt_recall)
-    changed, backup = hooks.install_hooks(file, commands)
+    if agent:
+        commands = agents.hook_commands(agent, clients.default_command(), vault, prompt_recall=args.prompt_recall)
+        changed, backup = hooks.install_hooks(file, commands, agents.TIMEOUTS[agent])
+    else:
+        commands = hooks.hook_commands(clients.default_command(), vault, prompt_recall=args.prompt_recall)
+        changed, backup = hooks.install_hooks(file, commands)
     print(f"{'configured' if changed else 'already configured:'} session hooks ({', '.join(commands)}) in {file}"
           + (f" (backup: {backup})" if backup else ""))
 

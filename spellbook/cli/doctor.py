@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from spellbook.cli import clients
+from spellbook.cli import clients, codex_config
 from spellbook.config import Settings
 from spellbook.errors import SpellbookError
 
@@ -184,9 +184,13 @@ def client_checks(
             name = f"{client} ({scope})"
             try:
                 file = clients.config_path(client, scope, home=home, env=env, project=project)
-                config, existed = clients._read_config(file)
-                servers = clients._servers(config, file) or {}
-            except SpellbookError as exc:
+                if client == "codex":
+                    _, config, existed = codex_config.read(file)
+                    servers = codex_config.servers(config, file)
+                else:
+                    config, existed = clients._read_config(file)
+                    servers = clients._servers(config, file) or {}
+            except (SpellbookError, codex_config.CodexConfigError) as exc:
                 found.append(check(name, "warn", str(exc)))
                 continue
             if not existed or file.resolve() in seen:
@@ -216,8 +220,9 @@ def _is_spellbook(key: str, entry: Any) -> bool:
 def _entry_check(settings: Settings, label: str, file: Path, key: str, entry: Mapping[str, Any], client: str) -> Check:
     where = f"{key!r} in {file}"
     reinstall = f"run `spellbook install {client} --vault {settings.vault_dir}` again"
-    if clients.is_remote(entry):
-        return check(label, "ok", f"{where} connects to {entry.get('url')} (a running `spellbook serve --http`)")
+    if clients.is_remote(entry) or "httpUrl" in entry:
+        url = entry.get("url") or entry.get("httpUrl")
+        return check(label, "ok", f"{where} connects to {url} (a running `spellbook serve --http`)")
     command = str(entry.get("command") or "")
     resolved = command if os.path.isabs(command) and os.access(command, os.X_OK) else shutil.which(command)
     if not resolved:
@@ -267,7 +272,57 @@ def hook_checks(
             out.append(check(name, "warn", f"the hooks in {file} capture sessions into {vault}, not this vault", fix))
         else:
             out.append(check(name, "ok", f"{', '.join(found)} in {file}"))
+    plugin = hooks.plugin_ids(home=home, env=env)
+    if plugin and out:
+        out.append(check("claude-code plugin", "warn", f"the Spellbook plugin ({', '.join(plugin)}) and the settings "
+                         "hooks above are both installed; the plugin's hooks stand down while the settings hooks exist",
+                         "keep one: `spellbook uninstall claude-code` (settings) or `claude plugin uninstall "
+                         f"{plugin[0]}`"))
+    elif plugin:
+        out.append(check("claude-code plugin", "ok", f"{', '.join(plugin)} installed: the MCP server and session hooks "
+                         "(its vault: `claude plugin configure " + plugin[0] + "`)"))
     if not out:
         out.append(check("claude-code hooks", "info", "session memory hooks are not installed",
-                         f"`spellbook install claude-code --hooks --vault {settings.vault_dir}` to capture sessions"))
+                         f"`spellbook install claude-code --hooks --vault {settings.vault_dir}` to capture sessions, "
+                         "or install the Claude Code plugin (README)"))
+    return out + agent_hook_checks(settings, home=home, env=env, project=project)
+
+
+def agent_hook_checks(
+    settings: Settings, *, home: Path | None = None, env: Mapping[str, str] | None = None, project: Path | None = None
+) -> list[Check]:
+    """Codex's and Gemini's hooks (sessions/agents/): installed with recall and capture, for this vault."""
+    from spellbook.sessions import agents
+    from spellbook.sessions import install as hooks
+
+    out: list[Check] = []
+    for agent in agents.AGENTS:
+        found_any = False
+        for scope in ("user", "project"):
+            file = agents.hooks_path(agent, scope, home=home, env=env, project=project)
+            found = hooks.installed_hooks(file) if file.exists() else {}
+            if not found or (scope == "project" and file.resolve() == agents.hooks_path(
+                    agent, "user", home=home, env=env).resolve()):
+                continue
+            found_any = True
+            name, fix = f"{agent} hooks ({scope})", f"run `spellbook install {agent} --scope {scope}` again"
+            capture = "Stop" if agent == "codex" else "AfterAgent"
+            missing = [e for e in ("SessionStart", capture) if e not in found]
+            if missing:
+                out.append(check(name, "warn", f"{file} lacks the {' and '.join(missing)} hook(s)", fix))
+            elif _vault_of(next(iter(found.values()))[0]) != settings.vault_dir:
+                out.append(check(name, "warn", f"the hooks in {file} use another vault than {settings.vault_dir}", fix))
+            else:
+                trust = " (Codex runs them once you trust them in its /hooks)" if agent == "codex" else ""
+                out.append(check(name, "ok", f"{', '.join(found)} in {file}{trust}"))
+        if not found_any:
+            out.append(check(f"{agent} hooks", "info", "session hooks are not installed",
+                             f"`spellbook install {agent} --vault {settings.vault_dir}` if you use {agent}"))
     return out
+
+
+def _vault_of(command: str) -> Path | None:
+    import shlex
+
+    words = shlex.split(command)
+    return Path(words[words.index("--vault") + 1]).resolve() if "--vault" in words[:-1] else None

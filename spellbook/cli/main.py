@@ -119,9 +119,10 @@ def _parser() -> argparse.ArgumentParser:
 
     for verb, text in (("install", "add Spellbook to an MCP client's config"), ("uninstall", "remove it again")):
         p = sub.add_parser(verb, help=text)
-        p.add_argument("client", choices=["claude-code", "claude-desktop", "cursor"])
+        p.add_argument("client", choices=["claude-code", "claude-desktop", "cursor", "codex", "gemini"])
         p.add_argument("--scope", choices=["user", "project"], default="user",
-                       help="user-wide config, or the project's (.mcp.json / .cursor/mcp.json)")
+                       help="user-wide config, or the project's (.mcp.json, .cursor/mcp.json, .codex/config.toml, "
+                       ".gemini/settings.json)")
         p.add_argument("--name", default="spellbook", help="server name in the client's config")
         if verb == "install":
             p.add_argument("--vault", type=Path, help="vault the client's server uses (default: $SPELLBOOK_VAULT or ./vault)")
@@ -132,7 +133,8 @@ def _parser() -> argparse.ArgumentParser:
             p.add_argument("--context", help="scope the client's server to this project (serve --context)")
             p.add_argument("--user", help="scope the client's server to this person (serve --user)")
             p.add_argument("--hooks", action="store_true",
-                           help="claude-code: also install the session memory hooks (docs/sessions.md)")
+                           help="claude-code: also install the session memory hooks (docs/sessions.md); codex and "
+                           "gemini get them always")
             p.add_argument("--prompt-recall", action="store_true",
                            help="with --hooks: also add relevant memories to each prompt (UserPromptSubmit)")
         p.set_defaults(run=install)
@@ -168,6 +170,10 @@ def _parser() -> argparse.ArgumentParser:
     vault_args(p)
     p.add_argument("event", help="SessionStart, UserPromptSubmit, Stop, PreCompact or SessionEnd")
     p.add_argument("--prompt-recall", action="store_true", help="UserPromptSubmit: add relevant memories")
+    p.add_argument("--from-plugin", action="store_true",
+                   help="run by the Claude Code plugin: stand down when the settings hooks are installed too")
+    p.add_argument("--agent", choices=["claude-code", "codex", "gemini"], default="claude-code",
+                   help="the CLI running the hook: its event names, answer format and transcript format")
     p.set_defaults(run=_hook)
 
     p = sub.add_parser("merge", help="merge memories into one (the first id, or --into, keeps its id and file)")

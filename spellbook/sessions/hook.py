@@ -6,6 +6,10 @@
 * ``Stop``, ``PreCompact``, ``SessionEnd``: hand the transcript to a detached ``hook capture``
   process and return at once; that process writes the session's notes through the index owner.
 
+Codex CLI and Gemini CLI run the same hooks with ``--agent codex|gemini``: their events map onto
+these (sessions/agents/), their answers are JSON, their transcripts are read in their own format,
+and their end-of-turn event captures every turn (neither sends Claude Code's SessionEnd reliably).
+
 A hook never breaks the person's session: every error is logged to ``<index>/hooks.log`` (stderr
 when there is no index folder) and the hook exits 0 with nothing on stdout; a watchdog ends it
 within ``DEADLINE_SECONDS`` whatever it is waiting for (an index owner that does not answer).
@@ -37,22 +41,28 @@ STOP_EVERY_SECONDS = 300.0
 
 def run(event: str, args: Any) -> int:
     """The whole hook; returns 0 whatever happens."""
-    key = event.replace("-", "").replace("_", "").lower()
+    agent = getattr(args, "agent", None) or "claude-code"
+    key = _event_key(agent, event)
     started = time.perf_counter()
     threading.Timer(DEADLINE_SECONDS.get(key, 10.0), _give_up, args=(key,)).start()
     try:
         settings = settings_from(args, session_prompt_recall=True if getattr(args, "prompt_recall", False) else None)
         _log_to(settings)
         payload = _read_payload()
+        if getattr(args, "from_plugin", False) and _settings_hooks(payload):
+            log.info("hook %s: Spellbook's hooks are in Claude Code's settings too; the plugin's stand down", event)
+            return 0
+        if agent != "claude-code":
+            payload["spellbook_agent"] = agent
         if key in CAPTURE_EVENTS:
             _spawn_capture(settings, payload, key)
         elif key == "capture":
             _capture(settings, payload)
         elif key == "sessionstart":
-            _print(_session_start(settings, payload))
+            _print(_answer(agent, key, _session_start(settings, payload)))
         elif key == "userpromptsubmit":
             if settings.session_prompt_recall:
-                _print(_prompt(settings, payload))
+                _print(_answer(agent, key, _prompt(settings, payload)))
         else:
             log.info("hook %s: nothing to do for this event", event)
         log.info("hook %s done in %.0f ms", event, (time.perf_counter() - started) * 1000)
@@ -66,6 +76,31 @@ def run(event: str, args: Any) -> int:
     finally:
         sys.stdout.flush()
         os._exit(0)  # the hub's follower threads must not keep the hook alive
+
+
+def _settings_hooks(payload: dict[str, Any]) -> bool:
+    """Spellbook's hooks are in the user's or the project's Claude Code settings (install --hooks)."""
+    from spellbook.sessions.install import installed_hooks, settings_path
+
+    cwd = payload.get("cwd") or os.environ.get("CLAUDE_PROJECT_DIR")
+    files = [settings_path("user"), *([settings_path("project", project=Path(cwd))] if cwd else [])]
+    return any(installed_hooks(file) for file in files)
+
+
+def _event_key(agent: str, event: str) -> str:
+    if agent != "claude-code":
+        from spellbook.sessions.agents import SPELLBOOK_EVENTS
+
+        event = SPELLBOOK_EVENTS.get(agent, {}).get(event, event)
+    return event.replace("-", "").replace("_", "").lower()
+
+
+def _answer(agent: str, key: str, text: str) -> str:
+    if agent == "claude-code":
+        return text
+    from spellbook.sessions.agents import answer
+
+    return answer(agent, key, text)
 
 
 def _give_up(key: str) -> None:
@@ -122,11 +157,27 @@ def _session_start(settings: Any, payload: dict[str, Any]) -> str:
     project, cwd = _project(payload)
     hub = _open_hub(settings)
     try:
+        if cwd and "spellbook_agent" not in payload:
+            _sync_claude_memory(hub, settings, project, Path(cwd))
         # A running server embeds the query with its loaded model; without one, keyword search
         # spares this process loading the model.
         return session_context(hub, project, cwd, settings.session_context_tokens, semantic=hub.role == "follower")
     finally:
         hub.close()
+
+
+def _sync_claude_memory(hub: Any, settings: Any, project: str, cwd: Path) -> None:
+    """Claude Code's auto-memory and marked CLAUDE.md sections -> memories (sessions/claude_memory.py)."""
+    from spellbook.sessions.claude_memory import sync
+
+    folders = [cwd, *[f for f in cwd.parents if (f / ".git").exists()][:1]]
+    try:
+        done = sync(hub, project, folders, settings.index_path)
+    except Exception:  # the context is still worth giving
+        log.exception("SessionStart: importing Claude Code's memory files failed")
+        return
+    if done["created"] or done["updated"] or done["erased"]:
+        log.info("SessionStart: Claude Code's memory files: %s", done)
 
 
 def _prompt(settings: Any, payload: dict[str, Any]) -> str:
@@ -148,7 +199,8 @@ def _spawn_capture(settings: Any, payload: dict[str, Any], key: str) -> None:
     if not payload.get("transcript_path"):
         log.info("hook %s: no transcript_path; nothing to capture", key)
         return
-    if key == "stop" and not _stop_due(settings, str(payload.get("session_id") or "")):
+    claude = "spellbook_agent" not in payload  # Codex and Gemini: every turn's end (no SessionEnd to wait for)
+    if key == "stop" and claude and not _stop_due(settings, str(payload.get("session_id") or "")):
         return  # SessionEnd and PreCompact capture it; Stop only now and then, in case neither comes
     env = dict(os.environ, SPELLBOOK_VAULT=str(settings.vault_dir), SPELLBOOK_INDEX_DIR=str(settings.index_path),
                SPELLBOOK_EMBEDDER=settings.embedder)
@@ -184,10 +236,10 @@ def _stop_due(settings: Any, session_id: str) -> bool:
 def _capture(settings: Any, payload: dict[str, Any]) -> None:
     from spellbook.sessions.capture import capture
     from spellbook.sessions.notes import redact_session
-    from spellbook.sessions.transcript import read_transcript
+    from spellbook.sessions.agents import read_session
 
     transcript = Path(str(payload.get("transcript_path")))
-    session = read_transcript(transcript, payload.get("session_id") or None)
+    session = read_session(payload.get("spellbook_agent"), transcript, payload.get("session_id") or None)
     if not session.cwd:
         session.cwd = payload.get("cwd")
     if not session.exchanges:

@@ -16,14 +16,12 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import shutil
 from collections.abc import Mapping
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from spellbook.errors import SpellbookError
-from spellbook.vault.store import atomic_write
+from spellbook.vault.store import atomic_write, backup_copy
 
 CAPTURE_EVENTS = ("Stop", "PreCompact", "SessionEnd")
 TIMEOUTS = {"SessionStart": 30, "UserPromptSubmit": 10, "Stop": 30, "PreCompact": 30, "SessionEnd": 30}
@@ -52,6 +50,18 @@ def hook_commands(command: str, vault: Path | None, prompt_recall: bool = False)
     return out
 
 
+def plugin_ids(*, home: Path | None = None, env: Mapping[str, str] | None = None) -> list[str]:
+    """The ids (``spellbook@<marketplace>``) of the Spellbook plugin installed in Claude Code."""
+    env = os.environ if env is None else env
+    base = Path(env["CLAUDE_CONFIG_DIR"]) if env.get("CLAUDE_CONFIG_DIR") else (home or Path.home()) / ".claude"
+    try:
+        installed = json.loads((base / "plugins" / "installed_plugins.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    plugins = installed.get("plugins") if isinstance(installed, dict) else None
+    return sorted(k for k in plugins if k.startswith("spellbook@")) if isinstance(plugins, dict) else []
+
+
 def is_ours(hook: Any) -> bool:
     """A hook entry this module wrote: its command runs a ``spellbook`` script's ``hook``."""
     if not isinstance(hook, dict) or not isinstance(hook.get("command"), str):
@@ -63,12 +73,16 @@ def is_ours(hook: Any) -> bool:
     return len(words) >= 3 and Path(words[0]).name in ("spellbook", "spellbook.exe") and words[1] == "hook"
 
 
-def install_hooks(file: Path, commands: Mapping[str, str]) -> tuple[bool, Path | None]:
-    """Write ``commands`` as Spellbook's hooks in ``file``; returns (changed, backup)."""
+def install_hooks(file: Path, commands: Mapping[str, str],
+                  timeouts: Mapping[str, int] | None = None) -> tuple[bool, Path | None]:
+    """Write ``commands`` as Spellbook's hooks in ``file``; returns (changed, backup). ``timeouts``:
+    per event, in the unit the file's reader expects (Claude Code's seconds by default). Codex's
+    hooks.json and Gemini's settings.json take the same layout (sessions/agents/)."""
     config, existed = _read(file)
     hooks = _without_ours(config.get("hooks"), file)
+    timeouts = TIMEOUTS if timeouts is None else timeouts
     for event, command in commands.items():
-        group = {"hooks": [{"type": "command", "command": command, "timeout": TIMEOUTS.get(event, 30)}]}
+        group = {"hooks": [{"type": "command", "command": command, "timeout": timeouts.get(event, 30)}]}
         hooks[event] = [*hooks.get(event, []), group]
     updated = {**config, "hooks": hooks}
     if updated == config:
@@ -149,12 +163,7 @@ def _read(file: Path) -> tuple[dict[str, Any], bool]:
 
 def _write(file: Path, config: dict[str, Any], existed: bool) -> Path | None:
     target = file.resolve() if file.is_symlink() else file
-    backup = None
-    if existed:
-        backup = target.with_name(target.name + ".bak")
-        if backup.exists():
-            backup = target.with_name(f"{target.name}.{datetime.now():%Y%m%d-%H%M%S}.bak")
-        shutil.copy2(target, backup)
+    backup = backup_copy(target) if existed else None  # never over an earlier one (Gemini: MCP entry, then hooks)
     target.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(target, json.dumps(config, indent=2, ensure_ascii=False) + "\n")
     return backup

@@ -25,6 +25,7 @@ PROMPT_CHARS = 2_000
 ANSWER_CHARS = 2_000
 GIST_CHARS = 70
 CATEGORY = "sessions"
+AGENT_NAMES = {"claude-code": "Claude Code", "codex": "Codex", "gemini": "Gemini CLI"}
 _PART = re.compile(r" \(part (\d+)\)$")
 
 
@@ -91,7 +92,7 @@ def render_session(session: Session, project: str | None = None, digested: Diges
     notes: list[SessionNote] = []
     for n, group in enumerate(groups, 1):
         title = base if n == 1 else f"{base} (part {n})"
-        head = (f"Claude Code session `{session.session_id}` in **{project}**"
+        head = (f"{AGENT_NAMES.get(session.source, session.source)} session `{session.session_id}` in **{project}**"
                 f"{f' (branch {session.branch})' if session.branch else ''}, "
                 f"{_clock(session.started, True)} to {_clock(session.ended, True)}"
                 f"{f', part {n} of {len(groups)}' if len(groups) > 1 else ''}.\n")
@@ -101,7 +102,7 @@ def render_session(session: Session, project: str | None = None, digested: Diges
         fields = {
             "category": CATEGORY, "topic": project, "type": "session", "context": project,
             "session": session.session_id, "started": session.started, "ended": session.ended,
-            "source": "claude-code", "tags": ["session", "claude-code"],
+            "source": session.source, "tags": ["session", session.source],
         }
         notes.append(SessionNote(n, title, body, {k: v for k, v in fields.items() if v}))
     return notes

@@ -45,6 +45,7 @@ class Session:
     started: str | None = None
     ended: str | None = None
     exchanges: list[Exchange] = field(default_factory=list)
+    source: str = "claude-code"  # the agent that wrote the transcript: claude-code, codex, gemini
 
 
 def strip_private(text: str) -> str:
@@ -54,6 +55,11 @@ def strip_private(text: str) -> str:
 
 def read_transcript(file: Path, session_id: str | None = None) -> Session:
     """Parse a transcript file; unreadable lines are skipped (Claude Code may be appending)."""
+    return parse_entries(json_lines(file), session_id or file.stem)
+
+
+def json_lines(file: Path) -> list[dict[str, Any]]:
+    """The JSON objects of a JSONL transcript, one a line; lines that do not parse are skipped."""
     if file.stat().st_size > MAX_TRANSCRIPT_BYTES:
         raise ValueError(f"transcript {file} is over {MAX_TRANSCRIPT_BYTES} bytes")
     entries: list[dict[str, Any]] = []
@@ -65,7 +71,7 @@ def read_transcript(file: Path, session_id: str | None = None) -> Session:
                 continue
             if isinstance(entry, dict):
                 entries.append(entry)
-    return parse_entries(entries, session_id or file.stem)
+    return entries
 
 
 def parse_entries(entries: list[dict[str, Any]], session_id: str) -> Session:

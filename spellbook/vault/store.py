@@ -346,6 +346,27 @@ def _place(source: Path, target: Path) -> bool:
     return True
 
 
+def backup_copy(file: Path) -> Path:
+    """Copy ``file`` byte for byte (and its mode) to ``<file>.bak``, or ``<file>.<YYYYmmdd-HHMMSS>[-n].bak``
+    when that is taken: never over an earlier backup, even one made the same second."""
+    from datetime import datetime
+
+    data, mode = file.read_bytes(), stat.S_IMODE(file.stat().st_mode)
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    names = [f"{file.name}.bak", f"{file.name}.{stamp}.bak", *(f"{file.name}.{stamp}-{i}.bak" for i in range(1, 100))]
+    for name in names:
+        try:
+            fd = os.open(file.with_name(name), os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), mode)
+        except FileExistsError:
+            continue
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        return file.with_name(name)
+    raise FileExistsError(f"Too many backups of {file} this second; delete old *.bak files next to it and retry.")
+
+
 def new_file_mode(folder: Path) -> int:
     """The mode of a new file in ``folder``: the folder's read/write bits, limited by the umask."""
     return folder.stat().st_mode & 0o666 & ~_UMASK

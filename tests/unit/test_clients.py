@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from spellbook.cli import clients
-from spellbook.cli.clients import CLIENTS, InstallResult, config_path, install, server_entry, uninstall
+from spellbook.cli.clients import JSON_CLIENTS as CLIENTS, InstallResult, config_path, install, server_entry, uninstall
 from spellbook.errors import InvalidInputError, SpellbookError
 
 CMD = "/opt/spellbook/.venv/bin/spellbook"
