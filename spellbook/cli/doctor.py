@@ -254,4 +254,9 @@ def hook_checks(
     if not out:
         out.append(check("claude-code hooks", "info", "session memory hooks are not installed",
                          f"`spellbook install claude-code --hooks --vault {settings.vault_dir}` to capture sessions"))
+    from spellbook.sessions.capture import open_to_others
+
+    if exposed := open_to_others(settings.vault_dir):
+        out.append(check("captured sessions", "warn", "other users of this machine can read captured sessions in "
+                         + " and ".join(str(f) for f in exposed), f"`chmod 700 {settings.vault_dir}`"))
     return out

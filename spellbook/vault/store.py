@@ -10,8 +10,8 @@ overwrite a file that changed since.
 
 Permissions (docs/security.md, "Writes and files"): a rewritten file keeps the mode it had; a new
 file gets its folder's mode without the execute bits, limited by the umask (a 0700 folder gives
-0600 notes, 0755 gives 0644, 0750 gives 0640); a new folder gets the vault folder's mode, limited
-by the umask.
+0600 notes, 0755 gives 0644, 0750 gives 0640); a new folder gets the mode of the folder it is made
+in, limited by the umask (so a private category keeps its topics and notes private).
 """
 
 from __future__ import annotations
@@ -251,14 +251,14 @@ class Vault:
             return folder
 
     def _make_folders(self, folder: Path) -> None:
-        """Create ``folder`` and missing parents with the vault folder's mode (umask applies)."""
+        """Create ``folder`` and missing parents, each with the mode of the folder it is made in
+        (umask applies)."""
         if folder.is_dir():
             return
-        mode = self.root.stat().st_mode & 0o777
         missing = [folder, *(p for p in folder.parents if p != self.root and self.root in p.parents)]
         for each in reversed(missing):
             try:
-                each.mkdir(mode=mode)
+                each.mkdir(mode=each.parent.stat().st_mode & 0o777)
             except FileExistsError:
                 pass
 
