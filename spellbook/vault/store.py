@@ -206,6 +206,16 @@ class Vault:
         """Move a note to the vault's ``.trash/`` (as Obsidian does); returns where it went."""
         return self._move_under(TRASH_DIR, path)
 
+    def trashed(self) -> Iterator[str]:
+        """The paths of the notes in ``.trash/``, never through a symbolic link (``.trash`` included)."""
+        top = self.root / TRASH_DIR
+        if top.is_symlink() or not top.is_dir():
+            return
+        for folder, folders, names in os.walk(top, followlinks=False):
+            prefix = os.path.relpath(folder, self.root).replace(os.sep, "/")
+            folders.sort()
+            yield from (f"{prefix}/{name}" for name in sorted(names) if name.endswith(".md"))
+
     def untrash(self, trash_path: str, path: str) -> bool:
         """Move a file ``trash`` put in ``.trash/`` back to ``path``, never over a file that took its
         place meanwhile (False then: it stays in the trash)."""
