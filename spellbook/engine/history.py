@@ -153,7 +153,7 @@ class History:
             new_version = content_version(text)
         else:
             if current_version is not None and current_version != state.version:
-                raise ConflictError(path, current_version, state.version, self.access.scrub(state.text)[0], note_id=id)
+                raise ConflictError(path, current_version, state.version, state.text, note_id=id, retry="restore")
             if state.text == text:
                 return {"id": id, "path": path, "version": state.version, "restored": commit[:12],
                         "unchanged": True}

@@ -75,8 +75,8 @@ class Merging:
         others = [row for row in (self.access.note_as(i, "memory to merge") for i in wanted) if row.path != survivor.path]
         state = self._read(survivor)
         if version is not None and version != state.version:
-            raise ConflictError(survivor.path, version, state.version, self.access.scrub(state.text)[0],
-                                note_id=survivor.note_id, retry="merge")
+            raise ConflictError(survivor.path, version, state.version, state.text, note_id=survivor.note_id,
+                                retry="merge")
         parsed = _parsed(survivor.path, state.text)
         target = self.links.link_text(survivor)
         names = self._names(others)
@@ -94,7 +94,7 @@ class Merging:
             try:
                 new_version = self.vault.write(survivor.path, merged, expected_version=state.version)
             except ConflictError as exc:
-                raise ConflictError(survivor.path, state.version, exc.current_version, self.access.scrub(exc.content)[0],
+                raise ConflictError(survivor.path, state.version, exc.current_version, exc.content,
                                     note_id=survivor.note_id, retry="merge") from None
         except BaseException:
             self._put_back(trashed)
