@@ -10,6 +10,7 @@ the read and the write, the change is applied again on their version, never over
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import logging
 import re
@@ -298,26 +299,19 @@ class Links:
         return self.access.scrub(reason)[0] or None
 
     def _merged_into(self, unresolved: list[dict[str, Any]]) -> None:
-        """``merged_into`` (the survivor, when the call sees it) on each link to a note that a merge
-        moved to ``.trash/`` (a note of another scope is not relinked by a merge it cannot see)."""
+        """``merged_into`` (the survivor, when the call sees it) on each link to a note a merge moved
+        to ``.trash/`` (a merge does not relink a note of a scope it cannot see)."""
         wanted = {link_key(item["target"]) for item in unresolved}
         survivors: dict[str, str] = {}
         for path in self.vault.trashed() if wanted else ():
             inside = path.split("/", 1)[1].removesuffix(".md")
-            key = next((k for k in (link_key(inside), link_key(inside.rsplit("/", 1)[-1])) if k in wanted), None)
-            if key is None:
-                continue
-            try:
-                into = parse_note(self.vault.read(path).text).meta.get("merged_into")
-            except (OSError, SpellbookError):
-                continue
-            if isinstance(into, str | int) and str(into).strip():
-                survivors[key] = str(into).strip()
+            for key in {link_key(inside), link_key(inside.rsplit("/", 1)[-1])} & wanted:
+                with contextlib.suppress(OSError, SpellbookError):
+                    if into := str(parse_note(self.vault.read(path).text).meta.get("merged_into") or "").strip():
+                        survivors[key] = into
         for item in unresolved:
-            try:
+            with contextlib.suppress(KeyError, NoteNotFoundError):
                 item["merged_into"] = self.access.note(survivors[link_key(item["target"])]).ref()
-            except (KeyError, NoteNotFoundError):
-                pass
 
     def _backlinks(self, note: NoteRow) -> list[dict[str, Any]]:
         """Notes linking to this one (that resolve to it), one entry per note and relation."""
