@@ -187,7 +187,7 @@ def build_corpus() -> list[dict[str, str]]:
     add("password", password(symbols=plain), "redis-cli -h cache-1 -p 6379 -a {s} INFO replication")
     add("password", password(), "echo '{s}' | sudo -S systemctl restart nginx")
     add("password", password(symbols=plain), "openssl enc -aes-256-cbc -salt -in backup.tar -out backup.enc -k {s}")
-    add("password", password(symbols=plain), "openssl pkcs12 -export -in c.pem -inkey k.pem -out b.p12 -passout pass:{s}")
+    add("password", password(symbols=plain), "openssl pkcs12 -export -inkey k.pem -out b.p12 -passout pass:{s}")
 
     return [{"kind": k, "secret": s, "text": t.replace("{s}", s).replace("{{", "{").replace("}}", "}")}
             for k, s, t in rows]
