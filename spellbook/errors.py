@@ -83,7 +83,9 @@ class NoteNotFoundError(SpellbookError, LookupError):
 
 
 class ConflictError(SpellbookError):
-    """The note changed on disk after the caller read it; nothing was written."""
+    """The note changed on disk after the caller read it; nothing was written. ``content`` is the
+    file as it is now, as the owner read it: the hub scrubs it as the error leaves the owner
+    (``Access.scrubbed_conflict``), so whoever raises one passes the raw text."""
 
     def __init__(self, path: str, expected: str, current: str, content: str, note_id: str = "",
                  retry: str = "revise") -> None:
@@ -92,6 +94,7 @@ class ConflictError(SpellbookError):
         self.expected_version = expected
         self.current_version = current
         self.content = content
+        self.retry = retry
         what = f"Memory {note_id!r} ({path})" if note_id else path
         super().__init__(
             f"{what} changed on disk since you read it "

@@ -285,6 +285,11 @@ def hook_checks(
         out.append(check("claude-code hooks", "info", "session memory hooks are not installed",
                          f"`spellbook install claude-code --hooks --vault {settings.vault_dir}` to capture sessions, "
                          "or install the Claude Code plugin (README)"))
+    from spellbook.sessions.capture import open_to_others
+
+    if exposed := open_to_others(settings.vault_dir):
+        out.append(check("captured sessions", "warn", "other users of this machine can read captured sessions in "
+                         + " and ".join(str(f) for f in exposed), f"`chmod 700 {settings.vault_dir}`"))
     return out + agent_hook_checks(settings, home=home, env=env, project=project)
 
 

@@ -16,7 +16,7 @@ from collections import OrderedDict
 from typing import Any
 
 from spellbook.config import Settings
-from spellbook.errors import InvalidInputError, NoteNotFoundError, SpellbookError
+from spellbook.errors import ConflictError, InvalidInputError, NoteNotFoundError, SpellbookError
 from spellbook.index.catalog import Catalog, NoteRow
 from spellbook.index.indexer import SyncReport
 from spellbook.vault.privacy import KINDS, Redaction, may_hold_secrets, redact, redact_data
@@ -63,6 +63,12 @@ class Access:
     def may_hold_secrets(self, text: str) -> bool:
         """False when ``scrub(text)`` would change nothing for sure (spellbook/vault/privacy.py)."""
         return self.enabled and may_hold_secrets(text, self.privacy["extra_patterns"])
+
+    def scrubbed_conflict(self, conflict: ConflictError) -> ConflictError:
+        """``conflict`` with the file's text scrubbed: the one place a conflict's text is scrubbed,
+        where every call leaves the owner (server/hub.py), so no service scrubs its own."""
+        return ConflictError(conflict.path, conflict.expected_version, conflict.current_version,
+                             self.scrub(conflict.content)[0], note_id=conflict.note_id, retry=conflict.retry)
 
     def scrub_data(self, value: Any) -> tuple[Any, list[str]]:
         return redact_data(value, **self.privacy) if self.enabled else (value, [])

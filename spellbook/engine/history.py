@@ -6,6 +6,11 @@ commit that touched the note's file, following renames; ``restore`` writes the c
 back to the note's current path through the vault's version-checked write, so a hand edit made
 meanwhile is refused, never overwritten. A memory erased in a commit is found by
 its id in the history (``git log -S`` on its ``id:`` line) and can be restored too.
+
+A path outlives its memory: an erased "Roadmap" of one scope and a new "Roadmap" of another
+share ``roadmap.md``. So a memory's versions are only the commits whose file holds its id and
+a scope the call sees (a deletion: when the text it took out was one); history, diff and
+restore read nothing else.
 """
 
 from __future__ import annotations
@@ -22,12 +27,14 @@ from spellbook.git.repo import Repo, Version
 from spellbook.index.catalog import Catalog
 from spellbook.index.indexer import Indexer
 from spellbook.scope import current as current_scope
-from spellbook.vault.fields import derived_id
+from spellbook.vault.fields import derived_id, note_id_of, scope_of
 from spellbook.vault.note import content_version, parse_note, render_note
 from spellbook.vault.store import FileState, Vault
 
 MAX_HISTORY = 100
 MAX_DIFF_BYTES = 200_000
+BLOB_BATCH = 64  # versions whose contents one ``git cat-file --batch`` reads
+Owned = tuple[Version, bytes | None]  # a version of the memory and its file's content (None: deleted there)
 
 
 class Recorder:
@@ -108,13 +115,10 @@ class History:
         repo = self._repo()
         path, title, versions, erased = self._versions(repo, id, limit + 1)
         more = len(versions) > limit
-        versions = versions[:limit]
-        contents = self.git.git.blobs(repo, [(v.commit, v.path) for v in versions if v.path])
         current = None if erased else self._current(path)
         entries = []
-        for v in versions:
+        for v, blob in versions[:limit]:
             data = v.data()
-            blob = contents.pop(0) if v.path else None
             data["content_version"] = content_version(blob) if blob is not None else None
             data["current"] = current is not None and data["content_version"] == current
             entries.append(data)
@@ -131,15 +135,14 @@ class History:
         if commit is None:
             raise InvalidInputError(f"Version {version!r} is not a commit in the vault's history; pass a version "
                                     "from history(id).")
-        path, title, versions, erased = self._versions(repo, id, None)
-        match = next((v for v in versions if v.commit == commit), None)
+        path, title, versions, erased = self._versions(repo, id, None, until=commit)
+        match, data = next(((v, blob) for v, blob in versions if v.commit == commit), (None, None))
         if match is None:
             raise InvalidInputError(f"Version {version!r} is not in the history of memory {id!r}; call history(id) "
                                     "for its versions.")
-        if match.path is None:
+        if data is None:
             raise InvalidInputError(f"Version {version!r} is the commit that erased memory {id!r}; restore the "
                                     "version before it (the next one in history).")
-        data = git.blobs(repo, [(commit, match.path)])[0] or b""
         try:
             text = _keep_id(data.decode("utf-8"), id, path)
         except UnicodeDecodeError:
@@ -150,7 +153,7 @@ class History:
             new_version = content_version(text)
         else:
             if current_version is not None and current_version != state.version:
-                raise ConflictError(path, current_version, state.version, self.access.scrub(state.text)[0], note_id=id)
+                raise ConflictError(path, current_version, state.version, state.text, note_id=id, retry="restore")
             if state.text == text:
                 return {"id": id, "path": path, "version": state.version, "restored": commit[:12],
                         "unchanged": True}
@@ -162,22 +165,28 @@ class History:
                 "committing": self.git.enabled}
 
     def diff(self, id: str, version: str) -> dict[str, Any]:
-        """What one version of a memory changed: ``git show`` of that commit, for the note's file only."""
+        """What one version of a memory changed from the memory's version before it (not from the
+        commit's parent: the path may have held another memory just before)."""
         repo = self._repo()
         commit = self.git.git.resolve((version or "").strip())
-        path, title, versions, _ = self._versions(repo, id, None)
-        index = next((i for i, v in enumerate(versions) if v.commit == commit), None)
-        if commit is None or index is None:
+        path, title, versions, _ = self._versions(repo, id, None, until=commit)
+        index = next((i for i, (v, _) in enumerate(versions) if v.commit == commit), None)
+        if index is None:
             raise InvalidInputError(f"Version {version!r} is not in the history of memory {id!r}; call history(id) "
                                     "for its versions.")
-        match = versions[index]
-        earlier = next((v.path for v in versions[index + 1:] if v.path), None)
-        paths = sorted({p for p in (match.path, earlier) if p})
-        out = self.git.git.run("show", "--no-ext-diff", "--no-textconv", "--no-color", "--format=", "-M", commit, "--",
-                               *paths, check=False)
-        text = out.stdout[:MAX_DIFF_BYTES].decode("utf-8", "replace")
+        match, after = versions[index]
+        earlier, before = versions[index + 1] if index + 1 < len(versions) else (None, None)
+        if after is None:  # the commit that erased it: the text it took out (the version before it)
+            out = _whole_file(before or b"", earlier.path if earlier and earlier.path else path, added=False)
+        elif earlier is None or before is None:  # its first version, or its first after an erase
+            out = _whole_file(after, match.path or path, added=True)
+        else:
+            out = self.git.git.run("diff", "--no-ext-diff", "--no-textconv", "--no-color", f"{earlier.commit}:"
+                                   f"{repo.prefix}{earlier.path}", f"{commit}:{repo.prefix}{match.path}",
+                                   check=False).stdout
+        text = out[:MAX_DIFF_BYTES].decode("utf-8", "replace")
         return {"id": id, "title": title, "path": path, "commit": commit, **match.data(),
-                "diff": self.access.scrubbed(text), "truncated": len(out.stdout) > MAX_DIFF_BYTES}
+                "diff": self.access.scrubbed(text), "truncated": len(out) > MAX_DIFF_BYTES}
 
     # --- helpers ------------------------------------------------------------------------------
     def _repo(self) -> Repo:
@@ -189,41 +198,75 @@ class History:
         self.git.flush()  # Spellbook's own writes are in the history before it is read
         return repo
 
-    def _versions(self, repo: Repo, id: str, limit: int | None) -> tuple[str, str, list[Version], bool]:
+    def _versions(self, repo: Repo, id: str, limit: int | None, until: str | None = None
+                  ) -> tuple[str, str, list[Owned], bool]:
         """(path, title, versions newest first, erased) of a memory in the index or, failing
         that, of one found in git by its id: erased if a commit took it out, else one whose file
-        is not in the index now (emptied or changed by hand and not committed, or caught mid-save)."""
+        is not in the index now (emptied or changed by hand and not committed, or caught mid-save).
+        Only the memory's own versions the call may see, up to ``limit`` or to the one after
+        commit ``until`` (``_own``); none at all of a memory that is not in the index: not found."""
+        id = id.strip() if isinstance(id, str) else id
         try:
             note = self.access.note(id)
         except NoteNotFoundError:
-            if self.catalog.notes_by_id(id.strip()):
+            if self.catalog.notes_by_id(id):
                 raise  # in the vault, but another scope's memory
             note = None
         if note is not None:
-            return note.path, note.title, self.git.git.file_log(repo, note.path, limit=limit), False
-        found = self.git.git.last_commit_with_id(repo, id.strip())
+            return note.path, note.title, self._log(repo, note.path, id, limit, until), False
+        found = self.git.git.last_commit_with_id(repo, id)
         if found is None:
             raise NoteNotFoundError(id)
         commit, status, path = found  # the newest commit that put the id in a file or took it out
-        meta = self._meta_at(repo, commit, path) if status != "D" else None
-        if meta is not None and str(meta.get("id", "")).strip() == id.strip():
+        blob = self.git.git.blobs(repo, [(commit, path)])[0] if status != "D" else None
+        if blob is not None and str(_meta(blob).get("id", "")).strip() == id:
             # That commit put the id in, and no commit took it out since: not erased. Its history
             # runs to HEAD, and a restore writes its file (not a second one beside it), unless the
             # file now holds another memory (put there by hand): then it goes beside it.
-            versions = self.git.git.file_log(repo, path, limit=limit)
-            erased = self._holds_other_id(path, id.strip())
+            versions = self._log(repo, path, id, limit, until)
+            erased = self._holds_other_id(path, id)
         else:
-            versions, erased = self.git.git.file_log(repo, path, start=commit, limit=limit), True
-            live = next((v for v in versions if v.path), None)
-            meta = self._meta_at(repo, live.commit, live.path) if live is not None and live.path else None
-        if meta is not None and not current_scope().sees(_text(meta.get("context")), _text(meta.get("user"))):
+            versions, erased = self._log(repo, path, id, limit, until, start=commit), True
+        if not versions:
             raise NoteNotFoundError(id)  # another scope's memory
-        title = (meta or {}).get("title") or Path(path).stem
+        title = next((_meta(b).get("title") for _, b in versions if b is not None), None) or Path(path).stem
         return path, str(title), versions, erased  # erased: not in the vault now, restore creates the file again
 
-    def _meta_at(self, repo: Repo, commit: str, path: str) -> dict[str, Any]:
-        blob = self.git.git.blobs(repo, [(commit, path)])[0] or b""
-        return parse_note(blob.decode("utf-8", "replace")).meta
+    def _log(self, repo: Repo, path: str, id: str, limit: int | None, until: str | None,
+             start: str = "HEAD") -> list[Owned]:
+        """The memory's own versions in the history of ``path`` from ``start`` (``_own``)."""
+        log = self.git.git.file_log(repo, path, start=start, limit=limit)
+        owned = self._own(repo, id, log, limit, until)
+        if limit and len(owned) < limit and len(log) == limit:  # others' versions took places: read it all
+            owned = self._own(repo, id, self.git.git.file_log(repo, path, start=start), limit, until)
+        return owned
+
+    def _own(self, repo: Repo, id: str, log: list[Version], limit: int | None, until: str | None = None) -> list[Owned]:
+        """The versions in ``log`` (newest first) that are this memory's and that the call's scope
+        sees: the file holds the id (a note without one: its path gives it) and a visible scope;
+        a deletion, when the version before it is one. The first ``limit``, or up to the one after
+        commit ``until``; contents read a batch at a time (a note may be megabytes)."""
+        scope = current_scope()
+        owned: list[Owned] = []
+        erasing: Version | None = None
+        stop = limit
+        for start in range(0, len(log), BLOB_BATCH):
+            part = log[start:start + BLOB_BATCH]
+            blobs = iter(self.git.git.blobs(repo, [(v.commit, v.path) for v in part if v.path]))
+            for v in part:
+                if v.path is None:
+                    erasing = v
+                    continue
+                blob = next(blobs)
+                meta = _meta(blob) if blob is not None else None
+                if meta is not None and note_id_of(meta, v.path) == id and scope.sees(*scope_of(meta)):
+                    owned += [(erasing, None), (v, blob)] if erasing is not None else [(v, blob)]
+                    if stop is None and until is not None and until in (v.commit, erasing and erasing.commit):
+                        stop = len(owned) + (v.commit == until)  # and the version before it (diff)
+                erasing = None
+                if stop and len(owned) >= stop:
+                    return owned[:stop]
+        return owned
 
     def _holds_other_id(self, path: str, id: str) -> bool:
         """Does the file at ``path`` now hold another memory (or something that is not a note)?"""
@@ -275,5 +318,19 @@ def _keep_id(text: str, note_id: str, path: str) -> str:
     return render_note({**parsed.meta, "id": note_id}, parsed.body, original=parsed)
 
 
-def _text(value: Any) -> str | None:
-    return str(value).strip() or None if value is not None else None
+def _meta(blob: bytes) -> dict[str, Any]:
+    return parse_note(blob.decode("utf-8", "replace")).meta
+
+
+def _whole_file(data: bytes, path: str, added: bool) -> bytes:
+    """A unified diff that adds (or removes) the whole of ``data`` at ``path``, as git writes one."""
+    lines = data.split(b"\n")
+    ended = lines[-1] == b""
+    lines = lines[:-1] if ended else lines
+    sign, count = (b"+" if added else b"-"), len(lines)
+    head = f"--- /dev/null\n+++ b/{path}\n" if added else f"--- a/{path}\n+++ /dev/null\n"
+    hunk = (f"@@ -0,0 +1,{count} @@\n" if added else f"@@ -1,{count} +0,0 @@\n") if count else ""
+    body = b"".join(sign + line + b"\n" for line in lines)
+    if count and not ended:
+        body += b"\\ No newline at end of file\n"
+    return (head + hunk).encode("utf-8", "surrogateescape") + body

@@ -10,6 +10,7 @@ the read and the write, the change is applied again on their version, never over
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import logging
 import re
@@ -23,6 +24,7 @@ from spellbook.index.catalog import Catalog, NoteRow
 from spellbook.index.indexer import Indexer, file_changed
 from spellbook.vault.fields import LINK_REASONS, MAX_LIST_ITEMS, RELATIONS, link_targets
 from spellbook.vault.note import now_iso, parse_note, render_note
+from spellbook.vault.relink import link_key
 from spellbook.vault.store import Vault
 
 log = logging.getLogger(__name__)
@@ -178,6 +180,7 @@ class Links:
             if why:
                 item["reason"] = self.access.scrub(why)[0]
             links.append(item)
+        self._merged_into([item for item in links if not item["resolved"]])
         return {**note.ref(), "links": links, "backlinks": self._backlinks(note)}
 
     def explore_related(self, id: str, limit: int = 10) -> dict[str, Any]:
@@ -294,6 +297,21 @@ class Links:
         if len(reason) > MAX_REASON_CHARS:
             raise InvalidInputError(f"reason is {len(reason)} characters; keep it under {MAX_REASON_CHARS}.")
         return self.access.scrub(reason)[0] or None
+
+    def _merged_into(self, unresolved: list[dict[str, Any]]) -> None:
+        """``merged_into`` (the survivor, when the call sees it) on each link to a note a merge moved
+        to ``.trash/`` (a merge does not relink a note of a scope it cannot see)."""
+        wanted = {link_key(item["target"]) for item in unresolved}
+        survivors: dict[str, str] = {}
+        for path in self.vault.trashed() if wanted else ():
+            inside = path.split("/", 1)[1].removesuffix(".md")
+            for key in {link_key(inside), link_key(inside.rsplit("/", 1)[-1])} & wanted:
+                with contextlib.suppress(OSError, SpellbookError):
+                    if into := str(parse_note(self.vault.read(path).text).meta.get("merged_into") or "").strip():
+                        survivors[key] = into
+        for item in unresolved:
+            with contextlib.suppress(KeyError, NoteNotFoundError):
+                item["merged_into"] = self.access.note(survivors[link_key(item["target"])]).ref()
 
     def _backlinks(self, note: NoteRow) -> list[dict[str, Any]]:
         """Notes linking to this one (that resolve to it), one entry per note and relation."""

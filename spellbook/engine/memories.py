@@ -129,7 +129,7 @@ class Memories:
         note = self.access.note(id)
         state = self.vault.read(note.path)
         if version is not None and version != state.version:
-            raise ConflictError(note.path, version, state.version, self.access.scrub(state.text)[0], note_id=id)
+            raise ConflictError(note.path, version, state.version, state.text, note_id=id)
         if text is not None:
             text, found = self.access.scrub(text)
         else:
@@ -169,7 +169,7 @@ class Memories:
         if version is not None:
             state = self.vault.read(note.path)
             if version != state.version:
-                    raise ConflictError(note.path, version, state.version, state.text, note_id=id)
+                raise ConflictError(note.path, version, state.version, state.text, note_id=id, retry="erase")
         trashed = self.vault.trash(note.path)
         self.indexer.sync_path(note.path)
         self.recorder.after_write("erase", note.path, note.title, id, None, before=self.vault.root / trashed)

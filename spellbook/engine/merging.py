@@ -3,9 +3,11 @@
 The survivor's file receives the others' text (each under a ``## <title>`` heading, in the order
 given, unless the caller passes the text) and the union of their tags, keywords, questions,
 entities, ``links`` and relation links; the others move to ``.trash/`` (as ``erase`` moves them)
-with ``merged_into: <survivor id>`` in their frontmatter; every note whose links named one of them
-now names the survivor (``vault/relink.py``: only the link target changes). One git commit
-records it all, and the index is brought up to date in one pass.
+with ``merged_into: <survivor id>`` in their frontmatter; every note the call's scope sees whose
+links named one of them now names the survivor (``vault/relink.py``: only the link target
+changes). A note of a scope the call cannot see is not written: its link keeps its target, which
+is now in ``.trash/``, and ``get_links`` says which memory it was merged into when that scope sees
+it. One git commit records it all, and the index is brought up to date in one pass.
 
 Nothing is lost on the way, whoever else writes meanwhile:
 
@@ -73,8 +75,8 @@ class Merging:
         others = [row for row in (self.access.note_as(i, "memory to merge") for i in wanted) if row.path != survivor.path]
         state = self._read(survivor)
         if version is not None and version != state.version:
-            raise ConflictError(survivor.path, version, state.version, self.access.scrub(state.text)[0],
-                                note_id=survivor.note_id, retry="merge")
+            raise ConflictError(survivor.path, version, state.version, state.text, note_id=survivor.note_id,
+                                retry="merge")
         parsed = _parsed(survivor.path, state.text)
         target = self.links.link_text(survivor)
         names = self._names(others)
@@ -92,7 +94,7 @@ class Merging:
             try:
                 new_version = self.vault.write(survivor.path, merged, expected_version=state.version)
             except ConflictError as exc:
-                raise ConflictError(survivor.path, state.version, exc.current_version, self.access.scrub(exc.content)[0],
+                raise ConflictError(survivor.path, state.version, exc.current_version, exc.content,
                                     note_id=survivor.note_id, retry="merge") from None
         except BaseException:
             self._put_back(trashed)
@@ -110,16 +112,15 @@ class Merging:
             "id": survivor.note_id, "path": survivor.path, "title": survivor.title, "version": new_version,
             "updated": parse_note(merged).meta.get("updated"),
             "merged": [{**o.ref(), "trash_path": trashed[o.path]} for o in others],
-            "relinked": [{**row.ref(), "links": n} for row, _, n in relinked if self.access.visible(row)],
+            "relinked": [{**row.ref(), "links": n} for row, _, n in relinked],
             "committing": self.recorder.git.enabled,
         }
         return self._remarks(out, failed, target, report.embedder_error if report.vectors_missing else None, found)
 
     def _remarks(self, out: dict[str, Any], failed: list[tuple[NoteRow, str]], target: str, embedder_error: str | None,
                  found: list[Any]) -> dict[str, Any]:
-        """The optional keys of the result: notes not relinked (that the call may see), vectors
-        missing, and what the privacy filter replaced in the text passed."""
-        failed = [(row, why) for row, why in failed if self.access.visible(row)]
+        """The optional keys of the result: notes not relinked, vectors missing, and what the
+        privacy filter replaced in the text passed."""
         notes = [f"{row.path} still links to a merged memory ({why}); point it at [[{target}]] by hand."
                  for row, why in failed]
         if embedder_error is not None:
@@ -230,9 +231,10 @@ class Merging:
         return names
 
     def _linking(self, others: list[NoteRow], merged: set[str]) -> list[NoteRow]:
-        """The notes (any scope) that link to one of the merged notes, besides those being merged."""
+        """The notes the call's scope sees that link to one of the merged notes, besides those
+        being merged (another scope's notes are not the call's to write)."""
         found = {row.path: row for other in others for row, _, _ in self.catalog.links.inbound(other)}
-        return [row for path, row in sorted(found.items()) if path not in merged]
+        return [row for path, row in sorted(found.items()) if path not in merged and self.access.visible(row)]
 
     def _mark(self, trash_path: str, state: FileState, parsed: ParsedNote, survivor_id: str) -> None:
         """``merged_into`` in a merged note's frontmatter, in the trash."""

@@ -14,10 +14,13 @@ from spellbook.index.keyword import index_text
 from spellbook.vault.fields import (
     derived_id,
     expires_key,
+    field_text,
     inline_tags,
     normalize_importance,
     normalize_tags,
+    note_id_of,
     relation_links,
+    scope_of,
     title_of,
     wikilinks,
 )
@@ -51,24 +54,24 @@ def analyse_note(
     expires = expires_key(meta.get("expires"))
     if expires is None and meta.get("expires") not in (None, ""):
         problem = problem or f"expires {meta['expires']!r} is not an ISO date or date-time; the note never expires"
-    note_id = meta.get("id")
-    note_id = str(note_id).strip() if isinstance(note_id, str | int) and str(note_id).strip() else derived_id(path)
+    note_id = note_id_of(meta, path)
     other = holder_of(note_id, path)
     if other is not None:
         problem = f"duplicate id {note_id!r}: {other} has it too; give one of them a new id"
         note_id = derived_id(path)
     title = title_of(meta, body, path)
+    context, user = scope_of(meta)
     tags = normalize_tags(meta.get("tags"))
     tags = list(dict.fromkeys(tags + normalize_tags(meta.get("tag")) + inline_tags(body)))
     note = NoteRow(
         path=path, note_id=note_id, title=title,
-        category=_text(meta.get("category")) or (path.split("/", 1)[0] if "/" in path else None),
-        topic=_text(meta.get("topic")), type=_text(meta.get("type")), context=_text(meta.get("context")),
+        category=field_text(meta.get("category")) or (path.split("/", 1)[0] if "/" in path else None),
+        topic=field_text(meta.get("topic")), type=field_text(meta.get("type")), context=context,
         importance=normalize_importance(meta.get("importance")), tags=tags,
-        created=_text(meta.get("created")), updated=_text(meta.get("updated")),
+        created=field_text(meta.get("created")), updated=field_text(meta.get("updated")),
         folder=folder, managed="id" in meta, meta=meta, links=tuple(wikilinks(body, meta.get("links"))),
         relations=tuple(relation_links(meta)),
-        expires=expires, archived=is_archived(path), user=_text(meta.get("user")),
+        expires=expires, archived=is_archived(path), user=user,
     )
     key = hashlib.sha1(path.encode("utf-8")).hexdigest()[:16]
     fts_meta = index_text(" ".join(_flatten(meta.get(k)) for k in ("keywords", "questions", "entities", "aliases")) + " " + " ".join(tags))
@@ -94,13 +97,6 @@ def embed_text(title: str, heading: str | None, text: str) -> str:
     """What a chunk's vector is made from: the note's title, the section heading, the text."""
     lead = title if not heading or heading == title else f"{title}\n{heading}"
     return f"{lead}\n{text}"
-
-
-def _text(value: Any) -> str | None:
-    if value is None or isinstance(value, list | dict):
-        return None
-    text = str(value).strip()
-    return text or None
 
 
 def _flatten(value: Any) -> str:

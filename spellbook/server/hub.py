@@ -33,7 +33,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from spellbook.errors import IndexUnavailableError, RemoteError
+from spellbook.errors import ConflictError, IndexUnavailableError, RemoteError
 from spellbook.scope import Actor, Scope, acting, actor, resolve, scoped
 from spellbook.server import channel
 from spellbook.vault.fields import new_id
@@ -266,7 +266,10 @@ class Hub:
             raise IndexUnavailableError(f"The index could not be opened: {self._open_error}") from self._open_error
         params = dict(params)
         with scoped(Scope(**params.pop(SCOPE_KEY, {}))), acting(_actor_of(params.pop(ACTOR_KEY, None))):
-            return getattr(self.engine, method)(**params)
+            try:
+                return getattr(self.engine, method)(**params)
+            except ConflictError as exc:  # the one door: the file's text is scrubbed as it leaves the owner
+                raise self.engine.access.scrubbed_conflict(exc) from None
 
     # --- serving followers --------------------------------------------------------------------
     def _serve_followers(self) -> None:

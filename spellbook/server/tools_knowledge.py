@@ -66,6 +66,8 @@ def add_knowledge_tools(server: MCPServer, call: Call) -> None:
         lines = [f"Links of {data['title']} ({data['path']}):"]
         for item in data["links"]:
             where = f"{item['title']} (id {item['id']})" if item["resolved"] else "NOT FOUND"
+            if item.get("merged_into"):
+                where += f" (merged into {item['merged_into']['title']}, id {item['merged_into']['id']})"
             why = f": {item['reason']}" if item.get("reason") else ""
             lines.append(f"- {item['relation']} [[{item['target']}]] -> {where}{why}")
         lines.append("Backlinks:")
@@ -98,7 +100,7 @@ def add_knowledge_tools(server: MCPServer, call: Call) -> None:
         user: ScopeUser = None,
     ) -> Annotated[CallToolResult, m.MergeResult]:
         """Merge near-duplicate memories into one: it gets their text, tags, keywords, questions and links; the
-        others go to .trash/ and every link to them points at it."""
+        others go to .trash/ and every link to them in your scope points at it."""
         data = await call("merge", context=context, user=user, ids=ids, into=into, version=version, text=text)
         names = ", ".join(f"{n['title']} (id {n['id']})" for n in data["merged"])
         text = (f"Merged {names} into {data['title']} (id {data['id']}, {data['path']}), now version "

@@ -4,6 +4,11 @@ The notes of a session are found again by its id (``filter={"session": id, "type
 and their part number (the title's ``(part N)`` suffix): a part that exists is revised when its
 text changed, a new one is scribed. A lock file per session keeps two captures of one session
 (Stop, then SessionEnd a moment later) from both scribing it.
+
+Captured sessions are private to their owner: the first capture makes the vault's ``sessions``
+folder 0700, and the store gives what is made in it the same privacy (folders 0700, notes 0600).
+A ``sessions`` folder that exists keeps its mode (a person's folder is never changed behind their
+back); ``spellbook doctor`` warns when other users can read it (``open_to_others``).
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from spellbook.sessions.digest import Digest
-from spellbook.sessions.notes import SessionNote, part_of, render_session
+from spellbook.sessions.notes import CATEGORY, SessionNote, part_of, render_session
 from spellbook.sessions.transcript import Session
 
 
@@ -28,6 +33,8 @@ def capture(hub: Any, session: Session, lock_dir: Path, digested: Digest | None 
     if not notes:
         return done
     project = notes[0].fields["context"]
+    with contextlib.suppress(FileExistsError):
+        (hub.settings.vault_dir / CATEGORY).mkdir(mode=0o700)
     with _session_lock(lock_dir, session.session_id):
         existing = _existing_parts(hub, session.session_id, project)
         for note in notes:
@@ -55,6 +62,18 @@ def _existing_parts(hub: Any, session_id: str, project: str) -> dict[int, dict[s
         for memory in got["memories"]:
             parts.setdefault(part_of(memory["title"]), memory)
     return parts
+
+
+def open_to_others(vault: Path) -> list[Path]:
+    """The folders through which other users of the machine may read captured sessions: the
+    ``sessions`` folder, and the vault's ``.git`` (it keeps a copy of every committed note), when
+    they and the vault let others in. Empty before the first capture."""
+    try:
+        if not (vault / CATEGORY).is_dir() or not vault.stat().st_mode & 0o011:
+            return []
+        return [f for f in (vault / CATEGORY, vault / ".git") if f.is_dir() and f.stat().st_mode & 0o011]
+    except OSError:
+        return []
 
 
 def _revisable(note: SessionNote) -> dict[str, Any]:

@@ -24,6 +24,8 @@ PART_CHARS = 30_000  # a part's body stays under this (the vault's default limit
 PROMPT_CHARS = 2_000
 ANSWER_CHARS = 2_000
 GIST_CHARS = 70
+TOOL_CHARS = 160  # of a tool's target (a command, a path); the privacy filter has seen all of it
+INSIGHT_CHARS = 500
 CATEGORY = "sessions"
 AGENT_NAMES = {"claude-code": "Claude Code", "codex": "Codex", "gemini": "Gemini CLI"}
 _PART = re.compile(r" \(part (\d+)\)$")
@@ -64,7 +66,8 @@ def part_of(title: str) -> int:
 
 
 def redact_session(session: Session, scrub: Callable[[str], str]) -> Session:
-    """The session with ``scrub`` (the privacy filter) applied to every text it will store."""
+    """The session with ``scrub`` (the privacy filter) applied to every text it will store, whole:
+    ``render_session`` cuts them afterwards."""
     exchanges = [replace(x, prompt=scrub(x.prompt), answer=scrub(x.answer), tools=[(n, scrub(t)) for n, t in x.tools],
                          files=[scrub(f) for f in x.files], insights=[scrub(i) for i in x.insights],
                          commands=[(scrub(c), ok) for c, ok in x.commands])
@@ -122,14 +125,14 @@ def _exchange_md(x: Exchange) -> str:
     if x.tools:
         counts = Counter(name for name, _ in x.tools)
         head = ", ".join(f"{name} ×{n}" for name, n in counts.most_common(6))
-        lines = [f"- {name}: {summary}" if summary else f"- {name}" for name, summary in x.tools[:30]]
+        lines = [f"- {name}: {summary[:TOOL_CHARS]}" if summary else f"- {name}" for name, summary in x.tools[:30]]
         if len(x.tools) > 30:
             lines.append(f"- … {len(x.tools) - 30} more")
         if x.files:
             lines.append("\nFiles changed: " + ", ".join(f"`{f}`" for f in x.files))
         out.append(f"## tool{SEP}{_clock(x.tool_time)}{SEP}{head}\n\n" + "\n".join(lines) + "\n")
     for insight in x.insights:
-        out.append(_section("insight", x.tool_time, insight, 500))
+        out.append(_section("insight", x.tool_time, insight, INSIGHT_CHARS))
     if x.answer:  # headed by the prompt it answers: the answer is found by the question's words too
         out.append(_section("response", x.answer_time, x.answer, ANSWER_CHARS, head=x.prompt))
     return "\n".join(out)

@@ -145,7 +145,7 @@ def _add_tool(exchange: Exchange, name: str, params: dict[str, Any], when: str |
     if name in EDIT_TOOLS and target and target not in exchange.files:
         exchange.files.append(target)
     if name.startswith("mcp__") and name.endswith("__scribe"):
-        title = params.get("title") or str(params.get("text", ""))[:80]
+        title = params.get("title") or params.get("text", "")
         exchange.insights.append(strip_private(str(title)).strip())
-    summary = " ".join(strip_private(target).split())
-    exchange.tools.append((name, summary[:160]))
+    # Whole: notes.py cuts it, after the privacy filter (a secret cut in two is not recognised)
+    exchange.tools.append((name, " ".join(strip_private(target).split())))

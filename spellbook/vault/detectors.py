@@ -11,6 +11,8 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
+from spellbook.vault import command_lines
+
 MIN_VALUE_CHARS = 6  # shortest assignment value taken for a secret
 
 
@@ -424,6 +426,8 @@ BUILTIN: tuple[Detector, ...] = (
     _regex("jwt", r"(?<![\w-])eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*" + _END, ("eyJ",)),
     Detector(frozenset({"url-password"}), _find_url_passwords, needles=("://",)),
     Detector(frozenset({"bearer-token", "basic-auth"}), _find_auth, needles=("bearer", "token", "bas"), folded=True),
+    Detector(frozenset({"password"}), lambda text: command_lines.find(text, _is_placeholder),
+             needles=command_lines.NEEDLES),
     Detector(
         frozenset({"password", "secret", "api-key", "token"}),
         _find_assignments,

@@ -33,6 +33,24 @@ def derived_id(path: str) -> str:
     return "h-" + hashlib.sha1(path.encode("utf-8")).hexdigest()[:14]
 
 
+def note_id_of(meta: dict[str, Any], path: str) -> str:
+    """The id of the note at ``path`` with this frontmatter: its ``id``, else the one its path gives it."""
+    value = meta.get("id")
+    return str(value).strip() if isinstance(value, str | int) and str(value).strip() else derived_id(path)
+
+
+def field_text(value: Any) -> str | None:
+    """A frontmatter value as one line of text (a list, a mapping or an empty value: None)."""
+    if value is None or isinstance(value, list | dict):
+        return None
+    return str(value).strip() or None
+
+
+def scope_of(meta: dict[str, Any]) -> tuple[str | None, str | None]:
+    """(context, user) of a note with this frontmatter, as the index and the scope test read them."""
+    return field_text(meta.get("context")), field_text(meta.get("user"))
+
+
 def normalize_tag(tag: str) -> str:
     tag = str(tag).strip().lstrip("#").strip()
     return re.sub(r"\s+", "-", tag)

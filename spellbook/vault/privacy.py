@@ -36,6 +36,10 @@ What is found (``KINDS``), strongest evidence first:
                      (4+ digits count for a PIN), ``API 키``, ``토큰``, ``トークン``, ``APIキー``,
                      ``秘密鍵``, ``密码``: the value must be ASCII and end the phrase, so
                      "비밀번호를 잊어버렸어요" or "パスワードは8文字以上" stay as they are.
+                     ``password`` also covers a password given on a command line by a tool's
+                     short flag (``mysql -pS3cret``, ``sshpass -p``, ``curl -u user:S3cret``,
+                     ``docker login -p``, ``redis-cli -a``, ``echo S3cret | sudo -S``, ``openssl
+                     -k``), only after that tool's name: spellbook/vault/command_lines.py.
 * ``custom``         matches of ``extra_patterns`` (a named group ``secret`` narrows the redaction
                      to that group).
 

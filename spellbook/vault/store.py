@@ -10,8 +10,8 @@ overwrite a file that changed since.
 
 Permissions (docs/security.md, "Writes and files"): a rewritten file keeps the mode it had; a new
 file gets its folder's mode without the execute bits, limited by the umask (a 0700 folder gives
-0600 notes, 0755 gives 0644, 0750 gives 0640); a new folder gets the vault folder's mode, limited
-by the umask.
+0600 notes, 0755 gives 0644, 0750 gives 0640); a new folder gets the mode of the folder it is made
+in, limited by the umask (so a private category keeps its topics and notes private).
 """
 
 from __future__ import annotations
@@ -206,6 +206,16 @@ class Vault:
         """Move a note to the vault's ``.trash/`` (as Obsidian does); returns where it went."""
         return self._move_under(TRASH_DIR, path)
 
+    def trashed(self) -> Iterator[str]:
+        """The paths of the notes in ``.trash/``, never through a symbolic link (``.trash`` included)."""
+        top = self.root / TRASH_DIR
+        if top.is_symlink() or not top.is_dir():
+            return
+        for folder, folders, names in os.walk(top, followlinks=False):
+            prefix = os.path.relpath(folder, self.root).replace(os.sep, "/")
+            folders.sort()
+            yield from (f"{prefix}/{name}" for name in sorted(names) if name.endswith(".md"))
+
     def untrash(self, trash_path: str, path: str) -> bool:
         """Move a file ``trash`` put in ``.trash/`` back to ``path``, never over a file that took its
         place meanwhile (False then: it stays in the trash)."""
@@ -251,14 +261,14 @@ class Vault:
             return folder
 
     def _make_folders(self, folder: Path) -> None:
-        """Create ``folder`` and missing parents with the vault folder's mode (umask applies)."""
+        """Create ``folder`` and missing parents, each with the mode of the folder it is made in
+        (umask applies)."""
         if folder.is_dir():
             return
-        mode = self.root.stat().st_mode & 0o777
         missing = [folder, *(p for p in folder.parents if p != self.root and self.root in p.parents)]
         for each in reversed(missing):
             try:
-                each.mkdir(mode=mode)
+                each.mkdir(mode=each.parent.stat().st_mode & 0o777)
             except FileExistsError:
                 pass
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import shutil
+import contextlib
 from pathlib import Path
 
 from spellbook.errors import VaultPathError
+from spellbook.vault.store import Vault
 
 
 def template_dir() -> Path:
@@ -18,18 +19,19 @@ def template_dir() -> Path:
 
 
 def init_vault(target: Path) -> list[str]:
-    """Copy the template into ``target`` without overwriting anything; returns the files added."""
+    """Copy the template into ``target`` without overwriting anything; returns the files added.
+    A vault folder made here is private (0700), so the store makes its folders 0700 and its notes
+    0600; an existing folder keeps its mode."""
     source = template_dir()
-    target.mkdir(parents=True, exist_ok=True)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(FileExistsError):
+        target.mkdir(mode=0o700)
+    vault = Vault(target)
     added: list[str] = []
     for file in sorted(source.rglob("*")):
-        if file.is_dir():
+        rel = file.relative_to(source).as_posix()
+        if file.is_dir() or vault.file(rel).exists():
             continue
-        rel = file.relative_to(source)
-        dest = target / rel
-        if dest.exists():
-            continue
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(file, dest)
-        added.append(rel.as_posix())
+        vault.create(rel, file.read_bytes().decode("utf-8"))
+        added.append(rel)
     return added

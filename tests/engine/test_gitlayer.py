@@ -533,3 +533,92 @@ def test_history_stays_in_scope(engine: Engine, vault: Path) -> None:
             engine.history(live["id"])
     with scoped(Scope(context="shop")):
         assert not engine.history(live["id"])["erased"]
+
+
+BOB, ALICE = "Bob's roadmap: buy Initech before Q3.", "Alice's roadmap: ship the v2 editor."
+
+
+def test_a_path_reused_by_another_scope_shows_none_of_its_versions(engine: Engine, vault: Path) -> None:
+    """Bob's "Roadmap" is erased and Alice's lands on the same path: her history, diff and restore
+    read only the versions that hold her id and a scope she sees, never Bob's text or scope."""
+    from spellbook.scope import Scope, scoped
+
+    with scoped(Scope(user="bob")):
+        bob = engine.scribe(BOB, title="Roadmap", category="plans")
+        engine.revise(bob["id"], text=BOB + " Keep it quiet.")
+        engine.erase(bob["id"])
+    with scoped(Scope(user="alice")):
+        alice = engine.scribe(ALICE, title="Roadmap", category="plans")
+        assert alice["path"] == bob["path"]
+        history = engine.history(alice["id"])
+        assert [v["change"] for v in history["versions"]] == ["added"] and not history["more"]
+        assert bob["id"] not in str(history)
+        bobs = git(vault, "log", "--format=%H", "--", bob["path"]).split()[1:]  # the erase, revise, scribe
+        assert len(bobs) == 3
+        for commit in bobs:
+            with pytest.raises(InvalidInputError, match="not in the history"):
+                engine.restore(alice["id"], commit)
+            with pytest.raises(InvalidInputError, match="not in the history"):
+                engine.diff(alice["id"], commit)
+        shown = engine.diff(alice["id"], history["versions"][0]["version"])["diff"]
+        assert "+" + ALICE in shown and "Initech" not in shown
+        with pytest.raises(NoteNotFoundError):
+            engine.history(bob["id"])
+        assert (vault / alice["path"]).read_text().endswith(ALICE)
+    unscoped = engine.history(alice["id"])  # another memory's versions are not this one's in any scope
+    assert [v["version"] for v in unscoped["versions"]] == [v["version"] for v in history["versions"]]
+    with scoped(Scope(user="bob")):  # Bob's own history is whole, and his restore goes beside Alice's note
+        his = engine.history(bob["id"])
+        assert his["erased"] and [v["change"] for v in his["versions"]] == ["deleted", "modified", "added"]
+        assert "Initech" in engine.diff(bob["id"], his["versions"][0]["version"])["diff"]
+        back = engine.restore(bob["id"], his["versions"][2]["version"])
+        assert back["path"] == "plans/Roadmap 2.md"
+    assert (vault / alice["path"]).read_text().endswith(ALICE)
+
+
+def test_a_version_that_replaced_another_memory_in_one_commit_diffs_against_its_own(vault: Path) -> None:
+    """Commits off, the person commits the vault by hand: Bob's erase and Alice's new note at the
+    same path are one commit (a modification to git). Alice's diff is from nothing, not from Bob's text."""
+    from spellbook.scope import Scope, scoped
+
+    engine = open_engine(vault, git_commit="false")
+    try:
+        with scoped(Scope(user="bob")):
+            bob = engine.scribe(BOB, title="Roadmap", category="plans")
+        git(vault, "add", bob["path"])
+        git(vault, "commit", "-qm", "by hand", "--", bob["path"])
+        with scoped(Scope(user="bob")):
+            engine.erase(bob["id"])
+        with scoped(Scope(user="alice")):
+            alice = engine.scribe(ALICE, title="Roadmap", category="plans")
+            git(vault, "add", alice["path"])
+            git(vault, "commit", "-qm", "by hand too", "--", alice["path"])
+            versions = engine.history(alice["id"])["versions"]
+            assert [(v["message"], v["change"]) for v in versions] == [("by hand too", "modified")]
+            shown = engine.diff(alice["id"], versions[0]["version"])["diff"]
+            assert "+" + ALICE in shown and "Initech" not in shown and "user: bob" not in shown
+    finally:
+        engine.close()
+
+
+def test_a_reused_path_over_mcp_stdio(vault: Path) -> None:
+    """The same through the MCP tools: each person's client runs a server scoped to them (--user)."""
+
+    async def main() -> None:
+        async with Client(server(vault, "--user", "bob")) as client:
+            bob = await call(client, "scribe", text=BOB, title="Roadmap", category="plans")
+            await call(client, "erase", id=bob["id"])
+        async with Client(server(vault, "--user", "alice")) as client:
+            alice = await call(client, "scribe", text=ALICE, title="Roadmap", category="plans")
+            result = await client.call_tool("history", {"id": alice["id"]})
+            assert not result.is_error and len(result.structured_content["versions"]) == 1
+            assert bob["id"] not in result.content[0].text
+            erased, scribed = git(vault, "log", "-2", "--skip=1", "--format=%H", "--", bob["path"]).split()
+            for commit in (erased, scribed):
+                message = await error(client, "restore", id=alice["id"], version=commit)
+                assert "not in the history" in message
+            full = (await call(client, "get_memories", ids=[alice["id"]]))["memories"][0]
+            assert full["text"] == ALICE and full["metadata"]["user"] == "alice"
+            assert "No memory" in await error(client, "history", id=bob["id"])
+
+    anyio.run(main)

@@ -294,3 +294,40 @@ def test_a_note_that_keeps_changing_is_reported_not_relinked(engine: Engine, vau
     assert "Brew notes.md still links to a merged memory" in out["note"] and "[[Green tea]]" in out["note"]
     assert hand.read_text() == HAND + "x\nx\nx\n"  # every save kept, no link changed
     assert [r["path"] for r in out["relinked"]] == ["kitchen/Oolong.md"]
+
+
+def test_a_merge_relinks_only_the_notes_the_caller_sees(engine: Engine, vault: Path) -> None:
+    """A shop-scoped merge of a shared note into a shop note leaves the blog's note that links the
+    shared one untouched (no write into a scope it cannot see, no shop title in the blog's note):
+    its link is unresolved for the blog, and names the survivor only when the blog sees it."""
+    shared = engine.scribe(text="Cache what is read often.", title="Caching rule", category="eng")
+    dupe = engine.scribe(text="Cache reads, not writes.", title="Cache rule 2", category="eng")
+    with scoped(Scope(context="shop")):
+        shop = engine.scribe(text="Shop caching: Redis in front of the catalogue.", title="Shop cache", category="eng")
+        shop_link = engine.scribe(text="Follow [[Cache rule 2]].", title="Shop checklist", category="eng")
+    with scoped(Scope(context="blog")):
+        blog_link = engine.scribe(text="See [[Cache rule 2]] and [[Caching rule]].", title="Blog checklist",
+                                  category="eng")
+    blog_file = vault / blog_link["path"]
+    before = blog_file.read_bytes()
+    with scoped(Scope(context="shop")):
+        out = engine.merge([shop["id"], dupe["id"]])
+    assert [r["path"] for r in out["relinked"]] == [shop_link["path"]]
+    assert (vault / shop_link["path"]).read_text().endswith("Follow [[Shop cache]].")
+    assert blog_file.read_bytes() == before  # not written: the shop's merge cannot see it
+    with scoped(Scope(context="blog")):
+        links = {item["target"]: item for item in engine.get_links(blog_link["id"])["links"]}
+        assert not links["Cache rule 2"]["resolved"] and "merged_into" not in links["Cache rule 2"]  # not the blog's
+        assert links["Caching rule"]["resolved"]
+    links = {item["target"]: item for item in engine.get_links(blog_link["id"])["links"]}  # unscoped: sees the shop's
+    assert links["Cache rule 2"]["merged_into"] == {"id": shop["id"], "path": shop["path"], "title": "Shop cache"}
+
+    other = engine.scribe(text="Never cache writes.", title="Write rule", category="eng")
+    with scoped(Scope(context="blog")):
+        engine.link(blog_link["id"], other["id"], "related")
+    with scoped(Scope(context="shop")):
+        engine.merge([shared["id"], other["id"]])  # into a shared survivor: the blog sees where it went
+    with scoped(Scope(context="blog")):
+        links = {item["target"]: item for item in engine.get_links(blog_link["id"])["links"]}
+        assert not links["Write rule"]["resolved"] and links["Write rule"]["merged_into"]["id"] == shared["id"]
+    assert "[[Write rule]]" in blog_file.read_text()

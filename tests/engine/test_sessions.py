@@ -229,3 +229,94 @@ def test_the_hook_reads_its_settings_from_flags_and_the_environment(tmp_path: Pa
     assert (plain.context, plain.user, plain.embedder, plain.session_prompt_recall) == ("shop", None, "hashing", False)
     assert (flagged.vault_dir, flagged.index_path, flagged.user) == (tmp_path / "w", tmp_path / "i", "ana")
     assert flagged.session_prompt_recall is True and flagged.context == "shop"
+
+
+def run_capture(vault: Path, entries: list[dict], cwd: Path, session_id: str = "s-private") -> str:
+    """``spellbook hook capture`` on a transcript of ``entries``; the session note's text."""
+    transcript = cwd.parent / f"{session_id}.jsonl"
+    transcript.write_text("".join(json.dumps({**e, "sessionId": session_id, "cwd": str(cwd)}) + "\n"
+                                  for e in entries))
+    payload = json.dumps({"session_id": session_id, "transcript_path": str(transcript), "cwd": str(cwd)})
+    done = subprocess.run([SPELLBOOK, "hook", "capture", "--vault", str(vault)], input=payload.encode(),
+                          capture_output=True, env=child_env(SPELLBOOK_EMBEDDER="hashing"), timeout=120, check=False)
+    assert done.returncode == 0 and done.stdout == b""
+    notes = list((vault / "sessions").rglob("*.md"))
+    assert len(notes) == 1, (vault / ".spellbook" / "hooks.log").read_text()
+    return notes[0].read_text()
+
+
+def tool(name: str, params: dict, when: str) -> dict:
+    return entry("assistant", [{"type": "tool_use", "id": f"t-{when}", "name": name, "input": params}], when)
+
+
+FAKE_KEY = "sk-ant-api03-" + "Q7vX2mN9pL4kR8tW1zY5" * 4 + "-AA"  # fake, shaped like an Anthropic key
+
+
+def test_a_secret_across_a_cut_is_redacted_before_the_cut(tmp_path: Path) -> None:
+    """A tool's command is cut to 160 characters and a title-less scribe to its first 80 in the
+    note; a key straddling the cut was stored in part (the filter no longer knew the piece)."""
+    vault = tmp_path / "vault"
+    subprocess.run([SPELLBOOK, "init", str(vault)], env=child_env(), check=True, capture_output=True)
+    command = "python3 scripts/call_api.py --region eu-west-1 --retries 3 "
+    command += "x" * (150 - len(command)) + f" {FAKE_KEY} --out reply.json"
+    insight = "Rotated the API key of the nightly job; the new one is " + "y" * 14 + f" {FAKE_KEY} (in 1Password)."
+    assert command.index(FAKE_KEY) < 160 < command.index(FAKE_KEY) + 20 and insight.index(FAKE_KEY) < 80
+    text = run_capture(vault, [
+        entry("user", "Call the API with the new key", "2026-11-02T09:00:00Z"),
+        tool("Bash", {"command": command}, "2026-11-02T09:00:01Z"),
+        tool("mcp__spellbook__scribe", {"text": insight}, "2026-11-02T09:00:02Z"),
+        entry("assistant", [{"type": "text", "text": "Done."}], "2026-11-02T09:00:03Z"),
+    ], tmp_path / "shop")
+    assert "sk-ant" not in text and "python3 scripts/call_api.py" in text
+    assert "Rotated the API key" in text and "[REDACTED:anthropic-key] (in 1Password)" in text
+
+
+def test_captured_sessions_are_private_and_a_persons_modes_are_kept(tmp_path: Path) -> None:
+    """``init`` makes a new vault 0700; in any vault the first capture makes ``sessions/`` 0700, so
+    its topic folders are 0700 and its notes 0600. A person's folders keep their modes, and
+    doctor says when other users can read captured sessions (an older sessions folder, .git)."""
+    import os
+    import stat
+
+    from spellbook.cli import doctor
+
+    def mode(file: Path) -> int:
+        return stat.S_IMODE(file.stat().st_mode)
+
+    umask = os.umask(0)
+    os.umask(umask)
+    fresh = tmp_path / "fresh"
+    subprocess.run([SPELLBOOK, "init", str(fresh)], env=child_env(), check=True, capture_output=True)
+    assert mode(fresh) == 0o700 and mode(fresh / "Welcome.md") == 0o600 and mode(fresh / "system" / "guide") == 0o700
+
+    exchange = [entry("user", "Set up the staging deploy", "2026-11-02T09:00:00Z"),
+                entry("assistant", [{"type": "text", "text": "Staging deploys on push."}], "2026-11-02T09:00:05Z")]
+    vault = tmp_path / "vault"  # made by hand, open to others, with git: as many vaults are
+    (vault / "notes").mkdir(parents=True)
+    vault.chmod(0o755)
+    (vault / "notes" / "mine.md").write_text("# Mine\n")
+    (vault / "notes" / "mine.md").chmod(0o644)
+    subprocess.run(["git", "init", "-q", str(vault)], check=True)
+    run_capture(vault, exchange, tmp_path / "shop")
+    note = next((vault / "sessions").rglob("*.md"))
+    assert (mode(vault / "sessions"), mode(note.parent), mode(note)) == (0o700, 0o700, 0o600)
+    assert (mode(vault), mode(vault / "notes"), mode(vault / "notes" / "mine.md")) == (0o755 & ~umask, 0o755 & ~umask,
+                                                                                      0o644)
+    warned = [c for c in doctor.hook_checks(Settings(vault=vault), home=tmp_path / "home", env={}, project=tmp_path)
+              if c["check"] == "captured sessions"]
+    assert len(warned) == 1 and str(vault / ".git") in warned[0]["detail"]
+    assert str(vault / "sessions") not in warned[0]["detail"]
+
+    older = tmp_path / "older"  # a sessions folder from before: the person's, not changed
+    (older / "sessions").mkdir(parents=True)
+    older.chmod(0o755)
+    (older / "sessions").chmod(0o755)
+    run_capture(older, exchange, tmp_path / "shop")
+    assert mode(older / "sessions") == 0o755 & ~umask
+    warned = [c for c in doctor.hook_checks(Settings(vault=older), home=tmp_path / "home", env={}, project=tmp_path)
+              if c["check"] == "captured sessions"]
+    assert len(warned) == 1 and str(older / "sessions") in warned[0]["detail"]
+    assert warned[0]["fix"] == f"`chmod 700 {older}`"
+    older.chmod(0o700)
+    assert not [c for c in doctor.hook_checks(Settings(vault=older), home=tmp_path / "home", env={}, project=tmp_path)
+                if c["check"] == "captured sessions"]

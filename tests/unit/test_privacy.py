@@ -177,6 +177,18 @@ def build_corpus() -> list[dict[str, str]]:
     add("token", "550e8400-e29b-41d4-a716-446655440000", "token: {s}")
     add("token", r(ALNUM, 32), '<input type="hidden" name="csrf_token" value="x"> csrfToken: "{s}"')
 
+    # passwords given on a command line by a tool's short flag (after the rows above: their values stay)
+    plain = "@%+_"  # no character a shell would end an unquoted word at
+    add("password", password(symbols=plain), "mysql -u root -p{s} shop < dump.sql")
+    add("password", password(), "mysqldump -h db.internal -uadmin -p'{s}' --all-databases > all.sql")
+    add("password", password(), "sshpass -p '{s}' ssh deploy@web-1 uptime")
+    add("password", password(symbols=plain), "curl -fsS -u admin:{s} https://jenkins.internal/api/json")
+    add("password", password(symbols=plain), "docker login -u ci-bot -p {s} registry.internal:5000")
+    add("password", password(symbols=plain), "redis-cli -h cache-1 -p 6379 -a {s} INFO replication")
+    add("password", password(), "echo '{s}' | sudo -S systemctl restart nginx")
+    add("password", password(symbols=plain), "openssl enc -aes-256-cbc -salt -in backup.tar -out backup.enc -k {s}")
+    add("password", password(symbols=plain), "openssl pkcs12 -export -inkey k.pem -out b.p12 -passout pass:{s}")
+
     return [{"kind": k, "secret": s, "text": t.replace("{s}", s).replace("{{", "{").replace("}}", "}")}
             for k, s, t in rows]
 

@@ -41,6 +41,7 @@ class OutgoingLink(Out):
     path: str | None = None
     title: str | None = None
     reason: str | None = None
+    merged_into: NoteRef | None = None  # unresolved: a merge moved the note to .trash/ (survivor the call sees)
 
 
 class Backlink(NoteRef):

@@ -1,0 +1,84 @@
+"""A conflict's text leaves the owner scrubbed, whatever raised it: the file's current content in a
+``ConflictError`` passes the privacy filter at one door (server/hub.py), for every tool that
+refuses a stale version, and for a conflict a service builds by hand. Real files (a note a person
+wrote with a key in it), real git, the MCP tools through the SDK's client, and a follower."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client
+
+from spellbook.config import Settings
+from spellbook.errors import ConflictError
+from spellbook.server.hub import Hub
+from spellbook.server.tools import build_server
+from tests.helpers.git import git
+
+KEY = "sk-ant-api03-" + "Zq8xW2vT5nR1mK7pL4sJ9dF3gH6bN0cV" * 3 + "-AAAA"  # fake, shaped like an Anthropic key
+HAND = f"# Provider notes\n\nThe staging key is {KEY}, rotate it monthly.\n"  # a person's note: no id, a key
+
+
+@pytest.fixture
+def hub(tmp_path: Path):
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "Provider notes.md").write_text(HAND)
+    git(vault, "init", "-q", "-b", "main")
+    git(vault, "add", "-A")
+    git(vault, "commit", "-qm", "by hand")
+    hub = Hub(Settings(vault=vault, embedder="hashing", watch=False), watch=False, warm_up=False)
+    hub.start(background=False)
+    yield hub
+    hub.close()
+
+
+def test_every_tool_refusing_a_stale_version_answers_without_the_secret(hub: Hub) -> None:
+    note = hub.call("list_memories", {})["memories"][0]
+    other = hub.call("scribe", {"text": "Rotate provider keys monthly.", "title": "Key rotation"})
+    commit = git(hub.settings.vault_dir, "log", "-1", "--format=%H", "--", note["path"]).strip()
+    stale = {
+        "erase": {"id": note["id"], "version": "stale"},
+        "revise": {"id": note["id"], "text": "new", "version": "stale"},
+        "merge": {"ids": [note["id"], other["id"]], "version": "stale"},
+        "restore": {"id": note["id"], "version": commit, "current_version": "stale"},
+    }
+
+    async def main() -> None:
+        async with Client(build_server(hub)) as client:
+            for tool, args in stale.items():
+                result = await client.call_tool(tool, args)
+                text = result.content[0].text
+                assert result.is_error and "changed on disk" in text, (tool, text)
+                assert KEY[:20] not in text and "[REDACTED:anthropic-key]" in text, (tool, text)
+
+    anyio.run(main)
+    assert (hub.settings.vault_dir / "Provider notes.md").read_text() == HAND  # nothing was written
+
+
+@pytest.mark.parametrize("role", ["owner", "follower"])
+def test_a_conflict_a_service_builds_by_hand_is_scrubbed_at_the_door(hub: Hub, monkeypatch, role: str) -> None:
+    """The door is where a call leaves the owner, not each service: a service that raises a
+    conflict with the raw file (as the store does on a race) still hands out no secret."""
+    def erase(**_: Any) -> None:
+        raise ConflictError("Provider notes.md", "v1", "v2", HAND, note_id="n1", retry="erase")
+
+    monkeypatch.setattr(hub.engine, "erase", erase)
+    caller = hub if role == "owner" else Hub(hub.settings, watch=False, warm_up=False)
+    if role == "follower":
+        caller.start(background=False)
+        assert caller.role == "follower"
+    try:
+        with pytest.raises(ConflictError) as raised:
+            caller.call("erase", {"id": "n1", "version": "v1"})
+    finally:
+        if caller is not hub:
+            caller.close()
+    conflict = raised.value
+    assert KEY[:20] not in str(conflict) and KEY[:20] not in conflict.content
+    assert "[REDACTED:anthropic-key]" in conflict.content and "call erase again" in str(conflict)
+    assert (conflict.path, conflict.expected_version, conflict.current_version, conflict.note_id) == (
+        "Provider notes.md", "v1", "v2", "n1")
