@@ -25,6 +25,7 @@ from spellbook.sessions.quoting import estimate_tokens, one_line, quoted_block
 
 SESSIONS = 10  # the last sessions whose digests are read (one get_memories call)
 DURABLE_TYPES = ("decision", "failure", "insight", "success")
+CLAUDE_MEMORY_TAG = "claude-memory"  # Claude Code's own memory files, imported (sessions/claude_memory.py)
 DURABLE = 12
 RELEVANT = 6
 OPEN_ITEMS = 8
@@ -44,7 +45,8 @@ class Line:
 
 
 def session_context(hub: Any, project: str, cwd: str | None, budget: int, semantic: bool) -> str:
-    """The SessionStart text for ``project``; empty when the vault has nothing to say of it."""
+    """The SessionStart text for ``project``; empty when the vault is empty. A vault with nothing of
+    the project yet still gets its index, so the agent learns the memory is there."""
     scope = {"context": project}
     sessions = _last_sessions(hub, scope)
     durable = _durable(hub, scope)
@@ -54,9 +56,9 @@ def session_context(hub: Any, project: str, cwd: str | None, budget: int, semant
                                   "mode": "hybrid" if semantic else "keyword", **scope})
     relevant = [h for h in found["results"] if h.get("type") != "session" and h["id"] not in shown
                 and not str(h.get("path", "")).startswith("system/")][:RELEVANT]
-    if not sessions and not durable and not relevant:
-        return ""
     index = hub.call("get_index", scope)
+    if not sessions and not durable and not relevant and not index.get("total_notes"):
+        return ""
     name = one_line(project, 120)
     lines = [Line(f"# Spellbook memory for project {name}", (0, 0)),
              Line("From earlier sessions and memories, newest first; ids open with get_memories, a session's "
@@ -97,9 +99,9 @@ def _last_sessions(hub: Any, scope: dict[str, Any]) -> list[dict[str, Any]]:
 def _durable(hub: Any, scope: dict[str, Any]) -> list[dict[str, Any]]:
     """The project's decisions, failures, insights and successes, newest first, with their text."""
     rows: list[dict[str, Any]] = []
-    for kind in DURABLE_TYPES:
-        rows += hub.call("list_memories", {"filter": {"type": kind}, "limit": DURABLE, **scope})["memories"]
-    rows = [r for r in rows if r.get("category") != "system"]
+    for where in [{"type": kind} for kind in DURABLE_TYPES] + [{"tags": [CLAUDE_MEMORY_TAG]}]:
+        rows += hub.call("list_memories", {"filter": where, "limit": DURABLE, **scope})["memories"]
+    rows = list({r["id"]: r for r in rows if r.get("category") != "system"}.values())
     rows.sort(key=lambda r: str(r.get("updated") or ""), reverse=True)
     rows = rows[:DURABLE]
     if not rows:
@@ -140,7 +142,7 @@ def _durable_lines(durable: list[dict[str, Any]]) -> list[Line]:
     for n, memory in enumerate(durable, 1):
         first = next(iter(digests.sentences(memory["text"])), "")
         when = str(memory.get("updated") or "")
-        out.append(Line(f"- {memory.get('type')} {when[:10]}: {one_line(memory['title'], 120)} (id {memory['id']}): "
+        out.append(Line(f"- {memory.get('type') or 'memory'} {when[:10]}: {one_line(memory['title'], 120)} (id {memory['id']}): "
                         f"{one_line(first, 220)}", (2, n), when, memory["id"]))
     return out
 

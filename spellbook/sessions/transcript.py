@@ -106,7 +106,7 @@ def parse_entries(entries: list[dict[str, Any]], session_id: str) -> Session:
                 params = block.get("input") if isinstance(block.get("input"), dict) else {}
                 _add_tool(current, str(block.get("name", "?")), params, when)
                 if block.get("name") == "Bash" and isinstance(params.get("command"), str):
-                    current.commands.append((" ".join(strip_private(params["command"]).split())[:160], None))
+                    current.commands.append((" ".join(strip_private(params["command"]).split()), None))
                     pending[str(block.get("id"))] = (current, len(current.commands) - 1)
     return session
 
