@@ -187,7 +187,11 @@ def _capture(settings: Any, payload: dict[str, Any]) -> None:
     from spellbook.sessions.transcript import read_transcript
 
     transcript = Path(str(payload.get("transcript_path")))
-    session = read_transcript(transcript, payload.get("session_id") or None)
+    try:
+        session = read_transcript(transcript, payload.get("session_id") or None)
+    except (OSError, ValueError) as exc:  # gone, not a regular file, too big: said in one line
+        log.error("capture: the transcript was not read: %s", exc)
+        return
     if not session.cwd:
         session.cwd = payload.get("cwd")
     if not session.exchanges:
