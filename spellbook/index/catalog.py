@@ -37,7 +37,7 @@ from spellbook.index.rows import (
 )
 from spellbook.index.schema import ADDED_COLUMNS, LATE_INDEXES, SCHEMA
 from spellbook.vault.crashpoints import crash_point
-from spellbook.vault.store import private_file, private_folder
+from spellbook.vault.private import private_file, private_folder
 
 FILTER_CACHE_SIZE = 32
 REFILTER_LIMIT = 2_000  # (paths written) x (filters kept) above which the kept answers are dropped

@@ -17,6 +17,7 @@ from typing import Any
 
 from spellbook.sessions.notes import SessionNote, part_of, render_session
 from spellbook.sessions.transcript import Session
+from spellbook.vault.private import private_folder
 
 
 def capture(hub: Any, session: Session, lock_dir: Path) -> dict[str, Any]:
@@ -63,7 +64,7 @@ def _revisable(note: SessionNote) -> dict[str, Any]:
 
 @contextlib.contextmanager
 def _session_lock(lock_dir: Path, session_id: str) -> Iterator[None]:
-    lock_dir.mkdir(parents=True, exist_ok=True)
+    private_folder(lock_dir)
     name = hashlib.sha1(session_id.encode("utf-8")).hexdigest()[:16]
     fd = os.open(lock_dir / f"{name}.lock", os.O_RDWR | os.O_CREAT, 0o600)
     try:

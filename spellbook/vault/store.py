@@ -351,28 +351,6 @@ def new_file_mode(folder: Path) -> int:
     return folder.stat().st_mode & 0o666 & ~_UMASK
 
 
-def private_folder(folder: Path) -> Path:
-    """Create ``folder`` (and parents) for derived state that holds every note's text, readable by
-    its owner only: 0700 when new; an existing one loses any group/other bits."""
-    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-    st = folder.stat()
-    if st.st_mode & 0o077 and st.st_uid == os.geteuid():
-        os.chmod(folder, stat.S_IMODE(st.st_mode) & 0o700)
-    return folder
-
-
-def private_file(file: Path) -> Path:
-    """Create ``file`` 0600 if missing (SQLite gives its -wal/-shm the same mode), or take
-    group/other bits off an existing one."""
-    fd = os.open(file, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
-    try:
-        if os.fstat(fd).st_mode & 0o077:
-            os.fchmod(fd, 0o600)
-    finally:
-        os.close(fd)
-    return file
-
-
 def _temp_prefix(name: str) -> str:
     """``.<name>.``, with a long name cut (by bytes, whole characters) so that the temp file's name
     fits in 255 bytes too; a note's temp keeps its ``.md.`` so stale ones are found."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import resource
+import stat
 import subprocess
 import time
 from pathlib import Path
@@ -17,10 +18,11 @@ from tests.helpers.sessions import make_transcript
 
 
 def hook(event: str, vault: Path, payload: dict | str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    """``spellbook hook <event>`` as Claude Code runs it, with 1.5 GB of address space at most."""
+    """``spellbook hook <event>`` as Claude Code runs it (umask 022), with 1.5 GB of address space at most."""
     data = payload if isinstance(payload, str) else json.dumps(payload)
 
     def limit() -> None:
+        os.umask(0o022)
         resource.setrlimit(resource.RLIMIT_AS, (1536 * 1024 * 1024, 1536 * 1024 * 1024))
 
     return subprocess.run([SPELLBOOK, "hook", event, "--vault", str(vault)], input=data, text=True,
@@ -57,3 +59,31 @@ def test_a_line_over_the_cap_is_skipped_and_the_rest_is_read(tmp_path: Path) -> 
     with file.open("a") as f:
         f.write("y" * long * 2)
     assert len(read_transcript(file).exchanges) == 3
+
+
+def test_a_hook_makes_its_folder_and_log_private_and_input_cannot_forge_a_log_line(tmp_path: Path) -> None:
+    """The first hook in a vault with no index made .spellbook/ 0755 and hooks.log 0644; a session
+    id (or a transcript path) with a newline wrote a line of its own into hooks.log."""
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    fifo = tmp_path / "a\n2026-01-01 00:00:00,000 1 ERROR forged by the path"
+    os.mkfifo(fifo)
+    session = "s\n2026-01-01 00:00:00,000 1 ERROR forged by the session id"
+    done = hook("Stop", vault, {"session_id": session, "transcript_path": str(fifo)})
+    assert done.returncode == 0
+    log = vault / ".spellbook" / "hooks.log"
+    deadline = time.monotonic() + 30
+    while "the transcript was not read" not in log.read_text() and time.monotonic() < deadline:
+        time.sleep(0.1)  # the detached capture process logs its refusal, then ends
+    text = log.read_text()
+    assert "session s\\n2026-01-01 00:00:00,000 1 ERROR forged by the session id started" in text
+    assert "a\\n2026-01-01 00:00:00,000 1 ERROR forged by the path is not a regular file" in text
+    assert not [line for line in text.splitlines() if line.startswith("2026-01-01")]  # every record is one line
+    assert stat.S_IMODE((vault / ".spellbook").stat().st_mode) == 0o700
+    assert stat.S_IMODE(log.stat().st_mode) == 0o600
+    assert stat.S_IMODE((vault / ".spellbook" / "sessions").stat().st_mode) == 0o700
+    # An index folder and log made by an older version are closed up.
+    os.chmod(vault / ".spellbook", 0o755)
+    os.chmod(log, 0o644)
+    assert hook("SessionEnd", vault, {"session_id": "t"}).returncode == 0
+    assert (stat.S_IMODE((vault / ".spellbook").stat().st_mode), stat.S_IMODE(log.stat().st_mode)) == (0o700, 0o600)
