@@ -43,6 +43,9 @@ def install(args: argparse.Namespace) -> int:
     result = clients.install(args.client, scope=args.scope, name=args.name, entry=entry)
     print(f"{'configured' if result.changed else 'already configured:'} {args.name} in {result.path}"
           + (f" (backup: {result.backup})" if result.backup else ""))
+    if result.private_from is not None:
+        print(f"{result.path} holds the token now: made it readable by you only "
+              f"({result.private_from & 0o777:o} -> {(result.private_from & 0o700):o}).", file=sys.stderr)
     if token and args.scope == "project":
         print("warning: the token is now in a project file; keep that file out of git.", file=sys.stderr)
     if args.hooks or args.prompt_recall:
