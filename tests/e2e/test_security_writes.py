@@ -406,3 +406,35 @@ def test_install_http_makes_the_client_config_holding_the_token_private(tmp_path
     install("second-secret")
     backups = list(home.glob(".claude.json*.bak"))
     assert mode(config) == 0o600 and backups and all(mode(b) == 0o600 for b in backups)
+
+
+def test_no_note_moves_through_a_symlinked_trash_or_folder_on_its_way(tmp_path: Path) -> None:
+    """A .trash linked to a folder outside the vault: erase moved the note out of the vault, and a
+    refused merge had already moved one of its notes there and made folders."""
+    from spellbook.errors import VaultPathError
+
+    vault, outside = tmp_path / "vault", tmp_path / "outside"
+    vault.mkdir()
+    outside.mkdir()
+    engine = open_engine(vault)
+    try:
+        ids = [engine.scribe(f"Fact {n} about deploys.", title=f"Deploy {n}", category="ops", topic="ci")["id"]
+               for n in range(3)]
+        notes = sorted(p.relative_to(vault) for p in vault.rglob("*.md"))
+        (vault / ".trash").symlink_to(outside, target_is_directory=True)
+        for call in (lambda: engine.erase(ids[0]), lambda: engine.merge(ids),
+                     lambda: engine.erase_topic("ci", category="ops", confirm=True)):
+            with pytest.raises(VaultPathError, match=r"\.trash in the vault is a symbolic link.*nothing was moved"):
+                call()
+            assert sorted(p.relative_to(vault) for p in vault.rglob("*.md")) == notes and not list(outside.iterdir())
+        # A real .trash, but a folder on the way is a link (here to another folder of the vault).
+        (vault / ".trash").unlink()
+        (vault / ".trash").mkdir()
+        (vault / ".trash" / "ops").symlink_to(vault / "ops", target_is_directory=True)
+        with pytest.raises(VaultPathError, match=r"\.trash/ops in the vault is a symbolic link"):
+            engine.erase(ids[1])
+        assert sorted(p.relative_to(vault) for p in vault.rglob("*.md")) == notes
+        (vault / ".trash" / "ops").unlink()
+        assert engine.erase(ids[1])["trash_path"] == ".trash/ops/ci/Deploy 1.md"  # a real folder: as before
+    finally:
+        engine.close()
