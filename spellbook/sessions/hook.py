@@ -87,7 +87,7 @@ def _read_payload() -> dict[str, Any]:
 def _log_to(settings: Any) -> None:
     """Log to ``<index>/hooks.log``; the index folder is created only inside an existing vault."""
     if not settings.vault_dir.is_dir():
-        raise FileNotFoundError(f"No vault at {settings.vault_dir}; run `spellbook init {settings.vault_dir}`.")
+        raise SpellbookError(f"No vault at {settings.vault_dir}; run `spellbook init {settings.vault_dir}`.")
     # The index folder holds every note's text, and the log names sessions and paths: owner only,
     # made so here too when a hook runs before any index exists.
     handler = logging.FileHandler(private_file(private_folder(settings.index_path) / LOG_NAME), encoding="utf-8")

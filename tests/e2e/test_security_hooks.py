@@ -87,3 +87,14 @@ def test_a_hook_makes_its_folder_and_log_private_and_input_cannot_forge_a_log_li
     os.chmod(log, 0o644)
     assert hook("SessionEnd", vault, {"session_id": "t"}).returncode == 0
     assert (stat.S_IMODE((vault / ".spellbook").stat().st_mode), stat.S_IMODE(log.stat().st_mode)) == (0o700, 0o600)
+
+
+def test_a_hook_with_no_vault_says_so_in_one_line(tmp_path: Path) -> None:
+    """No vault printed a traceback on stderr (a FileNotFoundError, not one of Spellbook's errors)."""
+    missing = tmp_path / "missing"
+    for event in ("SessionStart", "UserPromptSubmit", "Stop", "capture"):
+        done = hook(event, missing, {"session_id": "s", "prompt": "hi", "transcript_path": str(tmp_path / "t.jsonl")})
+        assert (done.returncode, done.stdout) == (0, "")
+        assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+        assert f"No vault at {missing}; run `spellbook init {missing}`." in done.stderr
+    assert not missing.exists()
