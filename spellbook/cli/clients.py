@@ -50,6 +50,7 @@ class InstallResult:
     path: Path  # the config file
     changed: bool  # False: the file already said this, and was not touched
     backup: Path | None  # copy of the file as it was before this change, if it existed
+    private_from: int | None = None  # the mode the file had before it was made 0600 (it holds a token)
 
 
 # ---------------------------------------------------------------- where each client keeps its config
@@ -212,12 +213,17 @@ def install(
     wanted = _gemini_entry(wanted) if client == "gemini" else wanted
     config, existed = _read_config(file)
     servers = _servers(config, file)
+    # A token makes the file a secret: readable by its owner only, whatever mode it had (0644 is usual).
+    secret = bool(wanted.get("headers"))
     if servers is not None and servers.get(name) == wanted:
-        return InstallResult(path=file, changed=False, backup=None)
+        private_from = _make_private(file) if secret else None
+        return InstallResult(path=file, changed=False, backup=None, private_from=private_from)
     updated = dict(config)
     updated[_SERVERS_KEY] = {**(servers or {}), name: wanted}
-    backup = _write_config(file, updated, existed)
-    return InstallResult(path=file, changed=True, backup=backup)
+    before = _mode(file) if existed else None
+    backup = _write_config(file, updated, existed, private=secret)
+    private_from = before if secret and before is not None and before & 0o077 else None
+    return InstallResult(path=file, changed=True, backup=backup, private_from=private_from)
 
 
 def uninstall(
@@ -336,24 +342,41 @@ def render_config(config: Mapping[str, Any]) -> str:
     return json.dumps(config, indent=2, ensure_ascii=False) + "\n"
 
 
-def _write_config(file: Path, config: Mapping[str, Any], existed: bool) -> Path | None:
-    """Back up ``file`` if it existed, then replace it atomically. Returns the backup's path."""
+def _write_config(file: Path, config: Mapping[str, Any], existed: bool, private: bool = False) -> Path | None:
+    """Back up ``file`` if it existed, then replace it atomically. Returns the backup's path.
+    ``private``: the file (and its backup) lose their group/other bits."""
     # Write through a symlink (dotfile managers) rather than replacing the link with a file.
     target = file.resolve() if file.is_symlink() else file
-    backup = _backup(target) if existed else None
+    backup = _backup(target, private) if existed else None
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ClientConfigError(f"Cannot create {target.parent} ({exc}); create it yourself and try again.")
     mode = target.stat().st_mode & 0o7777 if existed else 0o600  # new: private (it may hold a token)
-    atomic_write(target, render_config(config), mode=mode)
+    atomic_write(target, render_config(config), mode=mode & 0o700 if private else mode)
     return backup
 
 
-def _backup(file: Path) -> Path:
+def _mode(file: Path) -> int:
+    return os.stat(file).st_mode & 0o7777  # through a symlink, as _write_config writes
+
+
+def _make_private(file: Path) -> int | None:
+    """Take group/other bits off ``file``; the mode it had, or None when it was private already."""
+    mode = _mode(file)
+    if not mode & 0o077:
+        return None
+    try:
+        os.chmod(file, mode & 0o700)
+    except OSError as exc:
+        raise ClientConfigError(f"{file} holds the token but cannot be made private ({exc}); run chmod 600 on it.")
+    return mode
+
+
+def _backup(file: Path, private: bool = False) -> Path:
     """Copy ``file`` byte for byte to ``<file>.bak``, or a timestamped name when that exists."""
     data = file.read_bytes()
-    mode = file.stat().st_mode & 0o777
+    mode = file.stat().st_mode & (0o700 if private else 0o777)
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     candidates = [file.with_name(f"{file.name}.bak"), file.with_name(f"{file.name}.{stamp}.bak")]
     candidates += [file.with_name(f"{file.name}.{stamp}-{i}.bak") for i in range(1, 100)]

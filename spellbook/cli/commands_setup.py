@@ -45,6 +45,9 @@ def install(args: argparse.Namespace) -> int:
     result = clients.install(args.client, scope=args.scope, name=args.name, entry=entry)
     print(f"{'configured' if result.changed else 'already configured:'} {args.name} in {result.path}"
           + (f" (backup: {result.backup})" if result.backup else ""))
+    if result.private_from is not None:
+        print(f"{result.path} holds the token now: made it readable by you only "
+              f"({result.private_from & 0o777:o} -> {(result.private_from & 0o700):o}).", file=sys.stderr)
     if token and args.scope == "project":
         print("warning: the token is now in a project file; keep that file out of git.", file=sys.stderr)
     if args.client in ("codex", "gemini") or args.hooks or args.prompt_recall:
@@ -139,23 +142,33 @@ def doctor(args: argparse.Namespace) -> int:
 
 
 def print_doctor(report: dict[str, Any], args: argparse.Namespace) -> int:
-    """The index verdict first (as before), then every other check with what to fix."""
-    failed = not report["consistent"] or any(c["status"] == "fail" for c in report["checks"])
+    """The index verdict first, then every other check with what to fix. Work a stopped owner left
+    pending (the next start does it) is said, and fails nothing; drift fails (``Maintenance.check``)."""
+    failed = report.get("drift", not report["consistent"]) or any(c["status"] == "fail" for c in report["checks"])
     if args.json:
         print(json.dumps(report, ensure_ascii=False, indent=2))
         return 1 if failed else 0
     if "files_in_vault" in report:
-        verdict = "index == vault" if report["consistent"] else "index differs from the vault"
+        drift = report["drift"]
+        verdict = ("index == vault" if report["consistent"] else "index differs from the vault" if drift
+                   else "index == vault once pending work is done")
         print(f"{verdict}: {report['files_in_vault']} files in the vault, {report['files_indexed']} indexed")
         for key, count in report["counts"].items():
             if count and key != "ids_read_as_numbers":  # a check of its own, below
                 print(f"  {key.replace('_', ' ')}: {count}")
+        for key, what in (("changed_unseen", "changed with the size and mtime the index has"),
+                          ("vectors_lost_in", "vectors lost behind the index's back")):
+            if report.get(key):
+                print(f"  {what}: {', '.join(report[key][:5])}{' ...' if len(report[key]) > 5 else ''}")
         if report["identity_problem"]:
             print(f"  index must be rebuilt: {report['identity_problem']}")
         for problem in report["problems"]:
             print(f"  skipped/warned {problem['path']}: {problem['problem']}")
-        if not report["consistent"] and not args.repair:
-            print("Run `spellbook doctor --repair` (or `spellbook index`) to fix it.")
+        if not report["consistent"] and not drift:
+            print("pending: files changed since the index last saw them and vectors a stopped server had not "
+                  "written yet; the next start of Spellbook (or `spellbook index`) does that work. Nothing to repair.")
+        if drift and not args.repair:
+            print("Run `spellbook doctor --repair` to fix it.")
     for item in report["checks"]:
         print(f"{item['status'].upper():<5} {item['check']}: {item['detail']}")
         if item.get("fix") and item["status"] != "ok":

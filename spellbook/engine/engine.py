@@ -122,8 +122,9 @@ class Engine:
     def close(self) -> None:
         self.indexer.close()  # lets the write under way finish, refuses new ones
         self.git.close()  # pending commits first
+        self.vectors.close()  # writes what is left behind...
+        self.indexer.confirm_stored()  # ...so the catalog may say so (index/pending.py)
         self.catalog.close()
-        self.vectors.close()
         if self._loading is not None:
             self._loading.join()
         if self._owns_embedder:

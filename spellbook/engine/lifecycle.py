@@ -34,7 +34,7 @@ from spellbook.scope import current as current_scope
 from spellbook.vault.fields import expires_in, expires_key, parse_expires
 from spellbook.vault.note import parse_note
 from spellbook.vault.paths import ABOUT_NAME, OVERVIEW_NAME, is_archived, sanitize_segment
-from spellbook.vault.store import Vault
+from spellbook.vault.store import TRASH_DIR, Vault
 
 log = logging.getLogger(__name__)
 _MAINTAIN_LOCK = threading.Lock()  # the owner's loop and a reconcile never maintain at once
@@ -145,6 +145,8 @@ class Lifecycle:
                 **out, "confirmed": False, "would_remove": [r.ref() for r in rows], "description_files": abouts,
                 "note": "Nothing was removed. Call again with confirm=true to move these files to .trash/.",
             }
+        for path in [r.path for r in rows] + abouts:  # a .trash that is a link: refused before anything moves
+            self.vault.check_move(TRASH_DIR, path)
         removed: list[dict[str, Any]] = []
         for row in rows:
             try:

@@ -94,13 +94,43 @@ class Maintenance:
         return report
 
     def check(self) -> dict[str, Any]:
-        """Does the index equal the vault? Compares the ledger with every file (size and mtime,
-        then content hash when they differ) and the catalog with the vector index. Changes nothing."""
+        """Does the index equal the vault? Compares the ledger with every file (content hashes, also
+        of a file whose size and mtime still match) and the catalog with the vector index. Changes
+        nothing. What differs is pending when the next start does it: files new, gone or changed
+        since they were indexed, the vectors of chunks a killed owner wrote and never saw stored
+        (index/pending.py), vectors with no chunk. It is ``drift`` otherwise: a file changed with
+        its size and mtime kept, a vector lost behind the catalog's back, another index identity."""
         known = self.catalog.files()
         on_disk = set(self.vault.iter_paths())
+        new, gone, changed, unseen = self._files(known, on_disk)
+        catalog_ids = self.catalog.all_chunk_ids()
+        vector_ids = self.vectors.ids(stored=True)
+        missing = catalog_ids - vector_ids
+        orphans = len(vector_ids - catalog_ids)
+        lost = self._lost(missing, {*new, *gone, *changed})
+        identity = self.indexer.needs_rebuild()
+        number_ids = self._number_ids()
+        return {
+            "consistent": not (new or gone or changed or unseen or missing or orphans or identity),
+            "drift": bool(unseen or lost or identity),
+            "ids_read_as_numbers": number_ids[:50],
+            "files_in_vault": len(on_disk), "files_indexed": len(known),
+            "not_indexed": new[:50], "deleted_but_indexed": gone[:50], "changed_since_indexed": changed[:50],
+            "changed_unseen": unseen[:50], "vectors_lost_in": sorted(set(lost.values()))[:50],
+            "counts": {"not_indexed": len(new), "deleted_but_indexed": len(gone), "changed": len(changed),
+                       "changed_unseen": len(unseen), "vectors_missing": len(missing), "vectors_lost": len(lost),
+                       "orphan_vectors": orphans, "ids_read_as_numbers": len(number_ids)},
+            "identity_problem": identity,
+            "problems": self.catalog.problems()[:50],
+        }
+
+    def _files(self, known: dict[str, Any], on_disk: set[str]) -> tuple[list[str], ...]:
+        """(not indexed, deleted but indexed, changed, changed unseen): a file unseen changed with
+        the size and mtime the ledger has, so no start looks at it again."""
         new = sorted((on_disk - set(known)) | (on_disk & set(self.catalog.incomplete_files())))
         gone = sorted(set(known) - on_disk)
         changed: list[str] = []
+        unseen: list[str] = []
         for path in sorted(on_disk & set(known)):
             row = known[path]
             try:
@@ -108,29 +138,25 @@ class Maintenance:
             except OSError:
                 changed.append(path)
                 continue
-            if (row.mtime_ns, row.size) != (st.st_mtime_ns, st.st_size):
-                try:
-                    if self.vault.read(path).version != row.version:
-                        changed.append(path)
-                except (OSError, SpellbookError):
-                    if row.problem is None:
-                        changed.append(path)
-        catalog_ids = self.catalog.all_chunk_ids()
-        vector_ids = self.vectors.ids(stored=True)
-        missing = len(catalog_ids - vector_ids)
-        orphans = len(vector_ids - catalog_ids)
-        identity = self.indexer.needs_rebuild()
-        number_ids = self._number_ids()
-        return {
-            "consistent": not (new or gone or changed or missing or orphans or identity),
-            "ids_read_as_numbers": number_ids[:50],
-            "files_in_vault": len(on_disk), "files_indexed": len(known),
-            "not_indexed": new[:50], "deleted_but_indexed": gone[:50], "changed_since_indexed": changed[:50],
-            "counts": {"not_indexed": len(new), "deleted_but_indexed": len(gone), "changed": len(changed),
-                       "vectors_missing": missing, "orphan_vectors": orphans, "ids_read_as_numbers": len(number_ids)},
-            "identity_problem": identity,
-            "problems": self.catalog.problems()[:50],
-        }
+            same = (row.mtime_ns, row.size) == (st.st_mtime_ns, st.st_size)
+            if same and row.problem is not None:
+                continue  # skipped or warned when indexed: read again when it changes
+            try:
+                if self.vault.read(path).version != row.version:
+                    (unseen if same else changed).append(path)
+            except (OSError, SpellbookError):
+                if row.problem is None:
+                    (unseen if same else changed).append(path)
+        return new, gone, changed, unseen
+
+    def _lost(self, missing: set[str], files_behind: set[str]) -> dict[str, str]:
+        """Chunk id -> path of the chunks without a vector that no one is embedding: not of a file
+        the next start indexes again, not waiting for the embedder here, not written by a session
+        that ended before it saw their vectors stored (index/pending.py)."""
+        marks, mine = self.catalog.pending.marks(), self.catalog.pending.session
+        rows = self.catalog.chunks(sorted(missing - self.indexer.missing))
+        return {cid: row.path for cid, row in rows.items()
+                if row.path not in files_behind and marks.get(row.path, mine) == mine}
 
     def repair(self, progress: Progress | None = None) -> dict[str, Any]:
         """Make the index equal to the vault again (a reconcile, plus re-embedding lost vectors),
@@ -139,8 +165,11 @@ class Maintenance:
             report = self.rebuild_index(progress)
             return {**report, "quoted_ids": self._quote_number_ids()}
         missing = sorted(self.catalog.all_chunk_ids() - self.vectors.ids(stored=True))
-        if missing:  # vectors lost under a catalog that thinks they exist: re-index those files
-            paths = sorted({c.path for c in self.catalog.chunks(missing).values()})
+        unseen = self._files(self.catalog.files(), set(self.vault.iter_paths()))[3]
+        # Vectors lost under a catalog that thinks they exist, files changed behind the ledger's
+        # size and mtime: the catalog forgets those files, and the reconcile indexes them again.
+        paths = sorted({c.path for c in self.catalog.chunks(missing).values()} | set(unseen))
+        if paths:
             self.catalog.remove(paths)
         self.reconcile(progress)
         quoted = self._quote_number_ids()

@@ -12,7 +12,8 @@ it. One git commit records it all, and the index is brought up to date in one pa
 Nothing is lost on the way, whoever else writes meanwhile:
 
 1. Every check (ids, scope, the survivor's ``version`` as ``revise`` checks it, readable
-   frontmatter, the size of the result) runs before a file moves.
+   frontmatter, the size of the result, no symbolic link on the way into ``.trash/``) runs before
+   a file moves.
 2. The others move to ``.trash/`` first: a rename, so each file's last bytes, a person's edit
    made a moment before included, are what the survivor receives (read back from the trash).
 3. The survivor is written only if it is still the version read in 1; if not, the others move
@@ -41,7 +42,7 @@ from spellbook.vault.note import ParsedNote, now_iso, parse_note, render_note
 from spellbook.vault.paths import MAX_FILE_BYTES
 from spellbook.vault.privacy import describe
 from spellbook.vault.relink import LINK_KEYS, link_key, relink_meta, relink_note, relink_text, targets_of
-from spellbook.vault.store import FileState, Vault
+from spellbook.vault.store import TRASH_DIR, FileState, Vault
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +84,8 @@ class Merging:
         sources = self._linking(others, {survivor.path, *(o.path for o in others)})
         first = [(o, _parsed(o.path, self._read(o).text)) for o in others]
         self._compose(survivor, parsed, first, text, names, target)  # every check, before a file moves
+        for other in others:
+            self.vault.check_move(TRASH_DIR, other.path)
 
         trashed: dict[str, str] = {}
         try:

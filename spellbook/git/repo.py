@@ -1,14 +1,13 @@
-"""Plain ``git`` under the vault, through ``subprocess``: the one place git is run (with the ``-c``
-overrides below, so a vault's repository runs no hook, filter or driver), and what Spellbook reads
-back: the repository, a path's entry and status, a note's versions and their contents.
+"""Plain ``git`` under the vault, through ``subprocess``: the one place git is run, and what Spellbook
+reads back: the repository, a path's entry and status, a note's versions and their contents, the
+files a repository's last commits changed (for a session's start).
 
-A vault's repository is not trusted to run commands (docs/security.md, "Writes and files"): every
-git call gets ``-c`` overrides that switch off hooks (``core.hooksPath``, so no pre/post-commit,
-reference-transaction or post-index-change hook), ``core.fsmonitor``, external diff and textconv
-drivers, clean/smudge/process filter drivers (found in the config and set to empty, which git
-treats as "no filter"), commit signing (``gpg.program``) and auto-gc; the system config is not read;
-``status`` does not descend into submodules. Not covered: git itself (a malicious ``git`` on PATH),
-and include files' non-command settings (they are read as any config is).
+A repository is not trusted to run commands (docs/security.md, "Git in the vault runs nothing"):
+every call gets the overrides of ``hardening`` (no hook, filter, driver, signature program, editor,
+pager, transport...), those for the drivers and hooks the config names found by a ``git config``
+before it, and not the system config; ``status`` does not descend into submodules. Not covered: git
+itself (a malicious ``git`` on PATH), and include files' non-command settings (they are read as any
+config is).
 """
 
 from __future__ import annotations
@@ -23,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from spellbook.git import hardening
+
 log = logging.getLogger(__name__)
 
 GitCommitMode = Literal["auto", "true", "false"]
@@ -33,15 +34,6 @@ LOCK_RETRIES = (0.1, 0.3, 1.0, 2.0)  # waits while another git process holds the
 _IN_PROGRESS = {"MERGE_HEAD": "a merge", "rebase-merge": "a rebase", "rebase-apply": "a rebase or am",
                 "CHERRY_PICK_HEAD": "a cherry-pick", "REVERT_HEAD": "a revert"}
 _REVISION = re.compile(r"^[0-9a-fA-F]{4,40}$")
-# Given to every git call: the vault's repository never makes Spellbook run a command.
-_SAFE_CONFIG = [
-    "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "core.sshCommand=false",
-    "-c", "diff.external=", "-c", "commit.gpgSign=false", "-c", "gpg.program=false", "-c", "gc.auto=0",
-    "-c", "maintenance.auto=false", "-c", "core.pager=cat", "-c", "core.editor=false",
-    "-c", "status.submoduleSummary=false", "-c", "diff.ignoreSubmodules=all", "-c", "core.untrackedCache=false",
-]
-# Subcommands that may read work-tree files through filters or diff drivers.
-_FILTERING = frozenset({"status", "hash-object", "log", "diff", "add", "update-index", "ls-files", "checkout"})
 
 
 class GitFailed(Exception):
@@ -85,9 +77,8 @@ class Git:
         self.exe = shutil.which("git")
         env = {k: v for k, v in os.environ.items() if k not in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE")}
         # Paths are literal (a note may be called "a*b.md"), no prompt ever, messages in English.
-        env.update(GIT_LITERAL_PATHSPECS="1", GIT_TERMINAL_PROMPT="0", LC_ALL="C")
+        env.update(GIT_LITERAL_PATHSPECS="1", LC_ALL="C", **hardening.ENV)
         self._env = env
-        env.update(GIT_CONFIG_NOSYSTEM="1")
         self._read_env = {**env, "GIT_OPTIONAL_LOCKS": "0"}  # reads never hold the index lock
 
     def run(self, *args: str, input: bytes | None = None, check: bool = True, write: bool = False,
@@ -103,7 +94,7 @@ class Git:
             env = {**env, "GIT_INDEX_FILE": str(index)}
         if not literal:
             env = {k: v for k, v in env.items() if k != "GIT_LITERAL_PATHSPECS"}
-        safe = _SAFE_CONFIG + (self._driver_overrides(cwd) if args and args[0] in _FILTERING else [])
+        safe = hardening.ARGS + (self._swept(args, cwd, timeout) if hardening.needs_sweep(args) else [])
         done = subprocess.run(
             [self.exe, *safe, *args], check=False, cwd=cwd or self.root, env=env, input=input,
             stdin=None if input is not None else subprocess.DEVNULL, capture_output=True, timeout=timeout,
@@ -112,21 +103,18 @@ class Git:
             raise GitFailed(list(args), done.returncode, done.stderr.decode("utf-8", "replace"))
         return done
 
-    def _driver_overrides(self, cwd: Path | None) -> list[str]:
-        """``-c filter.<name>.clean=`` (and smudge, process; textconv/command for diff drivers) for
-        every driver the repository's config names: an empty command is no command."""
+    def _swept(self, args: tuple[str, ...], cwd: Path | None, timeout: float) -> list[str]:
+        """The overrides for every driver and hook the config names (``hardening.sweep_args``)."""
         out = subprocess.run(
-            [self.exe or "git", *_SAFE_CONFIG, "config", "--name-only", "--get-regexp", r"^(filter|diff)\..+\."],
+            [self.exe or "git", *hardening.ARGS, "config", "-z", "--name-only", "--get-regexp", hardening.SWEPT],
             check=False, cwd=cwd or self.root, env=self._read_env, stdin=subprocess.DEVNULL, capture_output=True,
-            timeout=TIMEOUT_SECONDS,
+            timeout=timeout,
         )
-        names = {line.rsplit(".", 1)[0] for line in out.stdout.decode("utf-8", "surrogateescape").splitlines()}
-        overrides: list[str] = []
-        for name in sorted(names):
-            keys = ("clean", "smudge", "process") if name.startswith("filter.") else ("textconv", "command")
-            for key in keys:
-                overrides += ["-c", f"{name}.{key}="]
-        return overrides
+        try:
+            swept = hardening.sweep_args(out.stdout.decode("utf-8", "surrogateescape").split("\0")[:-1])
+        except hardening.UnsafeName as exc:
+            raise GitFailed(list(args), 1, str(exc)) from None
+        return swept
 
     def repo(self) -> Repo | None:
         """The work tree the vault is in, or None (no git, or not a repository)."""
@@ -150,6 +138,10 @@ class Git:
             return (f"The vault at {self.root} is not a git repository, so it has no history. To keep versions, "
                     "run `git init` in the vault and commit it (`git add -A && git commit -m vault`); from then "
                     "on Spellbook commits every write it makes.")
+        try:
+            self._swept(("status",), None, TIMEOUT_SECONDS)
+        except GitFailed as exc:
+            return f"Spellbook runs no git in the vault's repository: {exc.stderr}."
         return None
 
     @staticmethod
@@ -181,6 +173,15 @@ class Git:
         """Does the repository track any file in the vault folder?"""
         out = self.run("ls-files", "-z", "--", ".", check=False)
         return out.returncode == 0 and bool(out.stdout)
+
+    def recent_paths(self, commits: int, timeout: float) -> list[str]:
+        """The paths the last ``commits`` commits changed (newest first, relative to the work tree's
+        root); [] outside a repository or on error. ``self.root`` may be any folder, not a vault."""
+        if self.exe is None or not _in_git_tree(self.root):
+            return []
+        out = self.run("log", f"-n{commits}", "--no-ext-diff", "--no-textconv", "--name-only", "-z", "--format=",
+                       check=False, timeout=timeout)
+        return [p.strip("\n") for p in out.stdout.decode("utf-8", "surrogateescape").split("\0") if p.strip("\n")]
 
     def ignored(self, paths: list[str]) -> set[str]:
         """Which of these untracked paths .gitignore rules out (a tracked file never is)."""

@@ -10,6 +10,7 @@ Tables:
           [[wikilink]] in the body or ``links``; related, supersedes... for frontmatter relations)
   chunks_fts  FTS5 over pre-tokenised title / metadata / body, rowid = chunks.rowid
   folders one row per folder note (``_about.md``: a category's or topic's description; ``_overview.md``)
+  unconfirmed  files whose vectors their writer did not see stored (index/pending.py)
 
 Like the vector index, it is derived from the vault and can be deleted at any time.
 """
@@ -31,13 +32,14 @@ from spellbook.index.filters import HIDDEN_SQL, NOW_SQL
 from spellbook.index.fulltext import KeywordChange, KeywordIndex
 from spellbook.index.keyword import index_text
 from spellbook.index.links import LinkQueries
+from spellbook.index.pending import PendingVectors
 from spellbook.index.rows import (
     NOTE_CACHE, NOTE_COLS, NOTE_COUNT, ChunkRow, FileRow, FolderRow, IndexedChunk, KeptRows, NoteRow, meta_json,
     note_row,
 )
 from spellbook.index.schema import ADDED_COLUMNS, LATE_INDEXES, SCHEMA
 from spellbook.vault.crashpoints import crash_point
-from spellbook.vault.store import private_file, private_folder
+from spellbook.vault.private import private_file, private_folder
 
 FILTER_CACHE_SIZE = 32
 REFILTER_LIMIT = 2_000  # (paths written) x (filters kept) above which the kept answers are dropped
@@ -79,6 +81,7 @@ class Catalog:
         self._notes = KeptRows(NOTE_CACHE)  # path -> note row, until a write changes that path
         self.links = LinkQueries(self._db, self._lock, lambda: self.generation)  # link lookups, on this connection
         self.browse = BrowseQueries(self._db, self._lock, self.notes_at)  # structure and related notes
+        self.pending = PendingVectors(self._db, self._lock)  # which files' vectors no one vouches for
         self._filters: dict[tuple[str, tuple[Any, ...]], _FilterEntry] = {}  # see filtered_chunk_ids
         # Keyword search reads on its own connection (WAL: it sees every committed write), so the
         # vector side of a hybrid search does not wait behind it for the catalog.
@@ -215,6 +218,7 @@ class Catalog:
                     self._db.execute("INSERT INTO chunks_fts (rowid, title, meta, body) VALUES (?, ?, ?, ?)",
                                      (cur.lastrowid, *columns))
                     self._ops.append((cur.lastrowid, columns))  # for the in-memory copy, if there is one
+            self.pending.mark(file.path for file, _, chunks in items if chunks)
             self._notes.drop(written)  # a path new to the catalog too
             self._refilter(written)
 
@@ -249,13 +253,14 @@ class Catalog:
         self._db.execute("DELETE FROM tags WHERE path = ?", (path,))
         self._db.execute("DELETE FROM folders WHERE path = ?", (path,))
         self._db.execute("DELETE FROM files WHERE path = ?", (path,))
+        self.pending.unmark(path)
 
     def clear(self) -> None:
         with self._write():
             self._filters.clear()
             self._notes.clear()
             self._ops.append((-1, None))  # every row of the in-memory copy
-            for table in ("chunks_fts", "chunks", "notes", "links", "tags", "folders", "files", "meta"):
+            for table in ("chunks_fts", "chunks", "notes", "links", "tags", "folders", "files", "meta", "unconfirmed"):
                 self._db.execute(f"DELETE FROM {table}")
 
     # --- reads --------------------------------------------------------------------------------
@@ -277,15 +282,9 @@ class Catalog:
         return found
 
     def chunks(self, chunk_ids: Sequence[str]) -> dict[str, ChunkRow]:
-        if not chunk_ids:
-            return {}
-        marks = ",".join("?" * len(chunk_ids))
-        with self._lock:
-            rows = self._db.execute(
-                f"SELECT chunk_id, path, idx, heading, text, digest FROM chunks WHERE chunk_id IN ({marks})",
-                list(chunk_ids),
-            ).fetchall()
-        return {r[0]: ChunkRow(*r) for r in rows}
+        with self._lock:  # 500 ids a query: doctor asks for every chunk without a vector
+            sql = "SELECT chunk_id, path, idx, heading, text, digest FROM chunks WHERE chunk_id IN ({marks})"
+            return {r[0]: ChunkRow(*r) for r in self._select_in(sql, list(chunk_ids))}
 
     def chunks_of(self, path: str) -> list[ChunkRow]:
         with self._lock:

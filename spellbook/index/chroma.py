@@ -27,7 +27,7 @@ from spellbook.index.heap import trim_heap
 from spellbook.index.matrix import VectorMatrix
 from spellbook.index.snapshot import SnapshotKeeper, VectorSnapshot
 from spellbook.vault.crashpoints import crash_point
-from spellbook.vault.store import private_folder
+from spellbook.vault.private import private_folder
 
 log = logging.getLogger(__name__)
 

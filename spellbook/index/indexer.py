@@ -76,6 +76,15 @@ class Indexer:
             self.closed = True
             self.batches.close()
 
+    def confirm_stored(self) -> None:
+        """Once the vector index is closed with nothing left behind: clear this session's marks
+        (index/pending.py), but for the files whose chunks still wait for a vector."""
+        if not self.vectors.behind():
+            self.catalog.pending.settle(mine=True, keep=self._paths_of(self.missing))
+
+    def _paths_of(self, chunk_ids: set[str]) -> set[str]:
+        return {row.path for row in self.catalog.chunks(sorted(chunk_ids)).values()}
+
     @contextmanager
     def _open_lock(self) -> Iterator[None]:
         with self.lock:
@@ -168,6 +177,7 @@ class Indexer:
                 self.vectors.delete(orphans)
             self.missing = catalog_ids - vector_ids
             self.refused.clear()
+            self.catalog.pending.settle(mine=False, keep=self._paths_of(self.missing))  # dead sessions' marks
         return len(orphans)
 
     def fill_missing(self) -> SyncReport:

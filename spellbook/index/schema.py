@@ -26,6 +26,7 @@ CREATE TABLE IF NOT EXISTS links (path TEXT NOT NULL, target TEXT NOT NULL, rela
 CREATE INDEX IF NOT EXISTS links_path ON links(path);
 CREATE INDEX IF NOT EXISTS links_target ON links(target COLLATE NOCASE);
 CREATE INDEX IF NOT EXISTS links_relation ON links(relation, target COLLATE NOCASE);
+CREATE TABLE IF NOT EXISTS unconfirmed (path TEXT PRIMARY KEY, session TEXT NOT NULL);  -- index/pending.py
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(title, meta, body, tokenize='unicode61 remove_diacritics 0');
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_vocab USING fts5vocab(chunks_fts, 'row');
 """

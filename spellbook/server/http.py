@@ -36,7 +36,8 @@ from spellbook import __version__
 from spellbook.errors import SpellbookError
 from spellbook.server.hub import Hub
 from spellbook.server.web import Guard, web_app
-from spellbook.vault.store import atomic_write, private_folder
+from spellbook.vault.private import private_folder
+from spellbook.vault.store import atomic_write
 
 LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 SSE_PATH = "/sse"

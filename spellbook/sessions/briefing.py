@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from spellbook.engine.differences import changed_value, numbers_of
+from spellbook.git.repo import Git, GitFailed
 from spellbook.sessions import digest as digests
 from spellbook.sessions.quoting import estimate_tokens, one_line, quoted_block
 
@@ -213,13 +214,11 @@ def recent_files(cwd: str | None, limit: int = 8) -> list[str]:
     """Names of the files the repository's last commits changed (none outside git, or on error)."""
     if not cwd or not Path(cwd).is_dir():
         return []
-    try:
-        result = subprocess.run(["git", "-C", cwd, "log", "-n", "5", "--name-only", "--format="],
-                                capture_output=True, text=True, timeout=1.0, check=False)
-    except (OSError, subprocess.SubprocessError):
+    try:  # through Git: the repository is anyone's, and its config must run nothing (docs/security.md)
+        paths = Git(Path(cwd)).recent_paths(5, timeout=1.0)
+    except (GitFailed, OSError, subprocess.SubprocessError):
         return []
-    names = [Path(line.strip()).stem for line in result.stdout.splitlines() if line.strip()]
-    return list(dict.fromkeys(names))[:limit]
+    return list(dict.fromkeys(Path(p).stem for p in paths))[:limit]
 
 
 def _index_lines(index: dict[str, Any]) -> list[str]:

@@ -23,6 +23,7 @@ from typing import Any
 from spellbook.sessions.digest import Digest
 from spellbook.sessions.notes import CATEGORY, SessionNote, part_of, render_session
 from spellbook.sessions.transcript import Session
+from spellbook.vault.private import private_folder
 
 
 def capture(hub: Any, session: Session, lock_dir: Path, digested: Digest | None = None) -> dict[str, Any]:
@@ -84,7 +85,7 @@ def _revisable(note: SessionNote) -> dict[str, Any]:
 
 @contextlib.contextmanager
 def _session_lock(lock_dir: Path, session_id: str) -> Iterator[None]:
-    lock_dir.mkdir(parents=True, exist_ok=True)
+    private_folder(lock_dir)
     name = hashlib.sha1(session_id.encode("utf-8")).hexdigest()[:16]
     fd = os.open(lock_dir / f"{name}.lock", os.O_RDWR | os.O_CREAT, 0o600)
     try:

@@ -29,6 +29,7 @@ from typing import Any
 
 from spellbook.config import settings_from
 from spellbook.errors import SpellbookError
+from spellbook.vault.private import private_file, private_folder
 
 log = logging.getLogger("spellbook.hook")
 
@@ -121,14 +122,35 @@ def _read_payload() -> dict[str, Any]:
 def _log_to(settings: Any) -> None:
     """Log to ``<index>/hooks.log``; the index folder is created only inside an existing vault."""
     if not settings.vault_dir.is_dir():
-        raise FileNotFoundError(f"No vault at {settings.vault_dir}; run `spellbook init {settings.vault_dir}`.")
-    settings.index_path.mkdir(parents=True, exist_ok=True)
-    handler = logging.FileHandler(settings.index_path / LOG_NAME, encoding="utf-8")
-    handler.setFormatter(logging.Formatter("%(asctime)s %(process)d %(levelname)s %(message)s"))
+        raise SpellbookError(f"No vault at {settings.vault_dir}; run `spellbook init {settings.vault_dir}`.")
+    # The index folder holds every note's text, and the log names sessions and paths: owner only,
+    # made so here too when a hook runs before any index exists.
+    handler = logging.FileHandler(private_file(private_folder(settings.index_path) / LOG_NAME), encoding="utf-8")
+    handler.setFormatter(LineFormatter("%(asctime)s %(process)d %(levelname)s %(message)s"))
     root = logging.getLogger()
     for other in list(root.handlers):  # the CLI's stderr handler: the log file says it all
         root.removeHandler(other)
     root.addHandler(handler)
+
+
+class LineFormatter(logging.Formatter):
+    """One line a record: a value from the hook's input (a session id, a path) may hold a newline or
+    another control character, so they are escaped in the message, and a traceback's lines are
+    indented; no input can write a line that reads as a record of its own."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:  # noqa: N802 - logging's name
+        record.message = _escape(record.message)
+        return super().formatMessage(record)
+
+    def formatException(self, ei: Any) -> str:  # noqa: N802 - logging's name
+        return "\n".join("    " + _escape(line) for line in super().formatException(ei).split("\n"))
+
+
+_CONTROLS = {c: repr(chr(c))[1:-1] for c in (*range(0x20), 0x7F, 0x85, 0x2028, 0x2029)}
+
+
+def _escape(text: str) -> str:
+    return text.translate(_CONTROLS)
 
 
 def _print(text: str) -> None:
@@ -221,8 +243,7 @@ def _stop_due(settings: Any, session_id: str) -> bool:
     """Stop fires after every answer: capture on the first, then at most every STOP_EVERY_SECONDS."""
     import hashlib
 
-    folder = settings.index_path / "sessions"
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = private_folder(settings.index_path / "sessions")
     stamp = folder / (hashlib.sha1(session_id.encode("utf-8")).hexdigest()[:16] + ".stop")
     try:
         if time.time() - stamp.stat().st_mtime < STOP_EVERY_SECONDS:
@@ -239,7 +260,11 @@ def _capture(settings: Any, payload: dict[str, Any]) -> None:
     from spellbook.sessions.agents import read_session
 
     transcript = Path(str(payload.get("transcript_path")))
-    session = read_session(payload.get("spellbook_agent"), transcript, payload.get("session_id") or None)
+    try:
+        session = read_session(payload.get("spellbook_agent"), transcript, payload.get("session_id") or None)
+    except (OSError, ValueError) as exc:  # gone, not a regular file, too big: said in one line
+        log.error("capture: the transcript was not read: %s", exc)
+        return
     if not session.cwd:
         session.cwd = payload.get("cwd")
     if not session.exchanges:

@@ -13,12 +13,16 @@ assistant wrote before the next prompt (its final answer).
 from __future__ import annotations
 
 import json
+import os
 import re
+import stat
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
-MAX_TRANSCRIPT_BYTES = 200 * 1024 * 1024
+MAX_TRANSCRIPT_BYTES = 200 * 1024 * 1024  # read at most this much, even of a file that grows meanwhile
+MAX_LINE_BYTES = 16 * 1024 * 1024  # a longer line (a pasted image, or no newline at all) is skipped
 EDIT_TOOLS = {"Write", "Edit", "MultiEdit", "NotebookEdit"}
 _PRIVATE = re.compile(r"<private(?:\s[^<>]*)?>.*?(?:</private\s*>|\Z)", re.IGNORECASE | re.DOTALL)
 _PLUMBING = ("<command-", "<local-command", "<bash-", "<system-reminder>", "Caveat: The messages below")
@@ -54,24 +58,57 @@ def strip_private(text: str) -> str:
 
 
 def read_transcript(file: Path, session_id: str | None = None) -> Session:
-    """Parse a transcript file; unreadable lines are skipped (Claude Code may be appending)."""
+    """Parse a transcript file; unreadable lines are skipped (Claude Code may be appending). The path
+    comes from the hook's input: only a regular file is read (``ValueError`` for a FIFO, a device, a
+    folder, refused without blocking), at most ``MAX_TRANSCRIPT_BYTES``, lines up to ``MAX_LINE_BYTES``."""
     return parse_entries(json_lines(file), session_id or file.stem)
 
 
 def json_lines(file: Path) -> list[dict[str, Any]]:
-    """The JSON objects of a JSONL transcript, one a line; lines that do not parse are skipped."""
-    if file.stat().st_size > MAX_TRANSCRIPT_BYTES:
-        raise ValueError(f"transcript {file} is over {MAX_TRANSCRIPT_BYTES} bytes")
+    """The JSON objects of a JSONL transcript (bounded as ``read_transcript`` says), one a line;
+    lines that do not parse are skipped."""
     entries: list[dict[str, Any]] = []
-    with file.open(encoding="utf-8", errors="replace") as f:
-        for line in f:
-            try:
-                entry = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(entry, dict):
-                entries.append(entry)
+    for line in _lines(file):
+        try:
+            entry = json.loads(line.decode("utf-8", "replace"))
+        except ValueError:
+            continue
+        if isinstance(entry, dict):
+            entries.append(entry)
     return entries
+
+
+def open_regular(file: Path) -> BinaryIO:
+    """``file`` opened for reading if it is a regular file of at most ``MAX_TRANSCRIPT_BYTES``;
+    ``ValueError`` otherwise (a FIFO, a device, a folder: refused without blocking)."""
+    # O_NONBLOCK: opening a FIFO with no writer returns at once (then refused), instead of waiting.
+    fd = os.open(file, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise ValueError(f"transcript {file} is not a regular file")
+        if info.st_size > MAX_TRANSCRIPT_BYTES:
+            raise ValueError(f"transcript {file} is over {MAX_TRANSCRIPT_BYTES} bytes")
+    except BaseException:
+        os.close(fd)
+        raise
+    return open(fd, "rb")
+
+
+def _lines(file: Path) -> Iterator[bytes]:
+    with open_regular(file) as f:
+        budget = MAX_TRANSCRIPT_BYTES
+        while budget > 0:
+            line = f.readline(min(MAX_LINE_BYTES + 1, budget))
+            budget -= len(line)
+            if not line:
+                return
+            if len(line) <= MAX_LINE_BYTES:
+                yield line
+                continue
+            while line and not line.endswith(b"\n") and budget > 0:  # the rest of the long line
+                line = f.readline(min(MAX_LINE_BYTES, budget))
+                budget -= len(line)
 
 
 def parse_entries(entries: list[dict[str, Any]], session_id: str) -> Session:

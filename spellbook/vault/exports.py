@@ -27,7 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from spellbook.errors import InvalidInputError
-from spellbook.vault.store import atomic_write, private_folder
+from spellbook.vault.private import private_folder
+from spellbook.vault.store import atomic_write
 
 EXPORTS_DIR = "exports"
 LEDGER_NAME = "exports.ledger"

@@ -122,19 +122,24 @@ def resolve_path(vault: Path, path: str) -> Path:
 
 
 def _has_symlink(root: str, parts: list[str]) -> bool:
-    """Whether a part of ``root/parts...`` below ``root`` (a resolved vault folder) is a symlink:
-    lstat from the root down, stopping at the first part that does not exist (nothing under it
-    does). The vault's own parents are not looked at again, which was half of realpath's time."""
+    return first_symlink(root, parts) is not None
+
+
+def first_symlink(root: str, parts: list[str]) -> str | None:
+    """The first part of ``root/parts...`` below ``root`` (a resolved vault folder) that is a
+    symlink, as a vault-relative path, or None: lstat from the root down, stopping at the first
+    part that does not exist (nothing under it does). The vault's own parents are not looked at
+    again, which was half of realpath's time."""
     current = root
-    for part in parts:
+    for n, part in enumerate(parts):
         current = os.path.join(current, part)
         try:
             mode = os.lstat(current).st_mode
         except OSError:
-            return False
+            return None
         if stat.S_ISLNK(mode):
-            return True
-    return False
+            return "/".join(parts[: n + 1])
+    return None
 
 
 _DRIVE = re.compile(r"^[A-Za-z]:")

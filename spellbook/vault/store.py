@@ -27,7 +27,9 @@ from pathlib import Path
 from spellbook.errors import ConflictError, InvalidInputError, VaultPathError
 from spellbook.vault.crashpoints import crash_point
 from spellbook.vault.note import content_version
-from spellbook.vault.paths import ARCHIVE_DIR, IGNORED_DIRS, cut_utf8, is_ignored, resolve_path, with_suffix_number
+from spellbook.vault.paths import (
+    ARCHIVE_DIR, IGNORED_DIRS, cut_utf8, first_symlink, is_ignored, resolve_path, with_suffix_number,
+)
 from spellbook.vault.syncing import sync_files
 
 TRASH_DIR = ".trash"
@@ -230,15 +232,27 @@ class Vault:
         """Move an expired note to ``_archive/<path>``, bytes unchanged; returns where it went."""
         return self._move_under(ARCHIVE_DIR, path)
 
+    def check_move(self, folder: str, path: str) -> None:
+        """Refuse (``VaultPathError``) to move note ``path`` under ``folder`` (``.trash``, ``_archive``)
+        when that folder, or any folder on the way to where the note would go, is a symbolic link:
+        it may lead out of the vault, and no tool follows a link. Nothing is moved or created."""
+        parts = [part for part in f"{folder}/{path}".split("/") if part]
+        link = first_symlink(str(self.root), parts)
+        if link is not None:
+            raise VaultPathError(f"{link} in the vault is a symbolic link, and Spellbook never moves a note "
+                                 f"through one; nothing was moved. Make {link} a real folder (or remove the link) "
+                                 "and try again.")
+
     def _move_under(self, folder: str, path: str) -> str:
         source = self.file(path)
         if not source.is_file():
             raise VaultPathError(f"{path} is not a file in the vault.")
+        self.check_move(folder, path)
         dest_path = f"{folder}/{path}"
         dest = self.root / dest_path
         self._make_folders(dest.parent)
         n = 2
-        while dest.exists():  # never replace: 'Title 2.md', as Obsidian names a second file
+        while os.path.lexists(dest):  # never replace: 'Title 2.md', as Obsidian names a second file
             dest_path = with_suffix_number(f"{folder}/{path}", n)
             dest = self.root / dest_path
             n += 1
@@ -380,28 +394,6 @@ def backup_copy(file: Path) -> Path:
 def new_file_mode(folder: Path) -> int:
     """The mode of a new file in ``folder``: the folder's read/write bits, limited by the umask."""
     return folder.stat().st_mode & 0o666 & ~_UMASK
-
-
-def private_folder(folder: Path) -> Path:
-    """Create ``folder`` (and parents) for derived state that holds every note's text, readable by
-    its owner only: 0700 when new; an existing one loses any group/other bits."""
-    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-    st = folder.stat()
-    if st.st_mode & 0o077 and st.st_uid == os.geteuid():
-        os.chmod(folder, stat.S_IMODE(st.st_mode) & 0o700)
-    return folder
-
-
-def private_file(file: Path) -> Path:
-    """Create ``file`` 0600 if missing (SQLite gives its -wal/-shm the same mode), or take
-    group/other bits off an existing one."""
-    fd = os.open(file, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
-    try:
-        if os.fstat(fd).st_mode & 0o077:
-            os.fchmod(fd, 0o600)
-    finally:
-        os.close(fd)
-    return file
 
 
 def _temp_prefix(name: str) -> str:

@@ -375,3 +375,66 @@ def test_the_http_token_file_is_private_and_replaced_when_it_is_not(tmp_path: Pa
     with pytest.raises(SpellbookError, match="not a regular file"):
         ensure_token(index)
     assert not (tmp_path / "elsewhere").exists()
+
+
+def test_install_http_makes_the_client_config_holding_the_token_private(tmp_path: Path) -> None:
+    """``spellbook install --http`` wrote the token into an existing 0644 ~/.claude.json."""
+    from tests.helpers.processes import SPELLBOOK, child_env
+
+    home = tmp_path / "home"
+    home.mkdir()
+    config = home / ".claude.json"
+    config.write_text(json.dumps({"numStartups": 3, "mcpServers": {"other": {"command": "x"}}}))
+    config.chmod(0o644)
+    env = child_env(HOME=str(home), CLAUDE_CONFIG_DIR="")
+
+    def install(token: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([SPELLBOOK, "install", "claude-code", "--http", "http://127.0.0.1:8765/mcp",
+                               "--token", token], env=env, capture_output=True, text=True, timeout=60, check=True)
+
+    done = install("first-secret")
+    assert mode(config) == 0o600
+    assert f"{config} holds the token now: made it readable by you only (644 -> 600)" in done.stderr
+    saved = json.loads(config.read_text())
+    assert saved["numStartups"] == 3 and saved["mcpServers"]["spellbook"]["headers"] == {
+        "Authorization": "Bearer first-secret"}
+    # Already configured, but the file was opened up since: closed again.
+    config.chmod(0o644)
+    assert "(644 -> 600)" in install("first-secret").stderr and mode(config) == 0o600
+    # A new token: the backup of the file holding the old one is private too.
+    config.chmod(0o640)
+    install("second-secret")
+    backups = list(home.glob(".claude.json*.bak"))
+    assert mode(config) == 0o600 and backups and all(mode(b) == 0o600 for b in backups)
+
+
+def test_no_note_moves_through_a_symlinked_trash_or_folder_on_its_way(tmp_path: Path) -> None:
+    """A .trash linked to a folder outside the vault: erase moved the note out of the vault, and a
+    refused merge had already moved one of its notes there and made folders."""
+    from spellbook.errors import VaultPathError
+
+    vault, outside = tmp_path / "vault", tmp_path / "outside"
+    vault.mkdir()
+    outside.mkdir()
+    engine = open_engine(vault)
+    try:
+        ids = [engine.scribe(f"Fact {n} about deploys.", title=f"Deploy {n}", category="ops", topic="ci")["id"]
+               for n in range(3)]
+        notes = sorted(p.relative_to(vault) for p in vault.rglob("*.md"))
+        (vault / ".trash").symlink_to(outside, target_is_directory=True)
+        for call in (lambda: engine.erase(ids[0]), lambda: engine.merge(ids),
+                     lambda: engine.erase_topic("ci", category="ops", confirm=True)):
+            with pytest.raises(VaultPathError, match=r"\.trash in the vault is a symbolic link.*nothing was moved"):
+                call()
+            assert sorted(p.relative_to(vault) for p in vault.rglob("*.md")) == notes and not list(outside.iterdir())
+        # A real .trash, but a folder on the way is a link (here to another folder of the vault).
+        (vault / ".trash").unlink()
+        (vault / ".trash").mkdir()
+        (vault / ".trash" / "ops").symlink_to(vault / "ops", target_is_directory=True)
+        with pytest.raises(VaultPathError, match=r"\.trash/ops in the vault is a symbolic link"):
+            engine.erase(ids[1])
+        assert sorted(p.relative_to(vault) for p in vault.rglob("*.md")) == notes
+        (vault / ".trash" / "ops").unlink()
+        assert engine.erase(ids[1])["trash_path"] == ".trash/ops/ci/Deploy 1.md"  # a real folder: as before
+    finally:
+        engine.close()

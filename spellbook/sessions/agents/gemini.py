@@ -23,6 +23,7 @@ from spellbook.sessions.transcript import (
     Exchange,
     Session,
     _add_tool,
+    open_regular,
     strip_private,
 )
 
@@ -33,9 +34,9 @@ _TOOLS = {"run_shell_command": "Bash", "replace": "Edit", "write_file": "Write",
 
 
 def read_chat(file: Path, session_id: str | None = None) -> Session:
-    if file.stat().st_size > MAX_TRANSCRIPT_BYTES:
-        raise ValueError(f"transcript {file} is over {MAX_TRANSCRIPT_BYTES} bytes")
-    meta, messages = _records(file.read_text(encoding="utf-8", errors="replace"))
+    with open_regular(file) as f:  # a regular file only, bounded (as a Claude Code transcript)
+        text = f.read(MAX_TRANSCRIPT_BYTES).decode("utf-8", "replace")
+    meta, messages = _records(text)
     session = Session(session_id or str(meta.get("sessionId") or file.stem), source="gemini")
     current: Exchange | None = None
     for message in messages:
