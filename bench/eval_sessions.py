@@ -9,6 +9,7 @@ checked. Also run: 45 coding prompts unrelated to any conversation, which should
 
     PYTHONPATH=. .venv/bin/python bench/eval_sessions.py                 # all 7 conversations
     PYTHONPATH=. .venv/bin/python bench/eval_sessions.py --convs 2 --limit 60   # a quick look
+    cp -r spellbook /tmp/snap/ && PYTHONPATH=/tmp/snap:. .venv/bin/python bench/eval_sessions.py  # a fixed copy
 
 Reported, over all questions (a prompt that got nothing holds nothing):
   evidence  share of prompts whose injection holds 80% of the words of one of its evidence turns
@@ -296,7 +297,9 @@ def main() -> None:
     notes, queries = load(opts.data)
     convs = sorted(notes)[: opts.convs or None]
     env = {k: v for k, v in os.environ.items() if not k.startswith("SPELLBOOK_")}
-    env.update(SPELLBOOK_EMBEDDER=opts.embedder, PYTHONPATH=str(ROOT))
+    # PYTHONPATH first: a copy of spellbook/ put there is what every hook runs (measure while editing)
+    env.update(SPELLBOOK_EMBEDDER=opts.embedder,
+               PYTHONPATH=os.pathsep.join(p for p in (os.environ.get("PYTHONPATH", ""), str(ROOT)) if p))
     os.environ.update(SPELLBOOK_EMBEDDER=opts.embedder)
     extra = ["--prompt-recall"] if opts.prompt_recall_flag else []
     tmp = Path(tempfile.mkdtemp(prefix="eval-sessions-"))

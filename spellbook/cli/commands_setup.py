@@ -67,7 +67,8 @@ def install_hooks(args: argparse.Namespace, vault: Path | None = None, remove: b
         import os
 
         vault = Path(os.environ.get("SPELLBOOK_VAULT", "vault"))
-    commands = hooks.hook_commands(clients.default_command(), vault, prompt_recall=args.prompt_recall)
+    recall = not getattr(args, "no_prompt_recall", False)
+    commands = hooks.hook_commands(clients.default_command(), vault, prompt_recall=recall)
     changed, backup = hooks.install_hooks(file, commands)
     print(f"{'configured' if changed else 'already configured:'} session hooks ({', '.join(commands)}) in {file}"
           + (f" (backup: {backup})" if backup else ""))
