@@ -288,8 +288,6 @@ def main() -> None:
     ap.add_argument("--embedder", default="use-m3")
     ap.add_argument("--convs", type=int, default=0, help="only the first N conversations (0: all)")
     ap.add_argument("--limit", type=int, default=0, help="only the first N questions of each conversation")
-    ap.add_argument("--prompt-recall-flag", action="store_true",
-                    help="pass --prompt-recall to the hook (needed where recall is off by default)")
     ap.add_argument("--out", type=Path, default=None, help="also write the report here")
     opts = ap.parse_args()
     if not opts.data.exists():
@@ -301,7 +299,7 @@ def main() -> None:
     env.update(SPELLBOOK_EMBEDDER=opts.embedder,
                PYTHONPATH=os.pathsep.join(p for p in (os.environ.get("PYTHONPATH", ""), str(ROOT)) if p))
     os.environ.update(SPELLBOOK_EMBEDDER=opts.embedder)
-    extra = ["--prompt-recall"] if opts.prompt_recall_flag else []
+    extra = ["--prompt-recall"]  # as `install claude-code --hooks` writes the hook
     tmp = Path(tempfile.mkdtemp(prefix="eval-sessions-"))
     started = time.perf_counter()
     results = []

@@ -250,7 +250,7 @@ class Settings:
         "`install claude-code --hooks` writes turns it on; SPELLBOOK_RECALL=off turns it off)."
     )
     session_prompt_min_relevance: float = setting(
-        0.3, ge=0.0, le=1.0, description="Least relevance (0-1) of a passage added to a prompt."
+        0.1, ge=0.0, le=1.0, description="Least relevance (0-1) of a passage added to a prompt."
     )
     session_prompt_tokens: int = setting(
         600, ge=50, le=20_000, description="Budget of the passages a UserPromptSubmit hook adds to a prompt."
