@@ -152,8 +152,9 @@ def _prompt(settings: Any, payload: dict[str, Any]) -> str:
     project, _ = _project(payload)
     hub = _open_hub(settings)
     try:
+        # Without a server, keyword search spares this process loading the model (as at SessionStart).
         return prompt_context(hub, project, prompt, settings.session_prompt_min_relevance,
-                              settings.session_prompt_tokens, session_id or None)
+                              settings.session_prompt_tokens, session_id or None, semantic=hub.role == "follower")
     finally:
         hub.close()
 
