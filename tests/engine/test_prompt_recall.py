@@ -152,3 +152,23 @@ def test_install_hooks_turns_prompt_recall_on_unless_told_not_to(tmp_path: Path)
         assert ("UserPromptSubmit" in hooks) is expected
         if expected:
             assert hooks["UserPromptSubmit"][0]["hooks"][0]["command"].endswith("--prompt-recall")
+
+
+def test_a_korean_prompt_gets_the_korean_passage_that_answers_it(tmp_path: Path) -> None:
+    filler = "먼저 모듈과 테스트를 읽었습니다. 코드가 오래되어 비슷한 함수가 여러 개 있습니다. " * 4
+    fact = "결제 서비스는 스테이징에서 8443 포트를 사용합니다."
+    tasks = [("결제 서비스의 스테이징 배포를 설정해 주세요", "deploy/billing/values.yaml", filler + "\n\n" + fact + " " + filler,
+              "결제 서비스 스테이징 포트")]
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    hub = Hub(Settings(vault=vault, embedder="use-m3", watch=False), watch=False, warm_up=False)
+    hub.start(background=False)
+    try:
+        file, _, kinds = make_transcript(tmp_path, str(tmp_path / "shop"), 6, seed=3, tasks=tasks)
+        assert 0 in kinds
+        capture(hub, read_transcript(file), tmp_path / "locks")
+        text = prompt_context(hub, "shop", "결제 서비스는 스테이징에서 어떤 포트를 쓰나요?", 0.1, 600)
+        assert fact in text and estimate_tokens(text) <= 600
+        assert prompt_context(hub, "shop", "바나나 빵 만드는 법을 알려줘", 0.1, 600) == ""
+    finally:
+        hub.close()
