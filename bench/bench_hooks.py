@@ -114,6 +114,11 @@ def main() -> None:
         given = sum(1 for _, out in prompts if out.startswith(b"<spellbook-memory>"))
         rows.append(("UserPromptSubmit recall, server running", summary([t for t, _ in prompts]) +
                      f", {given}/{len(prompts)} given passages; CPU p50 {statistics.median(CPU):.0f} ms"))
+        from bench.eval_sessions import UNRELATED
+
+        other = [timed(prompt_cmd, {"session_id": "bench", "cwd": str(project), "prompt": p}, env)[1] for p in UNRELATED]
+        rows.append(("UserPromptSubmit, coding prompts on no task here", f"{sum(1 for out in other if out)}/{len(other)} "
+                     "given passages (bench/eval_sessions.py's unrelated prompts)"))
         cap = [timed(capture_cmd, {**big_payload, "session_id": f"{big_id}-s{i}"}, env)[0] for i in range(3)]
         rows.append(("capture 200 turns (worker), server running", summary(cap)))
         end_cmd = [SPELLBOOK, "hook", "SessionEnd", "--vault", str(vault)]
