@@ -28,6 +28,7 @@ RELEVANT = 6
 PROMPT_BUDGET = 600
 PASSAGES = 16
 WORDS_SHARE = 0.75
+SUBSTANCE = 16  # tokens: about 60 English characters, 16 Korean or Japanese ones
 _WORD = re.compile(r"\w+")
 
 
@@ -94,11 +95,12 @@ def _day(date: Any) -> str:
 
 
 def answers(hits: list[dict[str, Any]], prompt: str) -> bool:
-    """Whether the passages are worth a prompt's context: the best is closer in meaning to the prompt
-    than the vault's notes are to each other on average (``meaning`` > 0, calibrated per embedder:
-    docs/search.md), or one holds, as whole words, most of the prompt's terms (at least two of them).
+    """Whether the passages are worth a prompt's context: one of some length (``SUBSTANCE`` tokens:
+    "Run the unit tests" is close to any coding prompt and answers none) is closer in meaning to the
+    prompt than the vault's notes are to each other on average (``meaning`` > 0, calibrated per
+    embedder: docs/search.md), or one holds, as whole words, most of the prompt's terms (two at least).
     Measured with bench/eval_sessions.py: 0 of 315 unrelated coding prompts pass, 90% of questions."""
-    if any(h.get("meaning", 0) > 0 for h in hits):
+    if any(h.get("meaning", 0) > 0 and estimate_tokens(str(h.get("passage") or "")) >= SUBSTANCE for h in hits):
         return True
     from spellbook.engine.hybrid import query_terms
     from spellbook.index.keyword import normalize
