@@ -50,6 +50,8 @@ def passage(text: str, query: str, limit: int = PASSAGE_CHARS) -> str:
             key = (len(covered), -size)
             if covered and key > best_key:
                 best, best_key = (start, end), key
+    if not best_key[0]:  # found by meaning alone: the opening
+        return flat[: limit - 1].rstrip() + " …"
     start, end = best
     window = " ".join(" ".join(parts[start:end]).split())
     if len(window) > limit:

@@ -60,9 +60,9 @@ def session_context(hub: Any, project: str, cwd: str | None, budget: int, semant
 
 def prompt_context(hub: Any, project: str, prompt: str, min_relevance: float, budget: int = PROMPT_BUDGET,
                    session_id: str | None = None, semantic: bool = True) -> str:
-    """The passages most likely to answer one prompt, within ``budget`` tokens: best first (the
-    newer first among equals), each once, none of the running session's own; empty when none
-    reaches ``min_relevance``."""
+    """The passages most likely to answer one prompt, of relevance ``min_relevance`` or more, within
+    ``budget`` tokens: best first (the newer first among equals), each once, none of the running
+    session's own nor of the starter notes; empty unless ``answers`` finds them worth it."""
     found = hub.call("recall", {"query": prompt[:2_000], "limit": PASSAGES, "min_score": min_relevance,
                                 "mode": "hybrid" if semantic else "keyword", "context": project})
     starter = starter_notes()

@@ -172,3 +172,9 @@ def test_a_korean_prompt_gets_the_korean_passage_that_answers_it(tmp_path: Path)
         assert prompt_context(hub, "shop", "바나나 빵 만드는 법을 알려줘", 0.1, 600) == ""
     finally:
         hub.close()
+
+
+def test_a_chunk_holding_none_of_the_query_words_gives_its_opening() -> None:
+    text = "Short first. " + "The rest of a long note goes on here. " * 20
+    got = passage(text, "zebra quantum")
+    assert got.startswith("Short first. The rest") and got.endswith(" …") and 300 <= len(got) <= 362
