@@ -1,5 +1,5 @@
-"""Hook latency: SessionStart context, and capture of a 200-turn transcript, each with a server
-already owning the index and without one (the hook then opens the index itself).
+"""Hook latency: SessionStart context, UserPromptSubmit recall, and capture of a 200-turn transcript,
+each with a server already owning the index and without one (the hook then opens the index itself).
 
     PYTHONPATH=. .venv/bin/python bench/bench_hooks.py [--embedder use-m3|hashing] [--runs 10]
 
@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 from spellbook.sessions.digest import digest
 from spellbook.sessions.quoting import estimate_tokens
 from spellbook.sessions.transcript import read_transcript
-from tests.helpers.sessions import make_transcript
+from tests.helpers.sessions import TASKS, make_transcript
 
 SPELLBOOK = str(Path(sys.executable).with_name("spellbook"))
 
@@ -116,6 +116,18 @@ def main() -> None:
         tokens = estimate_tokens(with_server[-1][1].decode())
         rows.append(("SessionStart, server running", summary([t for t, _ in with_server]) + f", ~{tokens} tokens; "
                      f"CPU p50 {statistics.median(CPU):.0f} ms"))
+        prompt_cmd = [SPELLBOOK, "hook", "UserPromptSubmit", "--vault", str(vault), "--prompt-recall"]
+        CPU.clear()
+        prompts = [timed(prompt_cmd, {"session_id": "bench", "cwd": str(project), "hook_event_name": "UserPromptSubmit",
+                                      "prompt": TASKS[i % len(TASKS)][3]}, env) for i in range(max(opts.runs, 12))]
+        given = sum(1 for _, out in prompts if out.startswith(b"<spellbook-memory>"))
+        rows.append(("UserPromptSubmit recall, server running", summary([t for t, _ in prompts]) +
+                     f", {given}/{len(prompts)} given passages; CPU p50 {statistics.median(CPU):.0f} ms"))
+        from bench.eval_sessions import UNRELATED
+
+        other = [timed(prompt_cmd, {"session_id": "bench", "cwd": str(project), "prompt": p}, env)[1] for p in UNRELATED]
+        rows.append(("UserPromptSubmit, coding prompts on no task here", f"{sum(1 for out in other if out)}/{len(other)} "
+                     "given passages (bench/eval_sessions.py's unrelated prompts)"))
         cap = [timed(capture_cmd, {**big_payload, "session_id": f"{big_id}-s{i}"}, env)[0] for i in range(3)]
         rows.append(("capture 200 turns (worker), server running", summary(cap)))
         end_cmd = [SPELLBOOK, "hook", "SessionEnd", "--vault", str(vault)]

@@ -251,10 +251,14 @@ class Settings:
         1500, ge=100, le=20_000, description="Budget of the context a SessionStart hook gives a new session."
     )
     session_prompt_recall: bool = setting(
-        False, description="UserPromptSubmit hook: add the memories most relevant to each prompt."
+        False, description="UserPromptSubmit hook: add the memories most relevant to each prompt (the hook "
+        "`install claude-code --hooks` writes turns it on; SPELLBOOK_RECALL=off turns it off)."
     )
     session_prompt_min_relevance: float = setting(
-        0.5, ge=0.0, le=1.0, description="Least relevance (0-1) of a memory added to a prompt."
+        0.1, ge=0.0, le=1.0, description="Least relevance (0-1) of a passage added to a prompt."
+    )
+    session_prompt_tokens: int = setting(
+        600, ge=50, le=20_000, description="Budget of the passages a UserPromptSubmit hook adds to a prompt."
     )
     summariser: str | None = setting(
         None, description="Opt-in model-written session digests: ollama:<model> or openai:<model> "

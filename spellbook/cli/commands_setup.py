@@ -98,11 +98,12 @@ def install_hooks(args: argparse.Namespace, vault: Path | None = None, remove: b
         import os
 
         vault = Path(os.environ.get("SPELLBOOK_VAULT", "vault"))
+    recall = not getattr(args, "no_prompt_recall", False)
     if agent:
-        commands = agents.hook_commands(agent, clients.default_command(), vault, prompt_recall=args.prompt_recall)
+        commands = agents.hook_commands(agent, clients.default_command(), vault, prompt_recall=recall)
         changed, backup = hooks.install_hooks(file, commands, agents.TIMEOUTS[agent])
     else:
-        commands = hooks.hook_commands(clients.default_command(), vault, prompt_recall=args.prompt_recall)
+        commands = hooks.hook_commands(clients.default_command(), vault, prompt_recall=recall)
         changed, backup = hooks.install_hooks(file, commands)
     print(f"{'configured' if changed else 'already configured:'} session hooks ({', '.join(commands)}) in {file}"
           + (f" (backup: {backup})" if backup else ""))

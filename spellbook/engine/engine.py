@@ -95,7 +95,7 @@ class Engine:
         self.scribe, self.revise, self.erase = memories.scribe, memories.revise, memories.erase
         self.get_memories, self.list_memories = memories.get_memories, memories.list_memories
         self.get_topic, self.timeline = memories.get_topic, memories.timeline
-        self.memorize, self.related = self.search.memorize, self.search.related
+        self.memorize, self.recall, self.related = self.search.memorize, self.search.recall, self.search.related
         self.get_index, self.describe = self.structure.get_index, self.structure.describe
         self.write_overviews = self.structure.write_overviews
         self.sweep_expired, self.erase_topic = self.lifecycle.sweep_expired, self.lifecycle.erase_topic

@@ -16,12 +16,12 @@ from spellbook.config import Settings
 from spellbook.embedders.base import Embedder
 from spellbook.engine import ranking
 from spellbook.engine.access import Access, Readiness
+from spellbook.engine.passages import passage
 from spellbook.engine.ranking import Candidates, Mode
 from spellbook.errors import EmbedderError, InvalidInputError
 from spellbook.index.catalog import Catalog, NoteRow
-from spellbook.index.filters import parse_filter, to_chunk_sql, to_sql
+from spellbook.index.filters import event_type_of, parse_filter, to_chunk_sql, to_sql
 from spellbook.index.indexer import Indexer, file_changed
-from spellbook.index.keyword import tokenize
 from spellbook.scope import current as current_scope
 from spellbook.vault.fields import expires_key
 from spellbook.vault.store import Vault
@@ -33,7 +33,6 @@ if TYPE_CHECKING:
 _POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="spellbook-search")
 
 MAX_QUERY_CHARS = 2_000
-SNIPPET_CHARS = 240
 RELEVANCE_SIGMAS = 5.0  # relevance 1.0 = 5 standard deviations above two unrelated notes' similarity
 MAX_SKIPPED = 1_000  # more hidden (archived, expired) chunks than this: filter the vector query instead
 
@@ -72,6 +71,21 @@ class Search:
         mode: Mode = "hybrid",
         min_score: float | None = None,
     ) -> dict[str, Any]:
+        return self._find(query, limit, filter, mode, min_score, per_chunk=False)
+
+    def recall(
+        self, query: str, limit: int = 12, filter: Filter | dict | None = None, mode: Mode = "hybrid",
+        min_score: float | None = None,
+    ) -> dict[str, Any]:
+        """``memorize`` by passage: the ``limit`` best chunks (several may be of one note), each with
+        its ``passage``, ``event`` (a session's event type, else its heading), ``date`` (a session's
+        start, else the note's last change) and ``session``: what a prompt is given (sessions/recall.py)."""
+        return self._find(query, limit, filter, mode, min_score, per_chunk=True)
+
+    def _find(
+        self, query: str, limit: int, filter: Filter | dict | None, mode: Mode, min_score: float | None,
+        per_chunk: bool,
+    ) -> dict[str, Any]:
         query = (query or "").strip()
         if not query:
             raise InvalidInputError("query is empty: describe what you want to remember, e.g. 'how we deploy'.")
@@ -93,11 +107,12 @@ class Search:
                 f"The embedder ({self.embedder.model_id}) only understands English, so this query was ranked by "
                 "keywords alone. For Korean or Japanese meaning search, set SPELLBOOK_EMBEDDER=use-m3."
             )
-        hits, fallback = self._search_or_keywords(query, limit, spec, ranking)
-        stale = [h["path"] for h in hits if file_changed(self.vault, self.catalog.file(h["path"]), h["path"])]
+        hits, fallback = self._search_or_keywords(query, limit, spec, ranking, per_chunk)
+        paths = dict.fromkeys(h["path"] for h in hits)
+        stale = [p for p in paths if file_changed(self.vault, self.catalog.file(p), p)]
         if stale:  # never answer from an index older than the files: catch up, then search again
             self.indexer.sync_paths(stale)
-            hits, fallback = self._search_or_keywords(query, limit, spec, ranking)
+            hits, fallback = self._search_or_keywords(query, limit, spec, ranking, per_chunk)
         if min_score is not None:
             hits = [h for h in hits if h["relevance"] >= min_score]
         result: dict[str, Any] = {"query": query, "mode": mode, "results": hits}
@@ -107,17 +122,17 @@ class Search:
         return result
 
     def _search_or_keywords(
-        self, query: str, limit: int, spec: Filter | None, mode: Mode
+        self, query: str, limit: int, spec: Filter | None, mode: Mode, per_chunk: bool = False
     ) -> tuple[list[dict[str, Any]], str | None]:
         """``_search``; when the embedder fails, keyword ranking instead, with a note saying why
         and what to do: (hits, note)."""
         if mode == "keyword":
-            return self._search(query, limit, spec, mode), None
+            return self._search(query, limit, spec, mode, per_chunk), None
         try:
-            hits = self._search(query, limit, spec, mode)
+            hits = self._search(query, limit, spec, mode, per_chunk)
         except EmbedderError as exc:
             note = f"The embedder failed, so these results are ranked by keywords alone (meaning is not searched): {exc}"
-            return self._search(query, limit, spec, "keyword"), note
+            return self._search(query, limit, spec, "keyword", per_chunk), note
         missing = len(self.indexer.missing - self.indexer.refused) if self.indexer.missing else 0
         if not missing:
             return hits, None
@@ -126,7 +141,9 @@ class Search:
                 "they are being embedded now; hybrid and keyword search find them meanwhile.")
         return hits, note
 
-    def _search(self, query: str, limit: int, spec: Filter | None, mode: Mode) -> list[dict[str, Any]]:
+    def _search(
+        self, query: str, limit: int, spec: Filter | None, mode: Mode, per_chunk: bool = False
+    ) -> list[dict[str, Any]]:
         where, params = to_chunk_sql(spec)  # every query below joins chunks as c
         depth = max(limit * 6, 50)
         similarity: dict[str, float] = {}
@@ -152,23 +169,30 @@ class Search:
                      else self.catalog.keywords.search(query, where, params, depth, allowed=rowids))
             keyword_scores = dict(found)
         ranked = ranking.rank(rows, similarity, keyword_scores, mode, limit, self.settings)
-        terms = [t for t in tokenize(query) if len(t) > 1]
         baseline = self._similarity_baseline() if similarity else None
         hits: list[dict[str, Any]] = []
-        for cid, score, chunk, note in _best_per_note(ranked, rows.chunks, rows.notes, limit):
+        picked = (_best_chunks if per_chunk else _best_per_note)(ranked, rows.chunks, rows.notes, limit)
+        for cid, score, chunk, note in picked:
+            text = passage(self.access.scrubbed(chunk.text), query)
             hit = {
                 "id": note.note_id, "path": note.path, "title": note.title, "score": round(score, 4),
-                "snippet": _snippet(self.access.scrubbed(chunk.text), terms), "category": note.category, "topic": note.topic,
+                "snippet": text, "category": note.category, "topic": note.topic,
                 "tags": note.tags, "type": note.type, "updated": note.updated or note.created,
             }
             if chunk.heading:
                 hit["heading"] = chunk.heading
+            if per_chunk:
+                started = note.meta.get("started")
+                hit.update(passage=text, event=event_type_of(chunk.heading) or chunk.heading or None,
+                           date=str(started or hit["updated"] or "")[:10], session=note.meta.get("session"))
             meaning = 0.0
             if cid in similarity:
                 hit["similarity"] = round(similarity[cid], 4)
                 mu, sigma = baseline
                 meaning = min(1.0, max(0.0, (similarity[cid] - mu) / sigma / RELEVANCE_SIGMAS))
             hit["relevance"] = round(max(meaning, rows.coverage(cid)), 3)
+            if per_chunk:
+                hit["meaning"] = round(meaning, 3)
             hit["found_by"] = [side for side, found in (("keywords", keyword_scores), ("meaning", similarity))
                                if cid in found]
             hits.append(hit)
@@ -234,6 +258,15 @@ class Search:
         return [{**note.ref(), "similarity": round(similarity, 4)} for _, similarity, _, note in best]
 
 
+def _best_chunks(
+    ranked: list[tuple[str, float]], chunks: dict, notes: dict, limit: int
+) -> list[tuple[str, float, Any, NoteRow]]:
+    """The best ``limit`` chunks the catalog knows, best first, several of a note if they rank."""
+    out = [(cid, score, chunks[cid], notes[chunks[cid].path]) for cid, score in ranked
+           if cid in chunks and chunks[cid].path in notes]
+    return out[:limit]
+
+
 def _best_per_note(
     ranked: list[tuple[str, float]], chunks: dict, notes: dict, limit: int, exclude: str | None = None
 ) -> list[tuple[str, float, Any, NoteRow]]:
@@ -250,17 +283,6 @@ def _best_per_note(
         if len(out) == limit:
             break
     return out
-
-
-def _snippet(text: str, terms: list[str]) -> str:
-    flat = " ".join(text.split())
-    if len(flat) <= SNIPPET_CHARS:
-        return flat
-    lower = flat.lower()
-    positions = [p for p in (lower.find(t) for t in terms) if p >= 0]
-    start = max(0, min(positions) - SNIPPET_CHARS // 4) if positions else 0
-    piece = flat[start : start + SNIPPET_CHARS]
-    return ("…" if start else "") + piece + ("…" if start + SNIPPET_CHARS < len(flat) else "")
 
 
 def mostly_latin(text: str) -> bool:

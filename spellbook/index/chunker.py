@@ -2,7 +2,8 @@
 
 A note is split at its headings (markdown-it-py, so a ``#`` inside a code fence is not a heading).
 A section longer than ``max_chars`` is split further: by paragraph, then by line, then by
-sentence, then hard, packing pieces back together up to ``max_chars``. Each chunk keeps its
+sentence, then hard, packing pieces back together up to ``max_chars`` (``EVENT_CHARS`` for an event of a
+captured session, so a long answer's paragraphs are found on their own). Each chunk keeps its
 heading path ("Setup > Linux") so a hit says where in the note it is.
 """
 
@@ -14,7 +15,10 @@ from dataclasses import dataclass
 
 from markdown_it import MarkdownIt
 
-CHUNKER_VERSION = 1
+from spellbook.index.filters import event_type_of
+
+CHUNKER_VERSION = 2
+EVENT_CHARS = 800  # a captured session's event (sessions/notes.py) is cut finer: one turn, one chunk
 
 # Headings are block tokens: the inline rules (a third of the parse) and the text join after them
 # are left out; a heading's inline token keeps its source text in ``content`` all the same.
@@ -48,7 +52,8 @@ def chunk_body(body: str, max_chars: int = 2_000) -> list[Chunk]:
         content = "".join(lines[start + 1 : end]) if heading else text
         if not content.strip():
             continue  # a heading with nothing under it
-        for piece_start, piece in _split(text, max_chars, start, lines):
+        limit = min(max_chars, EVENT_CHARS) if event_type_of(heading) else max_chars
+        for piece_start, piece in _split(text, limit, start, lines):
             if piece.strip():
                 chunks.append(Chunk(len(chunks), heading, piece, piece_start))
     if not chunks and body.strip():  # only headings: still findable

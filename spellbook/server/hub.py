@@ -44,7 +44,7 @@ if TYPE_CHECKING:  # not imported at run time: a hook forwarding to a running ow
 log = logging.getLogger(__name__)
 
 METHODS = frozenset(
-    {"scribe", "memorize", "get_memories", "revise", "erase", "list_memories", "stats", "rebuild_index",
+    {"scribe", "memorize", "recall", "get_memories", "revise", "erase", "list_memories", "stats", "rebuild_index",
      "get_index", "reconcile", "related", "timeline", "check", "repair", "get_topic",
      "describe", "erase_topic", "sweep_expired",
      "export", "import_memories",

@@ -1,8 +1,10 @@
 """``spellbook hook <event>``: what Claude Code runs on its hook events (JSON on stdin).
 
 * ``SessionStart``: prints the context for the new session (stdout is added to the model's context).
-* ``UserPromptSubmit``: with ``SPELLBOOK_SESSION_PROMPT_RECALL=true``, prints the memories most
-  relevant to the prompt; otherwise does nothing.
+* ``UserPromptSubmit``: with ``--prompt-recall`` (what ``install claude-code --hooks`` writes) or
+  ``SPELLBOOK_SESSION_PROMPT_RECALL=true``, prints the passages most likely to answer the prompt
+  (sessions/recall.py); nothing when ``SPELLBOOK_RECALL=off``, or in a session whose prompt was
+  ``#recall off`` (until ``#recall on``).
 * ``Stop``, ``PreCompact``, ``SessionEnd``: hand the transcript to a detached ``hook capture``
   process and return at once; that process writes the session's notes through the index owner.
 
@@ -20,6 +22,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -38,6 +41,8 @@ DEADLINE_SECONDS = {"sessionstart": 10.0, "userpromptsubmit": 8.0, "capture": 60
 MAX_STDIN_BYTES = 4 * 1024 * 1024
 LOG_NAME = "hooks.log"
 STOP_EVERY_SECONDS = 300.0
+OFF = ("off", "0", "false", "no")
+_SWITCH = re.compile(r"\A\s*#recall\s+(off|on)\b", re.IGNORECASE)
 
 
 def run(event: str, args: Any) -> int:
@@ -62,8 +67,7 @@ def run(event: str, args: Any) -> int:
         elif key == "sessionstart":
             _print(_answer(agent, key, _session_start(settings, payload)))
         elif key == "userpromptsubmit":
-            if settings.session_prompt_recall:
-                _print(_answer(agent, key, _prompt(settings, payload)))
+            _print(_answer(agent, key, _prompt(settings, payload)))
         else:
             log.info("hook %s: nothing to do for this event", event)
         log.info("hook %s done in %.0f ms", event, (time.perf_counter() - started) * 1000)
@@ -206,12 +210,24 @@ def _prompt(settings: Any, payload: dict[str, Any]) -> str:
     from spellbook.sessions.recall import prompt_context
 
     prompt = str(payload.get("prompt") or "").strip()
-    if not prompt:
+    session_id = str(payload.get("session_id") or "")
+    switch = _SWITCH.match(prompt)
+    if switch:  # the person's switch for this session, remembered in the index folder
+        marker = _session_file(settings, session_id, ".recall-off")
+        if switch.group(1).lower() == "off":
+            marker.touch()
+            return "Spellbook prompt recall is off for this session (`#recall on` turns it back on)."
+        marker.unlink(missing_ok=True)
+        return "Spellbook prompt recall is on for this session."
+    if (not prompt or not settings.session_prompt_recall or os.environ.get("SPELLBOOK_RECALL", "").lower() in OFF
+            or _session_file(settings, session_id, ".recall-off").exists()):
         return ""
     project, _ = _project(payload)
     hub = _open_hub(settings)
     try:
-        return prompt_context(hub, project, prompt, settings.session_prompt_min_relevance)
+        # Without a server, keyword search spares this process loading the model (as at SessionStart).
+        return prompt_context(hub, project, prompt, settings.session_prompt_min_relevance,
+                              settings.session_prompt_tokens, session_id or None, semantic=hub.role == "follower")
     finally:
         hub.close()
 
@@ -241,10 +257,7 @@ def _spawn_capture(settings: Any, payload: dict[str, Any], key: str) -> None:
 
 def _stop_due(settings: Any, session_id: str) -> bool:
     """Stop fires after every answer: capture on the first, then at most every STOP_EVERY_SECONDS."""
-    import hashlib
-
-    folder = private_folder(settings.index_path / "sessions")
-    stamp = folder / (hashlib.sha1(session_id.encode("utf-8")).hexdigest()[:16] + ".stop")
+    stamp = _session_file(settings, session_id, ".stop")
     try:
         if time.time() - stamp.stat().st_mtime < STOP_EVERY_SECONDS:
             return False
@@ -252,6 +265,14 @@ def _stop_due(settings: Any, session_id: str) -> bool:
         pass
     stamp.touch()
     return True
+
+
+def _session_file(settings: Any, session_id: str, suffix: str) -> Path:
+    """``<index>/sessions/<hash of the session id><suffix>``: what a hook remembers of one session."""
+    import hashlib
+
+    folder = private_folder(settings.index_path / "sessions")
+    return folder / (hashlib.sha1(session_id.encode("utf-8")).hexdigest()[:16] + suffix)
 
 
 def _capture(settings: Any, payload: dict[str, Any]) -> None:

@@ -40,7 +40,7 @@ def settings_path(scope: str, *, home: Path | None = None, env: Mapping[str, str
     return Path(base) / "settings.json" if base else (home or Path.home()) / ".claude" / "settings.json"
 
 
-def hook_commands(command: str, vault: Path | None, prompt_recall: bool = False) -> dict[str, str]:
+def hook_commands(command: str, vault: Path | None, prompt_recall: bool = True) -> dict[str, str]:
     """Event -> the command line Claude Code runs for it."""
     tail = f" --vault {shlex.quote(str(Path(vault).expanduser().absolute()))}" if vault is not None else ""
     events = ["SessionStart", *(["UserPromptSubmit"] if prompt_recall else []), *CAPTURE_EVENTS]

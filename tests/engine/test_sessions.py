@@ -169,7 +169,7 @@ def test_install_hooks_merges_is_idempotent_and_uninstall_removes_exactly_ours(t
     file.parent.mkdir()
     theirs = {"model": "opus", "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}]}}
     file.write_text(json.dumps(theirs))
-    commands = hooks.hook_commands("/opt/sb/bin/spellbook", tmp_path / "my vault")
+    commands = hooks.hook_commands("/opt/sb/bin/spellbook", tmp_path / "my vault", prompt_recall=False)
     changed, backup = hooks.install_hooks(file, commands)
     assert changed and backup is not None and json.loads(backup.read_text()) == theirs
     config = json.loads(file.read_text())
@@ -177,7 +177,7 @@ def test_install_hooks_merges_is_idempotent_and_uninstall_removes_exactly_ours(t
     assert set(hooks.installed_hooks(file)) == {"SessionStart", "Stop", "PreCompact", "SessionEnd"}
     assert "'" in commands["SessionStart"]  # the vault path with a space is quoted for the shell
     assert hooks.install_hooks(file, commands) == (False, None)  # idempotent: not even rewritten
-    hooks.install_hooks(file, hooks.hook_commands("/opt/sb/bin/spellbook", tmp_path / "v", prompt_recall=True))
+    hooks.install_hooks(file, hooks.hook_commands("/opt/sb/bin/spellbook", tmp_path / "v"))  # recall on by default
     assert len(hooks.installed_hooks(file)["SessionStart"]) == 1 and "UserPromptSubmit" in hooks.installed_hooks(file)
     changed, _ = hooks.uninstall_hooks(file)
     assert changed and json.loads(file.read_text()) == theirs

@@ -1,0 +1,180 @@
+"""Recall at a prompt: a hit's passage (the sentences that match, in any script), session events cut
+into turn-sized chunks, what the UserPromptSubmit hook injects (the answering passage, nothing for an
+unrelated prompt, within its budget, once each), its off switches, and install turning it on."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from spellbook.config import Settings
+from spellbook.engine.passages import passage, sentences
+from spellbook.index.chunker import EVENT_CHARS, chunk_body
+from spellbook.server.hub import Hub
+from spellbook.sessions.capture import capture
+from spellbook.sessions.quoting import TAG, estimate_tokens
+from spellbook.sessions.recall import prompt_context
+from spellbook.sessions.transcript import read_transcript
+from tests.helpers.processes import SPELLBOOK, child_env
+from tests.helpers.sessions import make_transcript
+
+FILLER = ("I read through the module and its tests first. The code is older than most of the project. "
+          "Several helpers do the same thing in slightly different ways. ") * 3
+FACT = "The billing service listens on port 8443 on staging, behind the internal load balancer."
+TASKS = [
+    ("Set up the staging deploy for the billing service", "deploy/billing/values.yaml",
+     FILLER + "\n\n" + FACT + " " + FILLER, "which port does billing listen on in staging"),
+    ("Find out why the nightly backup fails", "ops/backup.sh",
+     FILLER + "\n\nThe backup failed because the bucket lifecycle rule deleted the lock object. " + FILLER,
+     "what broke the nightly backup"),
+]
+
+
+def test_the_passage_is_the_window_of_sentences_that_match_the_query() -> None:
+    text = "## response · 10:00:00 · deploy\n\n" + FILLER + FACT + " Then I went home. " + FILLER
+    got = passage(text, "which port does billing listen on in staging")
+    assert FACT in got and len(got) <= 400 and got.startswith("… ") and got.endswith(" …")
+    assert "response ·" not in got  # the heading is the hit's, not the passage's
+    assert passage("## prompt · 1 · x\n\nshort turn", "x") == "short turn"  # short: the whole chunk
+    turn = "Joanna: " + "We walked along the river all afternoon. " * 6 + "My brother adopted a puppy named Rex. " + \
+        "The weather was fine and we had pizza later. " * 4
+    assert passage(turn, "what is the name of the puppy").startswith("Joanna: … My brother adopted a puppy named Rex.")
+
+
+def test_passages_in_japanese_and_korean_cut_at_their_sentence_ends() -> None:
+    assert sentences("東京に行きました。桜が綺麗でした！また行きたい。") == ["東京に行きました。", "桜が綺麗でした！", "また行きたい。"]
+    assert sentences("서울에 갔어요. 날씨가 좋았어요!\n다음에 또 가요") == ["서울에 갔어요.", "날씨가 좋았어요!", "다음에 또 가요"]
+    ja = "会議の議事録を整理しました。" * 12 + "本番環境のデータベースは毎晩三時にバックアップされます。" + "昼食の話をしました。" * 12
+    got = passage(ja, "データベースのバックアップ")
+    assert "本番環境のデータベースは毎晩三時にバックアップされます。" in got and len(got) < 200
+    ko = "회의록을 정리했습니다. " * 15 + "운영 데이터베이스는 매일 밤 세 시에 백업됩니다. " + "점심 메뉴를 정했습니다. " * 15
+    assert "운영 데이터베이스는 매일 밤 세 시에 백업됩니다." in passage(ko, "데이터베이스 백업")
+
+
+def test_a_long_session_event_is_cut_into_turn_sized_chunks_other_sections_are_not() -> None:
+    answer = "\n\n".join(f"Paragraph {n}. " + "words of the answer go on. " * 12 for n in range(5))
+    body = f"Session head.\n\n## response · 10:00:00 · deploy\n\n{answer}\n\n## Notes\n\n{answer}\n"
+    chunks = chunk_body(body)
+    events = [c for c in chunks if c.heading.startswith("response")]
+    assert len(events) >= 3 and all(len(c.text) <= EVENT_CHARS for c in events)
+    assert len([c for c in chunks if c.heading == "Notes"]) == 1  # a plain note keeps the usual size
+
+
+@pytest.fixture(scope="module")
+def recall_hub(tmp_path_factory: pytest.TempPathFactory):
+    """Two captured sessions of project shop, embedded with the real multilingual model."""
+    tmp = tmp_path_factory.mktemp("recall")
+    vault = tmp / "vault"
+    vault.mkdir()
+    hub = Hub(Settings(vault=vault, embedder="use-m3", watch=False), watch=False, warm_up=False)
+    hub.start(background=False)
+    for seed, start in ((1, datetime(2026, 10, 1, 9, tzinfo=UTC)), (2, datetime(2026, 11, 2, 9, tzinfo=UTC))):
+        file, _, kinds = make_transcript(tmp, str(tmp / "shop"), 8, seed=seed, start=start, tasks=TASKS)
+        assert 0 in kinds
+        capture(hub, read_transcript(file), tmp / "locks")
+    yield hub
+    hub.close()
+
+
+def test_recall_hits_carry_passages_date_event_and_memorize_snippets_the_matching_sentences(recall_hub: Hub) -> None:
+    found = recall_hub.call("recall", {"query": "which port does billing listen on in staging", "limit": 8,
+                                       "context": "shop"})["results"]
+    best = next(h for h in found if FACT in h["passage"])
+    assert best["event"] == "response" and best["date"].startswith("2026-1") and best["session"]
+    snippet = recall_hub.call("memorize", {"query": "which port does billing listen on in staging",
+                                           "context": "shop"})["results"][0]["snippet"]
+    assert "8443" in snippet  # an agent has the answer without get_memories
+
+
+def test_a_prompt_gets_the_answering_passage_within_budget_once_each(recall_hub: Hub) -> None:
+    text = prompt_context(recall_hub, "shop", "which port does billing listen on in staging", 0.3, 600)
+    assert FACT in text and text.startswith(f"<{TAG}>") and text.endswith(" tokens)")
+    assert estimate_tokens(text) <= 600
+    lines = [line for line in text.splitlines() if line.startswith("- [")]
+    assert len(lines) == len({line.split("] ", 1)[1] for line in lines})  # the same passage once
+    # Both sessions hold the same answer: it is given once, from the newer session.
+    assert sum(FACT in line for line in lines) == 1 and "November 2026" in next(ln for ln in lines if FACT in ln)
+    small = prompt_context(recall_hub, "shop", "which port does billing listen on in staging", 0.3, 150)
+    assert small and estimate_tokens(small) <= 150
+
+
+def test_an_unrelated_prompt_gets_nothing(recall_hub: Hub) -> None:
+    for prompt in ("What's a good recipe for banana bread?", "Translate 'good morning' into French",
+                   "Explain what this regex does: ^\\d{3}-\\d{4}$"):
+        assert prompt_context(recall_hub, "shop", prompt, 0.3, 600) == "", prompt
+
+
+def test_the_running_sessions_own_note_is_not_given_back(recall_hub: Hub) -> None:
+    found = recall_hub.call("recall", {"query": "which port does billing listen on", "context": "shop"})["results"]
+    sessions = {h["session"] for h in found if h.get("session")}
+    text = prompt_context(recall_hub, "shop", "which port does billing listen on in staging", 0.3, 600,
+                          session_id=sorted(sessions)[0])
+    assert FACT in text  # the other session still answers
+
+
+def hook(vault: Path, payload: dict, **env: str) -> str:
+    result = subprocess.run([SPELLBOOK, "hook", "UserPromptSubmit", "--vault", str(vault), "--prompt-recall"],
+                            input=json.dumps(payload).encode(), capture_output=True, timeout=120, check=False,
+                            env=child_env(SPELLBOOK_EMBEDDER="hashing", **env))
+    assert result.returncode == 0
+    return result.stdout.decode()
+
+
+def test_recall_is_switched_off_by_the_environment_or_for_one_session_by_a_prompt(tmp_path: Path) -> None:
+    vault = tmp_path / "vault"
+    subprocess.run([SPELLBOOK, "init", str(vault)], env=child_env(SPELLBOOK_EMBEDDER="hashing"), check=True,
+                   capture_output=True)
+    file, session_id, kinds = make_transcript(tmp_path, str(tmp_path / "shop"), 8, seed=1, tasks=TASKS)
+    assert 0 in kinds  # the billing task is in it
+    subprocess.run([SPELLBOOK, "hook", "capture", "--vault", str(vault)], env=child_env(SPELLBOOK_EMBEDDER="hashing"),
+                   input=json.dumps({"session_id": session_id, "transcript_path": str(file)}).encode(), check=True,
+                   capture_output=True, timeout=120)
+    ask = {"session_id": "s1", "cwd": str(tmp_path / "shop"), "prompt": "billing service port 8443 staging"}
+    assert "8443" in hook(vault, ask)
+    assert hook(vault, ask, SPELLBOOK_RECALL="off") == ""
+    assert "off for this session" in hook(vault, {**ask, "prompt": "#recall off"})
+    assert hook(vault, ask) == ""  # remembered for s1 ...
+    assert "8443" in hook(vault, {**ask, "session_id": "s2"})  # ... and only for s1
+    assert "on for this session" in hook(vault, {**ask, "prompt": "#recall on"})
+    assert "8443" in hook(vault, ask)
+
+
+def test_install_hooks_turns_prompt_recall_on_unless_told_not_to(tmp_path: Path) -> None:
+    env = child_env(HOME=str(tmp_path), CLAUDE_CONFIG_DIR=str(tmp_path / "claude"))
+    for extra, expected in (([], True), (["--no-prompt-recall"], False)):
+        subprocess.run([SPELLBOOK, "install", "claude-code", "--hooks", "--vault", str(tmp_path / "v"), *extra],
+                       env=env, check=True, capture_output=True, timeout=60)
+        hooks = json.loads((tmp_path / "claude" / "settings.json").read_text())["hooks"]
+        assert ("UserPromptSubmit" in hooks) is expected
+        if expected:
+            assert hooks["UserPromptSubmit"][0]["hooks"][0]["command"].endswith("--prompt-recall")
+
+
+def test_a_korean_prompt_gets_the_korean_passage_that_answers_it(tmp_path: Path) -> None:
+    filler = "먼저 모듈과 테스트를 읽었습니다. 코드가 오래되어 비슷한 함수가 여러 개 있습니다. " * 4
+    fact = "결제 서비스는 스테이징에서 8443 포트를 사용합니다."
+    tasks = [("결제 서비스의 스테이징 배포를 설정해 주세요", "deploy/billing/values.yaml", filler + "\n\n" + fact + " " + filler,
+              "결제 서비스 스테이징 포트")]
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    hub = Hub(Settings(vault=vault, embedder="use-m3", watch=False), watch=False, warm_up=False)
+    hub.start(background=False)
+    try:
+        file, _, kinds = make_transcript(tmp_path, str(tmp_path / "shop"), 6, seed=3, tasks=tasks)
+        assert 0 in kinds
+        capture(hub, read_transcript(file), tmp_path / "locks")
+        text = prompt_context(hub, "shop", "결제 서비스는 스테이징에서 어떤 포트를 쓰나요?", 0.1, 600)
+        assert fact in text and estimate_tokens(text) <= 600
+        assert prompt_context(hub, "shop", "바나나 빵 만드는 법을 알려줘", 0.1, 600) == ""
+    finally:
+        hub.close()
+
+
+def test_a_chunk_holding_none_of_the_query_words_gives_its_opening() -> None:
+    text = "Short first. " + "The rest of a long note goes on here. " * 20
+    got = passage(text, "zebra quantum")
+    assert got.startswith("Short first. The rest") and got.endswith(" …") and 300 <= len(got) <= 362
