@@ -14,8 +14,10 @@ Config given on the command line (``-c``) is read after every file, includes too
   and the call is not made;
 * ``ENV``: no transport at all (``GIT_ALLOW_PROTOCOL`` overrides every ``protocol.*`` key): a
   partial clone's missing object, read by ``cat-file`` or ``log``, made git fetch it through the
-  config's ``ext::`` command or ``remote.<name>.uploadpack``. Spellbook never fetches or pushes, so
-  ``remote.<name>.*`` and ``core.gitProxy`` name programs that never run.
+  config's ``ext::`` command or ``remote.<name>.uploadpack``. Only ``spellbook sync`` fetches and
+  pushes (git/sync.py): it allows the file, git, http(s) and ssh transports, never ``ext::``, and
+  gives ``remote.<name>.uploadpack``/``receivepack``, ``core.gitProxy``, ssh and credential helpers
+  values of its own (the person's global ones), so none named by the repository runs.
 
 Left as they are: ``alias.*`` (git never lets an alias hide a built-in, and Spellbook runs only
 built-ins), ``uploadpack.packObjectsHook`` (git reads it only from the person's own config),

@@ -83,10 +83,11 @@ class Git:
 
     def run(self, *args: str, input: bytes | None = None, check: bool = True, write: bool = False,
             cwd: Path | None = None, index: Path | None = None, literal: bool = True,
-            timeout: float = TIMEOUT_SECONDS) -> subprocess.CompletedProcess[bytes]:
+            timeout: float = TIMEOUT_SECONDS, transports: str | None = None) -> subprocess.CompletedProcess[bytes]:
         """git ``args`` in the vault (or ``cwd``). ``write``: may take the index lock; ``index``: a
         temporary index file to use instead of the repository's; ``literal``: paths are not globs
-        (check-ignore refuses that flag, and takes no globs anyway)."""
+        (check-ignore refuses that flag, and takes no globs anyway); ``transports``: the protocols a
+        fetch or push may use (``GIT_ALLOW_PROTOCOL``; none otherwise)."""
         if self.exe is None:
             raise GitFailed(list(args), 127, "git is not installed")
         env = self._env if write or index else self._read_env
@@ -94,6 +95,8 @@ class Git:
             env = {**env, "GIT_INDEX_FILE": str(index)}
         if not literal:
             env = {k: v for k, v in env.items() if k != "GIT_LITERAL_PATHSPECS"}
+        if transports:
+            env = {**env, "GIT_ALLOW_PROTOCOL": transports}
         safe = hardening.ARGS + (self._swept(args, cwd, timeout) if hardening.needs_sweep(args) else [])
         done = subprocess.run(
             [self.exe, *safe, *args], check=False, cwd=cwd or self.root, env=env, input=input,

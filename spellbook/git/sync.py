@@ -51,6 +51,9 @@ _AUTH = ("authentication failed", "permission denied", "could not read username"
          "access denied", "not authorized", "terminal prompts disabled")
 
 
+# What a fetch or push may travel by: a path, git://, http(s) and ssh; never ``ext::`` (a command).
+TRANSPORTS = "file:git:http:https:ssh"
+
 class SyncFailed(Exception):
     """A round that could not finish; ``kind``: unreachable, auth, rejected, setup or busy."""
 
@@ -339,10 +342,12 @@ class Syncer:
                 "-c", "core.gitProxy=", "-c", "protocol.ext.allow=never", "-c", "credential.helper="]
         for helper in helpers.stdout.decode("utf-8", "replace").splitlines():
             safe += ["-c", f"credential.helper={helper}"]
-        safe += ["-c", f"remote.{self.remote}.uploadpack=git-upload-pack",
-                 "-c", f"remote.{self.remote}.receivepack=git-receive-pack"]
+        # The remote's programs are named on the command line: a ``-c remote.<name>.uploadpack`` does
+        # not win over the repository's own (git keeps the first value it reads of that key).
+        program = {"fetch": "--upload-pack=git-upload-pack", "push": "--receive-pack=git-receive-pack"}[args[0]]
         try:
-            return self.git.run(*safe, *args, write=True, check=False, timeout=NETWORK_SECONDS)
+            return self.git.run(*safe, args[0], program, *args[1:], write=True, check=False, timeout=NETWORK_SECONDS,
+                                transports=TRANSPORTS)
         except subprocess.TimeoutExpired as exc:
             raise SyncFailed("unreachable", f"{args[0]}: the remote did not answer in {NETWORK_SECONDS:.0f} s") from exc
 

@@ -126,6 +126,23 @@ def test_offline_sync_says_why_and_the_vault_keeps_working(team, tmp_path: Path)
     assert "Offline note" in git(remote, "log", "--format=%s", "-1", "main")
 
 
+def test_a_remote_that_names_a_program_runs_nothing(team, tmp_path: Path) -> None:
+    """Fetch and push may use a path, git, http(s) or ssh: an ``ext::`` remote (a command) and the
+    repository's upload-pack/receive-pack programs are refused, and the round says why."""
+    _, e = team
+    ada = e["ada"]
+    marker = tmp_path / "ran"
+    git(ada.vault.root, "remote", "set-url", "origin", f"ext::sh -c 'ps -o args= -p $PPID > {marker}'")
+    result = ada.sync()
+    assert not result["in_sync"] and "\n" not in result["error"]
+    assert not marker.exists()
+    git(ada.vault.root, "remote", "set-url", "origin", str(tmp_path / "nowhere.git"))
+    git(ada.vault.root, "config", "remote.origin.uploadpack", f"sh -c 'touch {marker}'")
+    git(ada.vault.root, "config", "remote.origin.receivepack", f"sh -c 'touch {marker}'")
+    assert not ada.sync()["in_sync"]
+    assert not marker.exists()
+
+
 def test_local_folder_stays_on_the_machine(team) -> None:
     remote, e = team
     ada, bob = e["ada"], e["bob"]
