@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from spellbook.server.web.guard import COOKIE, Guard
 from spellbook.server.web.html import esc, markdown, url
+from spellbook.server.web.memory import _render
 
 TOKEN = "t" * 43
 ORIGIN = "http://127.0.0.1:8765"
@@ -57,3 +58,14 @@ def test_text_from_the_vault_is_escaped() -> None:
     assert "<script" not in html and "<img" not in html and "href" not in html
     assert "&lt;script&gt;" in html
     assert url("/search", q='"><b>', tag=None) == "/search?q=%22%3E%3Cb%3E"
+
+
+def test_wikilinks_are_made_in_text_only() -> None:
+    """A ``[[wikilink]]`` in a link's title, an image's alt text, code or a link's own text stays as
+    written: replacing it there put an ``<a>`` inside an attribute and broke out of it."""
+    text = ('See [[Note|the note]]. [a](http://x "[[Note]]") ![[[Note]]](i.png) `[[Note]]` [x [[Note]]](/y)'
+            "\n\n```\n[[Note]]\n```\n\n[[Missing]]")
+    html = _render(text, [{"target": "Note", "id": "n1"}])
+    assert html.count("<a") == 3 and html.count('<a class="wikilink" href="/memory/n1">the note</a>') == 1
+    assert 'title="[[Note]]"' in html and 'alt="[[Note]]"' in html and "<code>[[Note]]</code>" in html
+    assert "<code>[[Note]]\n</code>" in html and ">x [[Note]]</a>" in html and "[[Missing]]" in html
