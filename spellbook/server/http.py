@@ -14,8 +14,8 @@ Safety rules, the same for both transports:
   loopback (or ``SPELLBOOK_ALLOWED_ORIGINS``) Origins, so a web page cannot drive the server.
 * Request bodies are limited to 4 MiB (the SDK's limit).
 
-Every other path is the web view (server/web/), behind the same Host check and token (a browser
-signs in once with ``/?token=...`` and then carries an HttpOnly cookie; server/web/guard.py).
+Every other path is the web view (server/web/), behind the same Host check and the token or a
+session cookie (a browser signs in with a one-time code, never the token in a URL; server/web/guard.py).
 """
 
 from __future__ import annotations
@@ -189,6 +189,10 @@ class _Gate:
                 await send(message)
 
         await self.sse(scope, receive, send_first_response)
+
+    def sign_in_address(self, base: str) -> str:
+        """Where a browser signs in to the pages (a fresh one-time code each call; guard.py)."""
+        return self.pages.guard.sign_in_address(base) if self.pages is not None else base
 
     def _cors(self, origin: str | None) -> list[tuple[bytes, bytes]]:
         if not origin or origin not in self.origins:

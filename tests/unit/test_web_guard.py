@@ -3,7 +3,7 @@ tests/e2e/test_web.py drives the same rules through a real browser."""
 
 from __future__ import annotations
 
-from spellbook.server.web.guard import COOKIE, Guard
+from spellbook.server.web.guard import CODE_SECONDS, COOKIE, Guard
 from spellbook.server.web.html import esc, markdown, url
 from spellbook.server.web.memory import _render
 
@@ -15,20 +15,38 @@ def guard(token: str | None = TOKEN) -> Guard:
     return Guard(token, {"127.0.0.1:8765", "localhost:8765"}, {ORIGIN})
 
 
-def test_sign_in_swaps_the_token_for_a_cookie_and_drops_it_from_the_address() -> None:
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_code_works_once_and_expires() -> None:
+    clock = Clock()
+    g = Guard(TOKEN, {"127.0.0.1:8765"}, {ORIGIN}, clock)
+    code = g.issue_code()
+    assert TOKEN not in code and len(code) >= 32
+    assert g.redeem(code) and not g.redeem(code)  # once only
+    late = g.issue_code()
+    clock.now += CODE_SECONDS + 1
+    assert not g.redeem(late)  # expired
+    assert not g.redeem("") and not g.redeem(TOKEN)  # the token itself is no code
+    assert g.sign_in_address("http://127.0.0.1:8765/").startswith("http://127.0.0.1:8765/signin?code=")
+    assert TOKEN not in g.sign_in_address("http://127.0.0.1:8765/")
+    assert guard(None).sign_in_address("http://127.0.0.1:8765/") == "http://127.0.0.1:8765/"
+
+
+def test_the_cookie_is_not_the_token() -> None:
     g = guard()
-    assert not g.signed_in({}) and not g.token_in_query("token=wrong") and not g.token_in_query("")
-    assert g.token_in_query(f"q=x&token={TOKEN}")
-    headers = dict(g.sign_in_headers("/search", f"q=a+b&token={TOKEN}"))
-    assert headers[b"location"] == b"/search?q=a+b"
-    assert dict(g.sign_in_headers("//evil.example/x", f"token={TOKEN}"))[b"location"] == b"/evil.example/x"
-    cookie = headers[b"set-cookie"].decode()
+    cookie = g.cookie().decode()
     assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and TOKEN not in cookie
     value = cookie.split(";")[0].split("=", 1)[1]
     assert g.signed_in({"cookie": f"other=1; {COOKIE}={value}"})
     assert g.signed_in({"authorization": f"Bearer {TOKEN}"})
+    assert not g.signed_in({"authorization": f"Bearer {g.issue_code()}"})
     assert not g.signed_in({"cookie": f"{COOKIE}={value[:-1]}0"})
-    assert not guard("u" * 43).signed_in({"cookie": f"{COOKIE}={value}"})  # another server's cookie
     assert guard(None).signed_in({})  # --no-token: open, like /mcp
 
 

@@ -17,7 +17,7 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from spellbook import __version__
-from spellbook.server.web.guard import CSRF_FIELD
+from spellbook.server.web.guard import CSRF_FIELD, TOKEN_FIELD
 
 PAGES = [("/", "Overview"), ("/activity", "Activity"), ("/search", "Search"), ("/graph", "Graph"),
          ("/care", "Care")]
@@ -136,6 +136,17 @@ def form(action: str, csrf: str, fields: str, button: str, cls: str = "", confir
         if confirm else ""
     return (f'<form method=post action="{esc(action)}" class="{cls}"><input type=hidden name={CSRF_FIELD} '
             f'value="{esc(csrf)}">{fields}{check}<button type=submit>{esc(button)}</button></form>')
+
+
+def sign_in_form(note: str = "") -> str:
+    """The sign-in page's text: ``spellbook ui``, or the token pasted into a POST form (never a URL)."""
+    return (
+        f"<h1>Sign in</h1>{message(note, 'error') if note else ''}<p>This Spellbook server needs a sign-in. "
+        "<code>spellbook ui --vault PATH</code> opens your browser signed in. Or paste the server's token "
+        "(<code>SPELLBOOK_TOKEN</code>, or the one in <code>&lt;vault&gt;/.spellbook/http.token</code>):</p>"
+        f'<form method=post action="/signin" class=signin><input type=password name={TOKEN_FIELD} '
+        'autocomplete=off aria-label="Token" required> <button type=submit>Sign in</button></form>'
+    )
 
 
 def hidden(name: str, value: Any) -> str:
