@@ -106,7 +106,9 @@ def http_app(server: MCPServer, hub: Hub, host: str, port: int, token: str | Non
     app = server.streamable_http_app(transport_security=security, host=host)
     # The SSE app gets the same Host/Origin settings and the same 4 MiB body limit (the SDK's default).
     sse = server.sse_app(sse_path=SSE_PATH, message_path=MESSAGES_PATH, transport_security=security, host=host)
-    pages = web_app(hub, Guard(token, set(security.allowed_hosts) if loopback else None, set(local_origins + origins)))
+    page_host = f"spellbook-{secrets.token_hex(8)}.localhost:{port}" if loopback else None  # guard.py: why
+    guard = Guard(token, set(security.allowed_hosts) if loopback else None, set(local_origins + origins), page_host)
+    pages = web_app(hub, guard)
     return _Gate(app, sse, hub, token, set(local_origins + origins), TransportSecurityMiddleware(security), pages)
 
 

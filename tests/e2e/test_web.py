@@ -116,8 +116,8 @@ def page(browser: Any, site: dict[str, Any], console: list[str]) -> Iterator[Any
     page.goto(site["base"])  # the sign-in page: the token pasted into its form (a POST, never a URL)
     page.fill("form.signin input[name=token]", site["token"])
     page.click("form.signin button")
-    page.wait_for_url(site["base"] + "/")
-    site["pages"] = site["base"]
+    page.wait_for_url(re.compile(r"^http://spellbook-[0-9a-f]{16}\.localhost:\d+/$"))  # the pages' own name
+    site["pages"] = page.url.rstrip("/")
     errors.clear()  # the sign-in page's 401
     yield page
     context.close()
@@ -286,6 +286,7 @@ def test_foreign_origin_or_missing_csrf_changes_nothing(page: Any, site: dict[st
         assert http.get("/memory/alpha1/erase").status_code == 405  # never by GET
         assert http.get("/", headers={"Host": "evil.example"}).status_code == 421
     assert httpx2.get(f"{base}/memory/alpha1").status_code == 401  # no cookie, no token
+    assert httpx2.get(f"{base}/memory/alpha1", headers={"Cookie": signed["Cookie"]}).status_code == 401  # not its name
     assert httpx2.get(f"{base}/?token={site['token']}").status_code == 401  # the token in a URL signs nobody in
     assert target.read_text(encoding="utf-8") == before
     with httpx2.Client(base_url=base, headers=signed) as http:  # the same form, from the page's origin: it works

@@ -41,25 +41,26 @@ def memory_url(note_id: str) -> str:
 
 
 def markdown(text: str, wikilink: Callable[[str], str | None] | None = None) -> str:
-    """A note's body as HTML; raw HTML in it is shown as text, ``javascript:`` links are dropped.
-    ``wikilink`` maps a ``[[target]]`` to a URL (None: it stays text); only text is searched, never
-    code, an attribute or a link's own text."""
+    """A note's body as HTML; raw HTML in it is shown as text, ``javascript:`` links are dropped, and
+    links carry ``rel="noreferrer noopener"``. ``wikilink`` maps a ``[[target]]`` to a URL (None: it
+    stays text); only text is searched, never code, an attribute or a link's own text."""
     tokens = _MARKDOWN.parse(text or "")
     for block in tokens:
-        if block.type == "inline" and block.children and wikilink:
+        if block.type == "inline" and block.children:
             block.children = _inline(block.children, wikilink)
     return _MARKDOWN.renderer.render(tokens, _MARKDOWN.options, {})
 
 
-def _inline(children: list[Token], wikilink: Callable[[str], str | None]) -> list[Token]:
+def _inline(children: list[Token], wikilink: Callable[[str], str | None] | None) -> list[Token]:
     out: list[Token] = []
     depth = 0  # inside a link: its text is not searched for wikilinks (an <a> holds no <a>)
     for token in children:
         if token.type == "link_open":
+            token.attrSet("rel", "noreferrer noopener")
             depth += 1
         elif token.type == "link_close":
             depth -= 1
-        elif token.type == "text" and not depth:
+        elif token.type == "text" and wikilink and not depth:
             out += _wikilinks(token.content, wikilink)
             continue
         out.append(token)
