@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tests.helpers.git import git  # noqa: E402
-from tests.helpers.web import start_ui, stop_ui, write_vault  # noqa: E402
+from tests.helpers.web import base_of, start_ui, stop_ui, token_of, write_vault  # noqa: E402
 
 TARGET_MS = 300.0
 
@@ -56,7 +56,7 @@ def main() -> int:
         git(vault, "commit", "-qm", "generated vault")
         print(f"vault: {len(notes):,} notes written and committed in {time.perf_counter() - started:.1f} s")
     proc, address = start_ui(vault, "--embedder", args.embedder, "--no-watch")
-    base, token = address.split("/?token=", 1)[0], address.split("token=", 1)[1]
+    base, token = base_of(address), token_of(vault)
     headers = {"Authorization": f"Bearer {token}"}
     try:
         with httpx2.Client(base_url=base, headers=headers, timeout=600) as http:

@@ -2,8 +2,9 @@
 
 ``ui`` starts the same server on loopback (a free port unless ``--port``), joining the index
 owner if a Spellbook process already runs on the vault, and opens the browser once at
-``/?token=...``: the page swaps the token for an HttpOnly cookie and drops it from the address
-(server/web/guard.py). With ``--no-browser`` it prints that address on stdout instead.
+``/signin?code=...``: a one-time code this process makes, never the token (a browser's command line
+is readable by every local user), which the page swaps for a session cookie (server/web/guard.py).
+With ``--no-browser`` it prints that address on stdout instead.
 """
 
 from __future__ import annotations
@@ -25,9 +26,10 @@ log = logging.getLogger("spellbook")
 
 
 def serve_http(settings: Settings, host: str, port: int, open_delay: float = 0.0,
-               ready: Callable[[int, str | None], None] | None = None, warm_pages: bool = False) -> int:
-    """Serve MCP and the pages on ``host:port`` (0: a free port) until stopped; ``ready(port, token)``
-    is called once the socket listens; ``warm_pages``: compute what the first pages need meanwhile."""
+               ready: Callable[[str], None] | None = None, warm_pages: bool = False) -> int:
+    """Serve MCP and the pages on ``host:port`` (0: a free port) until stopped; ``ready(address)``
+    is called once the socket listens, with a sign-in address for the pages (a one-time code);
+    ``warm_pages``: compute what the first pages need meanwhile."""
     import uvicorn
 
     from spellbook.server.http import check_bind, ensure_token, http_app, token_file
@@ -61,7 +63,9 @@ def serve_http(settings: Settings, host: str, port: int, open_delay: float = 0.0
              host, port, hub.role)
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
     if ready is not None:
-        threading.Thread(target=_when_started, args=(server, ready, port, token), daemon=True).start()
+        address = f"http://{f'[{host}]' if ':' in host else host}:{port}/"
+        threading.Thread(target=_when_started, args=(server, lambda: ready(app.sign_in_address(address))),
+                         daemon=True).start()
     try:
         server.run(sockets=[sock])
     finally:
@@ -72,15 +76,13 @@ def serve_http(settings: Settings, host: str, port: int, open_delay: float = 0.0
 def ui(args: argparse.Namespace) -> int:
     settings = settings_from(args, watch=False if args.no_watch else None, no_token=args.no_token or None)
 
-    def opened(port: int, token: str | None) -> None:
-        address = f"http://127.0.0.1:{port}/"
-        sign_in = address + (f"?token={token}" if token else "")
+    def opened(sign_in: str) -> None:
         if args.no_browser:
             print(sign_in, flush=True)
             return
         import webbrowser  # here: its import (and subprocess's) cost every command's start ~10 ms
 
-        log.info("opening %s in your browser", address)
+        log.info("opening %s in your browser", sign_in.split("signin?", 1)[0])
         if not webbrowser.open(sign_in):
             print(f"Open this address in your browser: {sign_in}", file=sys.stderr, flush=True)
 
@@ -111,9 +113,9 @@ def _listen(host: str, port: int) -> socket.socket:
     return sock
 
 
-def _when_started(server: Any, ready: Callable[[int, str | None], None], port: int, token: str | None) -> None:
+def _when_started(server: Any, ready: Callable[[], None]) -> None:
     while not server.started:
         if server.should_exit:
             return
         time.sleep(0.05)
-    ready(port, token)
+    ready()

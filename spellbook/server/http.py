@@ -14,8 +14,8 @@ Safety rules, the same for both transports:
   loopback (or ``SPELLBOOK_ALLOWED_ORIGINS``) Origins, so a web page cannot drive the server.
 * Request bodies are limited to 4 MiB (the SDK's limit).
 
-Every other path is the web view (server/web/), behind the same Host check and token (a browser
-signs in once with ``/?token=...`` and then carries an HttpOnly cookie; server/web/guard.py).
+Every other path is the web view (server/web/), behind the same Host check and the token or a
+session cookie (a browser signs in with a one-time code, never the token in a URL; server/web/guard.py).
 """
 
 from __future__ import annotations
@@ -107,7 +107,9 @@ def http_app(server: MCPServer, hub: Hub, host: str, port: int, token: str | Non
     app = server.streamable_http_app(transport_security=security, host=host)
     # The SSE app gets the same Host/Origin settings and the same 4 MiB body limit (the SDK's default).
     sse = server.sse_app(sse_path=SSE_PATH, message_path=MESSAGES_PATH, transport_security=security, host=host)
-    pages = web_app(hub, Guard(token, set(security.allowed_hosts) if loopback else None, set(local_origins + origins)))
+    page_host = f"spellbook-{secrets.token_hex(8)}.localhost:{port}" if loopback else None  # guard.py: why
+    guard = Guard(token, set(security.allowed_hosts) if loopback else None, set(local_origins + origins), page_host)
+    pages = web_app(hub, guard)
     return _Gate(app, sse, hub, token, set(local_origins + origins), TransportSecurityMiddleware(security), pages)
 
 
@@ -190,6 +192,10 @@ class _Gate:
                 await send(message)
 
         await self.sse(scope, receive, send_first_response)
+
+    def sign_in_address(self, base: str) -> str:
+        """Where a browser signs in to the pages (a fresh one-time code each call; guard.py)."""
+        return self.pages.guard.sign_in_address(base) if self.pages is not None else base
 
     def _cors(self, origin: str | None) -> list[tuple[bytes, bytes]]:
         if not origin or origin not in self.origins:

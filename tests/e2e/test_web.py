@@ -9,8 +9,6 @@ from __future__ import annotations
 import re
 import os
 import shutil
-import subprocess
-import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -24,8 +22,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.types import Implementation
 
 from tests.helpers.git import git
-from tests.helpers.processes import ROOT, SPELLBOOK, child_env
-from tests.helpers.web import start_ui, stop_ui, write_vault
+from tests.helpers.processes import ROOT
+from tests.helpers.web import base_of, start_ui, stop_ui, token_of, write_vault
 
 pytestmark = pytest.mark.slow
 if os.environ.get("CI"):  # CI installs both (.ci/run, the test extra): missing there is a failure, not a skip
@@ -75,8 +73,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         "---\nid: rel1\ntitle: Release checklist\ntags: [ops]\n---\n" + V2, encoding="utf-8")
     git(vault, "commit", "-qam", "shorter release checklist")
     proc, address = start_ui(vault)
-    base = address.split("/?", 1)[0]
-    token = address.split("token=", 1)[1]
+    base, token = base_of(address), token_of(vault)
     _wait_ready(base, token)
     try:
         yield {"vault": vault, "base": base, "address": address, "token": token, "proc": proc}
@@ -116,8 +113,12 @@ def page(browser: Any, site: dict[str, Any], console: list[str]) -> Iterator[Any
     errors = console
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
-    page.goto(site["address"])  # signs in: the token becomes a cookie, and leaves the address
-    assert page.url == site["base"] + "/"
+    page.goto(site["base"])  # the sign-in page: the token pasted into its form (a POST, never a URL)
+    page.fill("form.signin input[name=token]", site["token"])
+    page.click("form.signin button")
+    page.wait_for_url(re.compile(r"^http://spellbook-[0-9a-f]{16}\.localhost:\d+/$"))  # the pages' own name
+    site["pages"] = page.url.rstrip("/")
+    errors.clear()  # the sign-in page's 401
     yield page
     context.close()
     assert not errors, errors  # no script error, no CSP violation
@@ -135,7 +136,7 @@ def shot(page: Any, name: str) -> None:
 
 
 def test_each_page_renders(page: Any, site: dict[str, Any]) -> None:
-    base = site["base"]
+    base = site["pages"]
     assert "Overview" in page.title()
     cards = {c.split("\n")[0]: c.split("\n")[1] for c in page.locator(".card").all_inner_texts()}
     assert int(cards["Memories"].replace(",", "")) == NOTES + 7  # generated, and the test's own
@@ -175,7 +176,7 @@ def test_search_is_a_bookmarkable_url_with_sides_and_scores(page: Any, site: dic
     first = rows.nth(0).inner_text()
     assert "Fusion weight" in first and "keywords" in first and "meaning" in first
     shot(page, "search")
-    page.goto(f"{site['base']}/search?q=fusion&mode=keyword&category=research&limit=3")
+    page.goto(f"{site['pages']}/search?q=fusion&mode=keyword&category=research&limit=3")
     hits = page.locator("table.hits tbody tr")
     assert 1 <= hits.count() <= 3
     assert "meaning" not in page.locator("table.hits").inner_text()  # keyword mode: one side only
@@ -184,10 +185,10 @@ def test_search_is_a_bookmarkable_url_with_sides_and_scores(page: Any, site: dic
 
 def test_memory_page_and_restore(page: Any, site: dict[str, Any], console: list[str]) -> None:
     vault = site["vault"]
-    page.goto(f"{site['base']}/memory/dupb")
+    page.goto(f"{site['pages']}/memory/dupb")
     assert page.locator("article.note a.wikilink", has_text="Fusion weights").count() == 1
     assert "Linker" in page.locator("aside").inner_text()  # a backlink
-    page.goto(f"{site['base']}/memory/rel1")
+    page.goto(f"{site['pages']}/memory/rel1")
     assert V2.strip() in page.locator("article.note").inner_text()
     history = page.locator("table.history tbody tr")
     assert history.count() == 2
@@ -204,7 +205,7 @@ def test_memory_page_and_restore(page: Any, site: dict[str, Any], console: list[
     assert "changed" in page.locator(".msg.error").inner_text().lower()
     assert file.read_text(encoding="utf-8") == edited
     console.remove("Failed to load resource: the server responded with a status of 409 (Conflict)")
-    page.goto(f"{site['base']}/activity?tool=restore")
+    page.goto(f"{site['pages']}/activity?tool=restore")
     row = page.locator("table.activity tbody tr").first.inner_text()
     assert "restore" in row and "Release checklist" in row and "web" in row
     page.locator("table.activity tbody tr").first.locator("a", has_text=re.compile("^[0-9a-f]{10}$")).click()
@@ -212,16 +213,16 @@ def test_memory_page_and_restore(page: Any, site: dict[str, Any], console: list[
 
 
 def test_note_with_script_renders_as_text(page: Any, site: dict[str, Any]) -> None:
-    page.goto(f"{site['base']}/memory/trap1")
+    page.goto(f"{site['pages']}/memory/trap1")
     assert page.locator("h1").inner_text() == TRAP
     body = page.locator("article.note").inner_text()
     assert "<script>window.pwned = 2</script>" in body and "onerror" in body
     assert page.evaluate("typeof window.pwned") == "undefined"
     assert page.locator("article.note script, article.note img").count() == 0
     assert page.locator("article.note a[href^='javascript']").count() == 0
-    page.goto(f"{site['base']}/search?q=Trap+pwned")
+    page.goto(f"{site['pages']}/search?q=Trap+pwned")
     assert TRAP in page.locator("table.hits").inner_text()
-    page.goto(f"{site['base']}/graph")
+    page.goto(f"{site['pages']}/graph")
     page.wait_for_selector("#graph[data-ready='1']")
     assert page.evaluate("typeof window.pwned") == "undefined"
 
@@ -236,7 +237,7 @@ def test_activity_names_the_mcp_client(page: Any, site: dict[str, Any]) -> None:
             assert not done.is_error
 
     run_async(scribe)
-    page.goto(f"{site['base']}/activity?tool=scribe")
+    page.goto(f"{site['pages']}/activity?tool=scribe")
     row = page.locator("table.activity tbody tr").first.inner_text()
     assert "Agent note" in row and "test-agent" in row
     shot(page, "activity")
@@ -244,7 +245,7 @@ def test_activity_names_the_mcp_client(page: Any, site: dict[str, Any]) -> None:
 
 def test_merge_near_duplicates(page: Any, site: dict[str, Any]) -> None:
     vault = site["vault"]
-    page.goto(f"{site['base']}/care")
+    page.goto(f"{site['pages']}/care")
     pair = page.locator("section.near_duplicate form.merge").filter(has_text="Fusion weight notes").first
     pair.locator("label", has_text="keep Fusion weights").locator("input").check()
     pair.locator("button").click()
@@ -255,39 +256,42 @@ def test_merge_near_duplicates(page: Any, site: dict[str, Any]) -> None:
     trashed = list((vault / ".trash").rglob("Fusion weight notes*.md"))
     assert trashed and "merged_into: dupa" in trashed[0].read_text(encoding="utf-8")
     assert "[[Fusion weights" in (vault / "misc/Linker.md").read_text(encoding="utf-8")  # relinked to the survivor
-    page.goto(f"{site['base']}/care")  # the pair is gone: the kept analysis was dropped when the index changed
+    page.goto(f"{site['pages']}/care")  # the pair is gone: the kept analysis was dropped when the index changed
     assert page.locator("form.merge", has_text="Fusion weight notes").count() == 0
-    page.goto(f"{site['base']}/activity?tool=merge")
+    page.goto(f"{site['pages']}/activity?tool=merge")
     log = page.locator("table.activity").inner_text()
     assert "Fusion weights" in log and "into dupa" in log and "Linker" in log and "web" in log
 
 
 def test_foreign_origin_or_missing_csrf_changes_nothing(page: Any, site: dict[str, Any]) -> None:
-    base, vault = site["base"], site["vault"]
+    base, pages, vault = site["base"], site["pages"], site["vault"]
     target = vault / "misc/Alpha plan.md"
     before = target.read_text(encoding="utf-8")
-    page.goto(f"{base}/memory/alpha1")
+    page.goto(f"{pages}/memory/alpha1")
     csrf = page.locator("form.erase input[name=csrf]").input_value()
     version = page.locator("form.erase input[name=version]").input_value()
-    cookie = {c["name"]: c["value"] for c in page.context.cookies()}
-    assert cookie and all(c["httpOnly"] and c["sameSite"] == "Strict" for c in page.context.cookies())
+    cookies = page.context.cookies()
+    assert cookies and all(c["httpOnly"] and c["sameSite"] == "Strict" for c in cookies)
+    signed = {"Host": pages.removeprefix("http://"), "Cookie": "; ".join(f"{c['name']}={c['value']}" for c in cookies)}
     form = {"csrf": csrf, "version": version, "confirm": "yes"}
-    with httpx2.Client(base_url=base, cookies=cookie) as http:
-        assert http.post("/memory/alpha1/erase", data=form, headers={"Origin": "http://evil.example"}).status_code == 403
+    with httpx2.Client(base_url=base, headers=signed) as http:  # to 127.0.0.1, as the pages' name: this machine
+        evil = {"Origin": "http://evil.example"}
+        assert http.post("/memory/alpha1/erase", data=form, headers=evil).status_code == 403
         assert http.post("/memory/alpha1/erase", data=form).status_code == 403  # no Origin at all
         no_csrf = {k: v for k, v in form.items() if k != "csrf"}
-        assert http.post("/memory/alpha1/erase", data=no_csrf, headers={"Origin": base}).status_code == 403
+        assert http.post("/memory/alpha1/erase", data=no_csrf, headers={"Origin": pages}).status_code == 403
         wrong = {**form, "csrf": "0" * 64}
-        assert http.post("/memory/alpha1/erase", data=wrong, headers={"Origin": base}).status_code == 403
+        assert http.post("/memory/alpha1/erase", data=wrong, headers={"Origin": pages}).status_code == 403
         merge = {"csrf": "", "ids": "dupa\nalpha1", "into": "dupa"}
-        assert http.post("/care/merge", data=merge, headers={"Origin": base}).status_code == 403
+        assert http.post("/care/merge", data=merge, headers={"Origin": pages}).status_code == 403
         assert http.get("/memory/alpha1/erase").status_code == 405  # never by GET
         assert http.get("/", headers={"Host": "evil.example"}).status_code == 421
     assert httpx2.get(f"{base}/memory/alpha1").status_code == 401  # no cookie, no token
-    assert httpx2.get(f"{base}/?token=wrong").status_code == 401
+    assert httpx2.get(f"{base}/memory/alpha1", headers={"Cookie": signed["Cookie"]}).status_code == 401  # not its name
+    assert httpx2.get(f"{base}/?token={site['token']}").status_code == 401  # the token in a URL signs nobody in
     assert target.read_text(encoding="utf-8") == before
-    with httpx2.Client(base_url=base, cookies=cookie) as http:  # the same form, from the page's origin: it works
-        done = http.post("/memory/alpha1/erase", data=form, headers={"Origin": base})
+    with httpx2.Client(base_url=base, headers=signed) as http:  # the same form, from the page's origin: it works
+        done = http.post("/memory/alpha1/erase", data=form, headers={"Origin": pages})
     assert done.status_code == 200 and not target.exists()
 
 
@@ -305,7 +309,7 @@ def test_scoped_server_shows_only_its_scope(site: dict[str, Any]) -> None:
     run_async(beta_write)
     token = "alpha-token-" + "x" * 32
     proc, address = start_ui(site["vault"], "--context", "alpha", SPELLBOOK_TOKEN=token)
-    base = address.split("/?", 1)[0]
+    base = base_of(address)
     auth = {"Authorization": f"Bearer {token}"}
     try:
         pages = {path: httpx2.get(base + path, headers=auth, timeout=30) for path in
@@ -324,27 +328,3 @@ def test_scoped_server_shows_only_its_scope(site: dict[str, Any]) -> None:
         assert "Beta secret" in httpx2.get(site["base"] + "/graph?context=beta", headers=owner).text
     finally:
         stop_ui(proc)
-
-
-def test_ui_opens_the_browser_at_the_sign_in_address(tmp_path: Path) -> None:
-    """Without --no-browser, ``spellbook ui`` hands the sign-in address to the browser ($BROWSER here)."""
-    opened = tmp_path / "opened.txt"
-    browser = tmp_path / "browser.sh"
-    browser.write_text(f'#!/bin/sh\necho "$1" > {opened}\n')
-    browser.chmod(0o755)
-    proc = subprocess.Popen([SPELLBOOK, "ui", "--vault", str(tmp_path / "vault"), "--embedder", "hashing"],
-                            env=child_env(BROWSER=str(browser)), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        for _ in range(300):
-            if opened.exists() and opened.read_text().strip():
-                break
-            time.sleep(0.1)
-        address = opened.read_text().strip()
-        assert re.fullmatch(r"http://127\.0\.0\.1:\d+/\?token=[\w-]{32,}", address), address
-        with httpx2.Client(follow_redirects=False) as http:
-            signed = http.get(address)
-            assert signed.status_code == 303 and signed.headers["location"] == "/"
-            assert http.get(address.split("?")[0]).status_code == 200  # the cookie it set lets the page in
-    finally:
-        log = stop_ui(proc)
-    assert "Traceback" not in log

@@ -8,6 +8,7 @@ import select
 import subprocess
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import httpx2
 
@@ -74,7 +75,7 @@ def start_ui(vault: Path, *extra: str, **env: str) -> tuple[subprocess.Popen, st
     if not address.startswith("http://127.0.0.1:"):
         proc.kill()
         raise AssertionError(f"spellbook ui printed {address!r}: {proc.stderr.read() if proc.stderr else ''}")
-    base = address.split("/?", 1)[0]
+    base = base_of(address)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:  # the server answers (the index may still be building)
         try:
@@ -95,3 +96,37 @@ def stop_ui(proc: subprocess.Popen) -> str:
         proc.kill()
         proc.wait()
     return proc.stderr.read() if proc.stderr else ""
+
+
+def base_of(address: str) -> str:
+    """``http://127.0.0.1:PORT`` of a sign-in address."""
+    parts = urlsplit(address)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+def token_of(vault: Path) -> str:
+    """The token ``spellbook ui`` made on its first start (the index folder is ``<vault>/.spellbook``)."""
+    return (vault / ".spellbook" / "http.token").read_text(encoding="ascii").strip()
+
+
+def sign_in(address: str) -> tuple[str, str]:
+    """Follow a sign-in address as a browser would, over 127.0.0.1 (a name under ``.localhost`` is
+    this machine, as browsers resolve it); returns the ``Host`` the pages answer on and the
+    ``Cookie`` header the server set. AssertionError when it does not sign in."""
+    parts, jar = urlsplit(address), {}
+    base, host = f"http://127.0.0.1:{parts.port}", parts.netloc
+    target = parts.path + (f"?{parts.query}" if parts.query else "")
+    for _ in range(5):
+        cookie = "; ".join(f"{k}={v}" for k, v in jar.items())
+        answer = httpx2.get(base + target, headers={"Host": host, **({"Cookie": cookie} if cookie else {})}, timeout=30)
+        for header in answer.headers.get_list("set-cookie"):
+            name, _, value = header.split(";")[0].partition("=")
+            jar[name.strip()] = value
+        follow = answer.headers.get("location") or answer.headers.get("refresh", "").partition("url=")[2]
+        if not follow:
+            assert answer.status_code == 200 and jar, (answer.status_code, answer.text[:300])
+            return host, "; ".join(f"{k}={v}" for k, v in jar.items())
+        moved = urlsplit(follow)
+        host = moved.netloc or host
+        target = moved.path + (f"?{moved.query}" if moved.query else "")
+    raise AssertionError(f"{address} redirected too often")

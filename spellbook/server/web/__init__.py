@@ -11,13 +11,15 @@ import logging
 
 from spellbook.scope import acting
 from spellbook.server.hub import Hub
-from spellbook.server.web import care, graph_page, memory, pages
+from spellbook.server.web import care, graph_page, memory, pages, signin
 from spellbook.server.web.app import WEB_CLIENT, WebApp
 from spellbook.server.web.guard import Guard
 
 log = logging.getLogger(__name__)
 ID = r"(?P<id>[^/]+)"
 ROUTES = [
+    ("GET", "/signin", signin.redeem),
+    ("POST", "/signin", signin.with_token),
     ("GET", "/", pages.overview),
     ("GET", "/activity", pages.activity),
     ("GET", "/search", pages.search),

@@ -21,13 +21,14 @@ import anyio
 from spellbook.errors import ConflictError, NoteNotFoundError, SpellbookError
 from spellbook.scope import Actor, acting
 from spellbook.server.hub import Hub
-from spellbook.server.web.guard import SECURITY_HEADERS, Guard
-from spellbook.server.web.html import message, page
+from spellbook.server.web.guard import Guard
+from spellbook.server.web.html import message, page, sign_in_form
 
 log = logging.getLogger(__name__)
 
 MAX_FORM_BYTES = 64 * 1024
 STATIC_TYPES = {".css": "text/css; charset=utf-8", ".js": "text/javascript; charset=utf-8"}
+OPEN_PATHS = frozenset({"/signin"})  # answered before signing in; their handlers check what they need
 WEB_CLIENT = Actor(client="web")
 
 
@@ -122,7 +123,7 @@ class WebApp:
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         answer = await self._answer(scope, receive)
         headers = [(b"content-type", answer.content_type.encode()), (b"content-length", str(len(answer.body)).encode()),
-                   *SECURITY_HEADERS, *(answer.headers or [])]
+                   *self.guard.headers(), *(answer.headers or [])]
         await send({"type": "http.response.start", "status": answer.status, "headers": headers})
         await send({"type": "http.response.body", "body": answer.body})
 
@@ -134,15 +135,14 @@ class WebApp:
             return _text(421, "Wrong Host header: open the page at http://127.0.0.1:PORT/ (or localhost).")
         if path.startswith("/static/") and method == "GET":
             return _static(path.removeprefix("/static/"))
-        if not self.guard.signed_in(headers):
-            if method == "GET" and self.guard.token_in_query(query_string):
-                return Answer(303, b"", headers=self.guard.sign_in_headers(path, query_string))
+        open_path = path in OPEN_PATHS
+        if not open_path and not self.guard.signed_in(headers):
             return _signed_out()
         for verb, pattern, handler in self.routes:
             found = pattern.match(path)
             if found and verb == method:
                 form = await _form(receive) if method == "POST" else {}
-                if method == "POST":
+                if method == "POST" and not open_path:
                     refusal = self.guard.post_refusal(headers, form)
                     if refusal:
                         return _text(403, refusal)
@@ -175,13 +175,7 @@ def _text(status: int, text: str) -> Answer:
 
 
 def _signed_out() -> Answer:
-    body = (
-        "<h1>Sign in</h1><p>This Spellbook server needs its token. Open the pages with "
-        "<code>spellbook ui --vault PATH</code>, which signs your browser in, or open "
-        "<code>/?token=TOKEN</code> once with the token from <code>&lt;vault&gt;/.spellbook/http.token</code> "
-        "(or <code>SPELLBOOK_TOKEN</code>).</p>"
-    )
-    return Answer(401, page("Sign in", "", body).encode())
+    return Answer(401, page("Sign in", "", sign_in_form()).encode())
 
 
 def _static(name: str) -> Answer:

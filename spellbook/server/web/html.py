@@ -8,19 +8,22 @@ nothing. Values in attributes are escaped with quotes; URLs are built with ``url
 from __future__ import annotations
 
 import html
-from collections.abc import Iterable
+import re
+from collections.abc import Callable, Iterable
 from typing import Any
 from urllib.parse import quote, urlencode
 
 from markdown_it import MarkdownIt
+from markdown_it.token import Token
 
 from spellbook import __version__
-from spellbook.server.web.guard import CSRF_FIELD
+from spellbook.server.web.guard import CSRF_FIELD, TOKEN_FIELD
 
 PAGES = [("/", "Overview"), ("/activity", "Activity"), ("/search", "Search"), ("/graph", "Graph"),
          ("/care", "Care")]
 
 _MARKDOWN = MarkdownIt("commonmark", {"html": False, "linkify": False}).enable("table")
+WIKILINK = re.compile(r"\[\[([^\]|#]+)(#[^\]|]*)?(?:\|([^\]]+))?\]\]")
 
 
 def esc(value: Any) -> str:
@@ -37,9 +40,50 @@ def memory_url(note_id: str) -> str:
     return esc(f"/memory/{quote(note_id, safe='')}")
 
 
-def markdown(text: str) -> str:
-    """A note's body as HTML; raw HTML in it is shown as text, ``javascript:`` links are dropped."""
-    return _MARKDOWN.render(text or "")
+def markdown(text: str, wikilink: Callable[[str], str | None] | None = None) -> str:
+    """A note's body as HTML; raw HTML in it is shown as text, ``javascript:`` links are dropped, and
+    links carry ``rel="noreferrer noopener"``. ``wikilink`` maps a ``[[target]]`` to a URL (None: it
+    stays text); only text is searched, never code, an attribute or a link's own text."""
+    tokens = _MARKDOWN.parse(text or "")
+    for block in tokens:
+        if block.type == "inline" and block.children:
+            block.children = _inline(block.children, wikilink)
+    return _MARKDOWN.renderer.render(tokens, _MARKDOWN.options, {})
+
+
+def _inline(children: list[Token], wikilink: Callable[[str], str | None] | None) -> list[Token]:
+    out: list[Token] = []
+    depth = 0  # inside a link: its text is not searched for wikilinks (an <a> holds no <a>)
+    for token in children:
+        if token.type == "link_open":
+            token.attrSet("rel", "noreferrer noopener")
+            depth += 1
+        elif token.type == "link_close":
+            depth -= 1
+        elif token.type == "text" and wikilink and not depth:
+            out += _wikilinks(token.content, wikilink)
+            continue
+        out.append(token)
+    return out
+
+
+def _wikilinks(text: str, wikilink: Callable[[str], str | None]) -> list[Token]:
+    """``text`` as text tokens, with each ``[[target|shown]]`` that ``wikilink`` knows made a link."""
+    out, start = [], 0
+    for found in WIKILINK.finditer(text):
+        href = wikilink(found.group(1).strip())
+        if href is None:
+            continue
+        out.append(_text(text[start:found.start()]))
+        out += [Token("link_open", "a", 1, attrs={"class": "wikilink", "href": href}),
+                _text(found.group(3) or found.group(1)), Token("link_close", "a", -1)]
+        start = found.end()
+    out.append(_text(text[start:]))
+    return [t for t in out if t.type != "text" or t.content]
+
+
+def _text(content: str) -> Token:
+    return Token("text", "", 0, content=content)
 
 
 def page(title: str, active: str, body: str, scope: str | None = None, script: str | None = None) -> str:
@@ -93,6 +137,17 @@ def form(action: str, csrf: str, fields: str, button: str, cls: str = "", confir
         if confirm else ""
     return (f'<form method=post action="{esc(action)}" class="{cls}"><input type=hidden name={CSRF_FIELD} '
             f'value="{esc(csrf)}">{fields}{check}<button type=submit>{esc(button)}</button></form>')
+
+
+def sign_in_form(note: str = "") -> str:
+    """The sign-in page's text: ``spellbook ui``, or the token pasted into a POST form (never a URL)."""
+    return (
+        f"<h1>Sign in</h1>{message(note, 'error') if note else ''}<p>This Spellbook server needs a sign-in. "
+        "<code>spellbook ui --vault PATH</code> opens your browser signed in. Or paste the server's token "
+        "(<code>SPELLBOOK_TOKEN</code>, or the one in <code>&lt;vault&gt;/.spellbook/http.token</code>):</p>"
+        f'<form method=post action="/signin" class=signin><input type=password name={TOKEN_FIELD} '
+        'autocomplete=off aria-label="Token" required> <button type=submit>Sign in</button></form>'
+    )
 
 
 def hidden(name: str, value: Any) -> str:

@@ -3,8 +3,6 @@ its actions: restore a version, erase. Actions are POST forms with the CSRF toke
 
 from __future__ import annotations
 
-import html
-import re
 from typing import Any
 from urllib.parse import quote
 
@@ -24,7 +22,6 @@ from spellbook.server.web.html import (
     when,
 )
 
-_WIKILINK = re.compile(r"\[\[([^\]|#]+)(#[^\]|]*)?(?:\|([^\]]+))?\]\]")
 DONE = {"restored": "Restored: the memory now holds that version (the old text is in its history).",
         "unchanged": "That version is the current text already; nothing changed.",
         "merged": "Merged: this memory now holds the others' text; they are in .trash/ with merged_into."}
@@ -59,13 +56,11 @@ def _render(text: str, links: list[dict[str, Any]]) -> str:
     """Markdown to HTML, with each ``[[wikilink]]`` that resolves to a memory made a link to it."""
     ids = {str(link.get("target", "")).strip().casefold(): link.get("id") for link in links if link.get("id")}
 
-    def replace(found: re.Match[str]) -> str:
-        target = html.unescape(found.group(1)).strip()
-        shown = found.group(3) or found.group(1)
+    def href(target: str) -> str | None:
         note_id = ids.get(target.casefold())
-        return f'<a class=wikilink href="{memory_url(note_id)}">{shown}</a>' if note_id else found.group(0)
+        return f"/memory/{quote(note_id, safe='')}" if note_id else None
 
-    return _WIKILINK.sub(replace, markdown(text))
+    return markdown(text, href)
 
 
 def _frontmatter(meta: dict[str, Any]) -> str:
