@@ -161,7 +161,7 @@ class Merging:
         if text is None:
             sections = [parsed.body.rstrip("\r\n")] if parsed.body.strip() else []
             for other, part in parts:
-                heading = title_of(part.meta, part.body, other.path)
+                heading = title_of(part.meta, other.path)
                 sections.append(f"## {heading}{nl}{nl}{part.body.strip(chr(13) + chr(10))}")
             text = (nl + nl).join(sections) + nl
         body, _ = relink_text(text, names, target)

@@ -19,6 +19,7 @@ from spellbook.vault.fields import (
     normalize_importance,
     normalize_tags,
     note_id_of,
+    place_of,
     relation_links,
     scope_of,
     title_of,
@@ -59,14 +60,14 @@ def analyse_note(
     if other is not None:
         problem = f"duplicate id {note_id!r}: {other} has it too; give one of them a new id"
         note_id = derived_id(path)
-    title = title_of(meta, body, path)
+    title = title_of(meta, path)
+    category, topic = place_of(meta, path)
     context, user = scope_of(meta)
     tags = normalize_tags(meta.get("tags"))
     tags = list(dict.fromkeys(tags + normalize_tags(meta.get("tag")) + inline_tags(body)))
     note = NoteRow(
         path=path, note_id=note_id, title=title,
-        category=field_text(meta.get("category")) or (path.split("/", 1)[0] if "/" in path else None),
-        topic=field_text(meta.get("topic")), type=field_text(meta.get("type")), context=context,
+        category=category, topic=topic, type=field_text(meta.get("type")), context=context,
         importance=normalize_importance(meta.get("importance")), tags=tags,
         created=field_text(meta.get("created")), updated=field_text(meta.get("updated")),
         folder=folder, managed="id" in meta, meta=meta, links=tuple(wikilinks(body, meta.get("links"))),

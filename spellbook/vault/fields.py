@@ -9,6 +9,7 @@ import secrets
 from typing import Any
 
 from spellbook.errors import InvalidInputError
+from spellbook.vault.paths import ARCHIVE_DIR
 
 IMPORTANCE_WORDS = {"low": 1, "medium": 3, "high": 5}
 # Typed links between notes: one frontmatter list of "[[wikilinks]]" per relation (docs/note-format.md).
@@ -190,16 +191,30 @@ def link_targets(item: Any) -> list[str]:
     return [t.strip() for t in _WIKILINK.findall(str(item)) if t.strip()]
 
 
-def title_of(meta: dict[str, Any], body: str, path: str) -> str:
-    """A note's title: frontmatter ``title``, else its first H1, else the file name."""
+def title_of(meta: dict[str, Any], path: str) -> str:
+    """A note's title: frontmatter ``title``, else its file name without ``.md``, as Obsidian names it
+    (a first heading is often an example or a section, not the note's name)."""
     title = meta.get("title")
     if isinstance(title, str) and title.strip():
         return title.strip()
-    match = _H1.search(body)
-    if match:
-        return match.group(1).strip()
     name = path.rsplit("/", 1)[-1]
     return name[:-3] if name.endswith(".md") else name
+
+
+def place_of(meta: dict[str, Any], path: str) -> tuple[str | None, str | None]:
+    """A note's category and topic: frontmatter ``category``/``topic``, else its folders, read the
+    way Spellbook files a memory (``<category>/<topic>/<note>.md``; deeper folders stay in the path,
+    ``_archive/`` in front is skipped). A folder topic goes with the folder category only: a note
+    whose frontmatter names another category is not given a topic by where it sits."""
+    folders = path.split("/")[:-1]
+    if folders[:1] == [ARCHIVE_DIR]:
+        folders = folders[1:]
+    category = field_text(meta.get("category"))
+    topic = field_text(meta.get("topic"))
+    if folders and (category is None or category.casefold() == folders[0].casefold()):
+        category = category or folders[0]
+        topic = topic or (folders[1] if len(folders) > 1 else None)
+    return category, topic
 
 
 def title_from_text(text: str) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import quote
 
+from spellbook.errors import NoteNotFoundError
 from spellbook.server.web.app import Answer, Ask
 from spellbook.server.web.html import as_of, esc, form, hidden, message, note_link, url
 
@@ -16,6 +17,7 @@ KINDS = {
 }
 ORDER = list(KINDS)
 SHOWN_NOTES = 25
+IDS_PER_CALL = 20  # get_memories takes at most this many ids (engine/memories.py)
 MERGEABLE = ("near_duplicate", "contradiction")  # a sync's conflict copy contradicts its note: merge resolves it
 
 
@@ -50,10 +52,19 @@ async def care(ask: Ask) -> Answer:
 
 
 async def _versions(ask: Ask, ids: list[str]) -> dict[str, str]:
-    if not ids:
-        return {}
-    found = await ask.call("get_memories", ids=sorted(set(ids)))
-    return {m["id"]: m["version"] for m in found.get("memories", [])}
+    """The version of each memory a merge form names, asked for ``IDS_PER_CALL`` at a time; a memory
+    gone since the analysis has none (its merge then says so)."""
+    wanted = sorted(set(ids))
+    pages = [wanted[i:i + IDS_PER_CALL] for i in range(0, len(wanted), IDS_PER_CALL)]
+    found = await ask.gather(*(lambda page=page: _page(ask, page) for page in pages))
+    return {m["id"]: m["version"] for answer in found for m in answer}
+
+
+async def _page(ask: Ask, ids: list[str]) -> list[dict[str, Any]]:
+    try:
+        return (await ask.call("get_memories", ids=ids)).get("memories", [])
+    except NoteNotFoundError:  # every one of them is gone
+        return []
 
 
 def _issue(ask: Ask, issue: dict[str, Any], versions: dict[str, str]) -> str:
