@@ -41,7 +41,7 @@ sys.path.insert(0, str(ROOT))
 
 from spellbook.vault.fields import field_text  # noqa: E402
 from spellbook.vault.note import parse_note  # noqa: E402
-from tests.helpers.web import start_ui, stop_ui  # noqa: E402
+from tests.helpers.web import base_of, start_ui, stop_ui, token_of  # noqa: E402
 
 HEADING = re.compile(r"^#[ \t]+(.+?)[ \t#]*$", re.MULTILINE)  # a first '# ' line, as names were once taken
 
@@ -65,7 +65,7 @@ def main() -> int:
         proc, address = start_ui(vault)
         failures: list[str] = []
         try:
-            base, token = address.split("/?", 1)[0], address.split("token=", 1)[1]
+            base, token = base_of(address), token_of(vault)
             with httpx2.Client(base_url=base, headers={"Authorization": f"Bearer {token}"}, timeout=300) as http:
                 while ">ready<" not in http.get("/").text:
                     time.sleep(0.2)

@@ -16,7 +16,7 @@ import httpx2
 import pytest
 
 from spellbook.vault.fields import derived_id
-from tests.helpers.web import start_ui, stop_ui
+from tests.helpers.web import base_of, start_ui, stop_ui, token_of
 
 pytestmark = pytest.mark.slow
 PAIRS = 25
@@ -43,7 +43,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     vault.mkdir()
     _write(vault)
     proc, address = start_ui(vault)
-    base, token = address.split("/?", 1)[0], address.split("token=", 1)[1]
+    base, token = base_of(address), token_of(vault)
     client = httpx2.Client(base_url=base, headers={"Authorization": f"Bearer {token}"}, timeout=60)
     try:
         for _ in range(600):  # until the first index build is done
