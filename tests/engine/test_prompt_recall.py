@@ -143,9 +143,11 @@ def test_recall_is_switched_off_by_the_environment_or_for_one_session_by_a_promp
     assert "8443" in hook(vault, ask)
 
 
-def test_install_hooks_turns_prompt_recall_on_unless_told_not_to(tmp_path: Path) -> None:
+def test_install_hooks_adds_prompt_recall_only_when_asked(tmp_path: Path) -> None:
+    """Off by default: on a vault of coding sessions, 12 of 45 unrelated coding prompts still got
+    passages (bench/bench_hooks.py), over the 1 in 20 the issue sets for turning it on."""
     env = child_env(HOME=str(tmp_path), CLAUDE_CONFIG_DIR=str(tmp_path / "claude"))
-    for extra, expected in (([], True), (["--no-prompt-recall"], False)):
+    for extra, expected in (([], False), (["--prompt-recall"], True)):
         subprocess.run([SPELLBOOK, "install", "claude-code", "--hooks", "--vault", str(tmp_path / "v"), *extra],
                        env=env, check=True, capture_output=True, timeout=60)
         hooks = json.loads((tmp_path / "claude" / "settings.json").read_text())["hooks"]
