@@ -19,6 +19,9 @@ from spellbook.sessions.quoting import estimate_tokens, one_line, quoted_block
 
 PROMPT_BUDGET = 600
 PASSAGES = 16
+# What a captured session's passage may be: what was said. Its head (the digest: a summary of every
+# exchange) and its tool sections (lists of files) are close to any coding prompt and answer none.
+SAID = ("prompt", "response", "insight")
 WORDS_SHARE = 0.75
 SUBSTANCE = 16  # tokens: about 60 English characters, 16 Korean or Japanese ones
 _WORD = re.compile(r"\w+")
@@ -28,11 +31,13 @@ def prompt_context(hub: Any, project: str, prompt: str, min_relevance: float, bu
                    session_id: str | None = None, semantic: bool = True) -> str:
     """The passages most likely to answer one prompt, of relevance ``min_relevance`` or more, within
     ``budget`` tokens: best first (the newer first among equals), each once, none of the running
-    session's own nor of the starter notes; empty unless ``answers`` finds them worth it."""
+    session's own nor of the starter notes, and of a captured session only what was said (``SAID``);
+    empty unless ``answers`` finds them worth it."""
     found = hub.call("recall", {"query": prompt[:2_000], "limit": PASSAGES, "min_score": min_relevance,
                                 "mode": "hybrid" if semantic else "keyword", "context": project})
     starter = starter_notes()
-    hits = [h for h in found["results"] if h["path"] not in starter and (not session_id or h.get("session") != session_id)]
+    hits = [h for h in found["results"] if h["path"] not in starter and (not session_id or h.get("session") != session_id)
+            and (h.get("type") != "session" or h.get("event") in SAID)]
     if not answers(hits, prompt):
         return ""
     hits.sort(key=lambda h: str(h.get("date") or ""), reverse=True)
