@@ -44,7 +44,8 @@ log = logging.getLogger(__name__)
 
 INDEX_FORMAT = "9"  # 3: CJK unigrams + bigrams in the keyword index; 4: tags table; 5: link relations;
 # 6: expires/archived columns, folder notes; 7: user column (scopes); 8: session column; 9: a note without
-# a frontmatter title is named by its file name, a hand-filed note's second folder is its topic
+# a frontmatter title is named by its file name, a hand-filed note's second folder is its topic,
+# `[[Note\|shown]]` links to Note, links to attachments (images, PDF, canvas...) are not memory links
 BATCH_FILES = 64
 RECENTLY_REMOVED_MAX = 20_000  # vectors of removed chunks kept in memory for moves (42 MB at 512-d)
 FILL_BATCH = 256  # chunks embedded per round when filling in missing vectors

@@ -157,7 +157,13 @@ def inline_tags(body: str) -> list[str]:
     return [normalize_tag(t) for t in _INLINE_TAG.findall(text)]
 
 
-_WIKILINK = re.compile(r"!?\[\[([^\[\]|#^\n]+)(?:[#^][^\[\]|\n]*)?(?:\|[^\[\]\n]*)?\]\]")
+# The target stops before a backslash that escapes the alias bar: ``[[Note\|shown]]``, as written in tables.
+_WIKILINK = re.compile(r"!?\[\[([^\[\]|#^\n]+?)\\?(?:[#^][^\[\]|\n]*)?(?:\|[^\[\]\n]*)?\]\]")
+# Files Obsidian opens besides notes (its "Accepted file formats"): a link to one is not a link to a memory.
+_ATTACHMENT = re.compile(
+    r"\.(?:avif|bmp|gif|jpe?g|png|svg|webp|flac|m4a|mp3|ogg|wav|webm|3gp|mkv|mov|mp4|ogv|pdf|base|canvas)$",
+    re.IGNORECASE,
+)
 
 
 def wikilinks(body: str, meta_links: Any = None) -> list[str]:
@@ -170,7 +176,7 @@ def wikilinks(body: str, meta_links: Any = None) -> list[str]:
             item = str(item)
             inner = _WIKILINK.findall(item)
             found.extend(m.strip() for m in inner) if inner else found.append(item.strip())
-    return list(dict.fromkeys(t for t in found if t))[:MAX_LIST_ITEMS]
+    return list(dict.fromkeys(t for t in found if t and not _ATTACHMENT.search(t)))[:MAX_LIST_ITEMS]
 
 
 def relation_links(meta: dict[str, Any]) -> list[tuple[str, str]]:
@@ -182,7 +188,7 @@ def relation_links(meta: dict[str, Any]) -> list[tuple[str, str]]:
         value = meta.get(relation)
         items = [value] if isinstance(value, str) else value if isinstance(value, list) else []
         for item in items[:MAX_LIST_ITEMS]:
-            found.extend((relation, target) for target in link_targets(item))
+            found.extend((relation, target) for target in link_targets(item) if not _ATTACHMENT.search(target))
     return list(dict.fromkeys(found))
 
 

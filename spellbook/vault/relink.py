@@ -24,7 +24,7 @@ from spellbook.vault.note import parse_note, render_note
 LINK_KEYS: tuple[str, ...] = ("links", *RELATIONS)  # frontmatter keys whose items are links
 
 # fields._WIKILINK, with the target (group 2) captured apart from what surrounds it
-_LINK = re.compile(r"(!?\[\[)([^\[\]|#^\n]+)((?:[#^][^\[\]|\n]*)?(?:\|[^\[\]\n]*)?\]\])")
+_LINK = re.compile(r"(!?\[\[)([^\[\]|#^\n]+?)(\\?(?:[#^][^\[\]|\n]*)?(?:\|[^\[\]\n]*)?\]\])")
 _FENCE = re.compile(r"^(```|~~~).*?^\1", re.MULTILINE | re.DOTALL)
 _INLINE_CODE = re.compile(r"`[^`\n]*`")
 _OPEN_FENCE = re.compile(r"---[ \t]*\r?\n")

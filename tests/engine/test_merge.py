@@ -109,6 +109,18 @@ def test_every_link_to_a_merged_note_points_at_the_survivor(engine: Engine, vaul
     assert broken == []
 
 
+def test_a_link_escaped_in_a_table_row_points_at_the_survivor(engine: Engine, vault: Path, notes) -> None:
+    """Obsidian escapes the alias bar of a link in a table row (``[[Steeping\\|steep]]``): the link is
+    to Steeping and is re-pointed; the image beside it is an attachment, not a broken link."""
+    table = "| Step | Picture |\n| --- | --- |\n| [[Steeping\\|steep]] | ![[steeping.png]] |\n"
+    (vault / "Table.md").write_text(table)
+    engine.reconcile()
+    out = engine.merge([notes["tea"]["id"], notes["steep"]["id"]])
+    assert (vault / "Table.md").read_text() == table.replace("[[Steeping\\|", "[[Green tea\\|")
+    assert ("Table.md", 1) in {(r["path"], r["links"]) for r in out["relinked"]}
+    assert [i for i in engine.analyze_knowledge()["issues"] if i["kind"] == "broken_link"] == []
+
+
 def test_text_passed_replaces_the_concatenation(engine: Engine, vault: Path, notes) -> None:
     tea, steep, oolong = notes["tea"], notes["steep"], notes["oolong"]
     out = engine.merge([steep["id"], oolong["id"]], into=tea["id"],

@@ -107,6 +107,39 @@ def test_agent_written_notes_keep_their_title_category_and_topic(shaped: Engine)
         "Inbox thing", "inbox", None)
 
 
+LINKED = {  # links as Obsidian writes them in a table row, beside attachments
+    "en/Bases/Views.md": "| View | Icon |\n| --- | --- |\n| [[Table view\\|Table]] | ![[lucide-table.svg]] |\n"
+                         "| [[Cards view\\|Cards]] | ![[lucide-layout-grid.svg#icon]] |\n\n"
+                         "See [[Bases syntax]], [[Spec.pdf#page=2]], [[Board.canvas]] and [[Missing page]].\n",
+    "en/Bases/Layouts/Table view.md": "Rows and columns.\n\n![[table-example.png]]\n",
+    "en/Bases/Layouts/Cards view.md": "---\nrelated: [\"[[cover.webp]]\", \"[[Table view]]\"]\n---\nCards.\n",
+}
+
+
+def test_links_read_as_obsidian_reads_them(settings: Settings) -> None:
+    """``[[Table view\\|Table]]`` in a table row links to Table view; an image, a PDF or a canvas is
+    an attachment, not a broken link between memories."""
+    _write(settings.vault)
+    for path, text in LINKED.items():
+        (settings.vault / path).parent.mkdir(parents=True, exist_ok=True)
+        (settings.vault / path).write_text(text, encoding="utf-8")
+    engine = Engine(settings)
+    engine.start()
+    try:
+        notes = _notes(engine)
+        links = engine.get_links(notes["en/Bases/Views.md"]["id"])["links"]
+        assert [(link["target"], link["resolved"]) for link in links] == [
+            ("Table view", True), ("Cards view", True), ("Bases syntax", True), ("Missing page", False)]
+        assert [(link["relation"], link["target"]) for link in engine.get_links(
+            notes["en/Bases/Layouts/Cards view.md"]["id"])["links"]] == [("related", "Table view")]
+        broken = [i for i in engine.analyze_knowledge()["issues"] if i["kind"] == "broken_link"]
+        assert [(i["notes"][0]["path"], i["target"]) for i in broken] == [("en/Bases/Views.md", "Missing page")]
+        backlinks = engine.get_links(notes["en/Bases/Layouts/Table view.md"]["id"])["backlinks"]
+        assert "en/Bases/Views.md" in {b["path"] for b in backlinks}
+    finally:
+        engine.close()
+
+
 def test_an_index_built_the_old_way_is_rebuilt(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
     """An index from before names came from file names (format 8, first-heading titles, no folder
     topics) is rebuilt when opened, so a person's existing index changes too."""

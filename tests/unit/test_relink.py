@@ -3,6 +3,7 @@ other byte of a note stays."""
 
 from __future__ import annotations
 
+from spellbook.vault.fields import relation_links, wikilinks
 from spellbook.vault.note import parse_note
 from spellbook.vault.relink import relink_note, relink_text
 
@@ -48,3 +49,19 @@ def test_notes_without_usable_frontmatter_change_in_the_text_only() -> None:
     assert relink_note(broken, OLD, "Green tea") == (broken.replace("See [[Steeping]]", "See [[Green tea]]"), 1)
     untouched = "---\ntitle: x\n---\nNo links.\n"
     assert relink_note(untouched, OLD, "Green tea") == (untouched, 0)
+
+
+def test_a_link_with_its_bar_escaped_in_a_table_row_is_relinked() -> None:
+    text = "| [[Steeping\\|how]] | [[Steeping#Heat\\|heat]] | ![[steeping.png]] |\n"
+    out, n = relink_text(text, OLD, "Green tea")
+    assert n == 2 and out == "| [[Green tea\\|how]] | [[Green tea#Heat\\|heat]] | ![[steeping.png]] |\n"
+
+
+def test_links_are_read_as_obsidian_reads_them() -> None:
+    """A bar escaped in a table row ends the target; a file Obsidian opens besides notes (an image,
+    a PDF, a canvas...) is an attachment, not a link between memories; a dot in a name is kept."""
+    body = ("| [[Table view\\|Table]] | [[Page#Head\\|p]] | ![[icon.SVG]] | [[spec.pdf#page=2]] | ![[x.canvas]] |\n"
+            "[[Release v1.2]] [[Notes.md]] [[a\\b]] ![[Embedded note]] [[Board.base]] ![[talk.mp3]]")
+    assert wikilinks(body, ["[[cover.png]]", "Plain", "Spec.pdf"]) == [
+        "Table view", "Page", "Release v1.2", "Notes.md", "a\\b", "Embedded note", "Plain"]
+    assert relation_links({"related": ["[[diagram.webp]]", "[[Other\\|o]]"]}) == [("related", "Other")]
