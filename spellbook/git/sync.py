@@ -47,8 +47,8 @@ _EXCLUDES = (LOCAL_FOLDER + "/", ".trash/", ".spellbook/")
 _REMOTE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 _EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 _REJECTED = ("[rejected]", "fetch first", "non-fast-forward", "failed to update ref", "cannot lock ref")
-_AUTH = ("authentication failed", "permission denied", "could not read username", "403", "401",
-         "access denied", "not authorized", "terminal prompts disabled")
+_AUTH = ("authentication failed", "permission denied", "could not read username", "returned error: 403",
+         "returned error: 401", "access denied", "not authorized", "terminal prompts disabled")
 
 
 # What a fetch or push may travel by: a path, git://, http(s) and ssh; never ``ext::`` (a command).

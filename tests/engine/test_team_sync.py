@@ -201,6 +201,9 @@ def test_a_file_changed_while_the_round_runs_is_merged_not_overwritten(team) -> 
      "unreachable"),
     ("git@github.com: Permission denied (publickey).\nfatal: Could not read from remote repository.", "auth"),
     ("fatal: could not read Username for 'https://github.com': terminal prompts disabled", "auth"),
+    ("fatal: unable to access 'https://example.com/team.git/': The requested URL returned error: 403", "auth"),
+    # a path that holds "401" (pytest's /tmp/pytest-of-root/pytest-401/...) is not an HTTP status
+    ("fatal: '/tmp/pytest-401/remote.git' does not appear to be a git repository", "unreachable"),
     ("remote: error: GH006: Protected branch update failed\n ! [remote rejected] main -> main (protected branch hook "
      "declined)", "rejected"),
 ])
