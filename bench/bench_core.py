@@ -33,7 +33,8 @@ few seconds moves with the machine.
 
 The package's bytecode is written first, as an install leaves it (a checkout under edit, or a shell
 with PYTHONDONTWRITEBYTECODE, would compile its changed modules again in every process timed).
-The summary is printed at the end and written to ``bench/results/core_<embedder>.txt`` (or ``--out``).
+The summary is printed at the end and written to ``bench/results/core_<embedder>_<N>k.txt`` (N thousand
+notes; or ``--out``), the file docs/performance.md quotes.
 The environment is passed through to every spawned process, so e.g. ``OPENBLAS_NUM_THREADS=1``
 applies to the server and the indexer too (it matters a lot for use-m3 on a busy 2-core box).
 """
@@ -915,7 +916,7 @@ def main() -> int:
     ap.add_argument("--embedder", default="use-m3", choices=["use-m3", "minilm", "ollama", "hashing"])
     ap.add_argument("--startup-runs", type=int, default=5, help="fresh-vault startups to time")
     ap.add_argument("--keep", action="store_true", help="keep the temporary vaults and server logs")
-    ap.add_argument("--out", type=Path, help="summary file (default bench/results/core_<embedder>.txt)")
+    ap.add_argument("--out", type=Path, help="summary file (default bench/results/core_<embedder>_<N>k.txt)")
     ap.add_argument("--skip-index", action="store_true", help="skip section 5 (hand-written vault)")
     ap.add_argument("--batch-runs", type=int, default=0,
                     help="imports and first indexes to run, the model measured between them (default 5 up to "
@@ -1038,7 +1039,8 @@ def main() -> int:
             shutil.rmtree(tmp, ignore_errors=True)
     print()
     print(summary, flush=True)
-    out = args.out or RESULTS_DIR / f"core_{args.embedder}.txt"
+    size = f"{args.notes // 1000}k" if args.notes >= 1000 and args.notes % 1000 == 0 else str(args.notes)
+    out = args.out or RESULTS_DIR / f"core_{args.embedder}_{size}.txt"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(summary + "\n", encoding="utf-8")
     print(f"\n(written to {out})")

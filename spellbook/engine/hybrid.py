@@ -1,30 +1,14 @@
 """Fusing semantic and keyword results, and how much of a query a keyword hit covers. Pure.
 
-``blend`` is what hybrid search uses (chosen on the eval sets, see docs/search.md); ``fuse``
-(reciprocal rank fusion) is kept for comparison in bench/tune_fusion.py.
+``blend`` is what hybrid search uses (chosen on the eval sets over reciprocal rank fusion, see
+docs/search.md).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 
 from spellbook.index.keyword import STOPWORDS, normalize, tokenize
-
-RRF_K = 60
-
-
-def fuse(
-    rankings: Sequence[Sequence[str]], weights: Sequence[float | Mapping[str, float]] | None = None, k: int = RRF_K
-) -> list[tuple[str, float]]:
-    """score(id) = sum over lists of weight / (k + rank). A weight is per list, or per id in that
-    list (a mapping). Best first, ties by id."""
-    weights = weights or [1.0] * len(rankings)
-    scores: dict[str, float] = {}
-    for ranking, weight in zip(rankings, weights):
-        for rank, item in enumerate(ranking, start=1):
-            w = weight.get(item, 0.0) if isinstance(weight, Mapping) else weight
-            scores[item] = scores.get(item, 0.0) + w / (k + rank)
-    return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
 def blend(

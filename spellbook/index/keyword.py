@@ -28,7 +28,7 @@ def normalize(text: str) -> str:
 def tokenize(text: str) -> list[str]:
     """Index tokens: lowercase words; for CJK runs, every character and every character bigram.
 
-    Measured on dev_ko with plain BM25 (bench/tokenizer_compare.py): whitespace words hit@5 0.868,
+    Measured on dev_ko with plain BM25 (docs/search.md): whitespace words hit@5 0.868,
     trigrams 0.948, bigrams 0.981, unigrams + bigrams 0.985 (MRR 0.973)."""
     out: list[str] = []
     for run, word in _TOKEN.findall(normalize(text)):
