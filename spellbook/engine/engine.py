@@ -72,10 +72,10 @@ class Engine:
         self.progress = self.readiness.progress
 
         base = (self.vault, self.catalog, self.indexer)
-        self.activity_log = ActivityLog(settings.index_path / ACTIVITY_FILE, settle=self.git.flush)
+        self.activity_log = ActivityLog(settings.index_path / ACTIVITY_FILE, self.access.scope, settle=self.git.flush)
         recorder = Recorder(self.git, self.activity_log)
         self.structure = Structure(*base, self.access, self.readiness, recorder)
-        self.lifecycle = Lifecycle(settings, *base, self.git, recorder, self.structure)
+        self.lifecycle = Lifecycle(settings, *base, self.access, self.git, recorder, self.structure)
         self.team = TeamSync(settings, self.indexer, self.git)
         self.maintenance = Maintenance(settings, self.vault, self.catalog, self.vectors, self.embedder, self.indexer,
                                        self.git, self.readiness, self.lifecycle, self.team)
@@ -84,7 +84,7 @@ class Engine:
         self.memories = Memories(settings, *base, self.access, self.readiness, recorder, self.search, self.structure)
         self.links = Links(*base, self.access, self.readiness, recorder, self.search)
         self.merging = Merging(settings, *base, self.access, self.readiness, recorder, self.links)
-        self.memo = Memo(self.catalog.changes)  # whole-vault answers (health, graph), kept until the index changes
+        self.memo = Memo(self.catalog.changes, self.access)  # whole-vault answers (health, graph), kept until the index changes
         self.health = Health(settings, self.catalog, self.vectors, self.access, self.readiness, self.memo)
         self.history_service = History(*base, self.git, self.access, recorder)
         self.exchange = Exchange(settings, *base, self.git, self.access, self.readiness, self.activity_log)

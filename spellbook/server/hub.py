@@ -33,7 +33,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from spellbook.errors import ConflictError, IndexUnavailableError, RemoteError
+from spellbook.errors import FileChangedError, IndexUnavailableError, RemoteError
 from spellbook.scope import Actor, Scope, acting, actor, resolve, scoped
 from spellbook.server import channel
 from spellbook.vault.fields import new_id
@@ -268,8 +268,8 @@ class Hub:
         with scoped(Scope(**params.pop(SCOPE_KEY, {}))), acting(_actor_of(params.pop(ACTOR_KEY, None))):
             try:
                 return getattr(self.engine, method)(**params)
-            except ConflictError as exc:  # the one door: the file's text is scrubbed as it leaves the owner
-                raise self.engine.access.scrubbed_conflict(exc) from None
+            except FileChangedError as exc:  # the one door: the file's text is scrubbed as it leaves the owner
+                raise self.engine.access.conflict(exc) from None
 
     # --- serving followers --------------------------------------------------------------------
     def _serve_followers(self) -> None:
