@@ -10,6 +10,7 @@ and what to do next. The MCP layer turns any ``SpellbookError`` into an
     ├── FileChangedError                    the file changed on disk since the caller read it (inside the owner)
     ├── ConflictError                       the same, as it leaves the owner: with the file's text, scrubbed
     ├── VaultPathError (ValueError)         a path would leave the vault or is not a note
+    ├── UnknownOperationError (ValueError)  no operation of that name (here, or in an older owner process)
     ├── IndexUnavailableError               the index is still opening or another process failed
     ├── RemoteError                         an error of the owning process whose class is unknown here
     ├── VersionControlError                 no git history here (not a repository, git missing, busy)
@@ -126,6 +127,20 @@ class VaultPathError(SpellbookError, ValueError):
 
 class IndexUnavailableError(SpellbookError):
     pass
+
+
+class UnknownOperationError(SpellbookError, ValueError):
+    """No operation has this name (spellbook/engine/operations.py): here, or in the process that
+    owns the index when it runs an older version (``by_owner``)."""
+
+    def __init__(self, name: str, by_owner: bool = False) -> None:
+        self.name = name[:80]
+        self.by_owner = by_owner
+        if by_owner:
+            super().__init__(f"The process that owns the index does not offer {self.name!r} yet; restart it with "
+                             "this version of Spellbook.")
+        else:
+            super().__init__(f"There is no operation {self.name!r}.")
 
 
 class RemoteError(SpellbookError):

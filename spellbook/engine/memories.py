@@ -215,6 +215,16 @@ class Memories:
             raise NoteNotFoundError(missing[0] if len(missing) == 1 else ", ".join(missing))
         return {"memories": memories, "not_found": missing}
 
+    def memory_file(self, id: str) -> dict[str, Any]:
+        """A memory's markdown file as it is on disk (frontmatter and body), scrubbed: the
+        ``memory://notes/{id}`` resource (server/resources.py)."""
+        note = self.access.note(id)
+        try:
+            state = self.vault.read(note.path)
+        except FileNotFoundError:
+            raise NoteNotFoundError(id) from None
+        return {"id": id, "path": note.path, "version": state.version, "text": self.access.scrub(state.text)[0]}
+
     def list_memories(self, filter: Filter | dict | None = None, limit: int = 20, offset: int = 0) -> dict[str, Any]:
         if not 1 <= limit <= 200:
             raise InvalidInputError("limit must be between 1 and 200.")

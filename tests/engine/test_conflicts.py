@@ -110,3 +110,25 @@ def test_a_person_saving_between_the_read_and_the_write_gets_no_secret_out(hub: 
     assert "changed on disk" in text and "backup key" in text, text
     assert KEY[:20] not in text and KEY.replace("Zq8", "Yq8")[:20] not in text and "[REDACTED:anthropic-key]" in text
     assert file.read_text() == saved  # the person's save stands
+
+
+@pytest.mark.parametrize("role", ["owner", "follower"])
+def test_the_memory_resource_is_the_engine_s_scrubbed_file(hub: Hub, role: str) -> None:
+    """``memory://notes/{id}`` asks the engine for the file (Access scrubs it, as every answer),
+    also from a follower, which never reads the vault's files itself."""
+    note = hub.call("list_memories", {})["memories"][0]
+    caller = hub if role == "owner" else Hub(hub.settings, watch=False, warm_up=False)
+    if role == "follower":
+        caller.start(background=False)
+        assert caller.role == "follower"
+
+    async def main() -> str:
+        async with Client(build_server(caller)) as client:
+            return (await client.read_resource(f"memory://notes/{note['id']}")).contents[0].text
+
+    try:
+        text = anyio.run(main)
+    finally:
+        if caller is not hub:
+            caller.close()
+    assert text == HAND.replace(KEY, "[REDACTED:anthropic-key]")

@@ -4,6 +4,8 @@
   caller gets (``Access.conflict``, which the hub calls): the store and the services raise a
   ``FileChangedError``, whose message holds no file text. A module that builds a
   ``ConflictError`` itself would hand its text out past the door; this test fails on it.
+* The MCP adapters (server/) scrub nothing themselves: resources, like tools, get what the
+  engine answers, which Access scrubbed.
 * The running call's scope is a context variable that only the access layer reads
   (spellbook/engine/access.py); every other module asks it (``Access.scope``, ``Access.where``)
   or is given the scope as an argument.
@@ -51,6 +53,13 @@ def test_only_the_door_builds_a_conflict_error() -> None:
              for line in conflicts_built(source)]
     assert not built, ("raise FileChangedError (the hub turns it into a scrubbed ConflictError at the door), "
                        "never a ConflictError: " + ", ".join(built))
+
+
+def test_the_server_adapters_scrub_nothing_themselves() -> None:
+    scrubbing = [f"{name}:{node.lineno}" for name, source in _sources() if name.startswith("server/")
+                 for node in ast.walk(ast.parse(source))
+                 if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("spellbook.vault.privacy")]
+    assert not scrubbing, "ask the engine (Access scrubs every answer): " + ", ".join(scrubbing)
 
 
 def test_only_the_access_layer_reads_the_scope() -> None:
