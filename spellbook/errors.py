@@ -96,6 +96,10 @@ class FileChangedError(SpellbookError):
         said = _changed(self, path, expected, current, content, note_id, retry)
         super().__init__(f"{said} Read it again, then call {retry} with its version.")
 
+    def naming(self, note_id: str, retry: str) -> FileChangedError:
+        """The same change, said of memory ``note_id`` and the call to retry (the store knows neither)."""
+        return FileChangedError(self.path, self.expected_version, self.current_version, self.content, note_id, retry)
+
 
 class ConflictError(SpellbookError):
     """A ``FileChangedError`` as it leaves the owner: the message carries the file's current text,

@@ -157,7 +157,10 @@ class History:
                 return {"id": id, "path": path, "version": state.version, "restored": commit[:12],
                         "unchanged": True}
             self._keep_uncommitted(repo, state.path, state.text, title, id)
-            new_version = self.vault.write(path, text, expected_version=state.version)
+            try:
+                new_version = self.vault.write(path, text, expected_version=state.version)
+            except FileChangedError as exc:  # a person saved it since it was read above
+                raise exc.naming(id, "restore") from None
         self.indexer.sync_path(path)
         self.recorder.after_write("restore", path, title, id, text, detail=f"to {commit[:12]}")
         return {"id": id, "path": path, "version": new_version, "restored": commit[:12], "erased_before": erased,

@@ -156,7 +156,10 @@ class Memories:
         meta["updated"] = now_iso()
         out = render_note(meta, body, original=parsed, remove=removed)
         self.indexer.expect(note.path, out)
-        new_version = self.vault.write(note.path, out, expected_version=state.version)
+        try:
+            new_version = self.vault.write(note.path, out, expected_version=state.version)
+        except FileChangedError as exc:  # a person saved it since it was read above
+            raise exc.naming(id, "revise") from None
         report = self.indexer.sync_path(note.path)
         self.recorder.after_write("revise", note.path, meta.get("title") or note.title, id, out, before=state.text)
         out = {"id": id, "path": note.path, "version": new_version, "updated": meta["updated"]}

@@ -97,8 +97,7 @@ class Merging:
             try:
                 new_version = self.vault.write(survivor.path, merged, expected_version=state.version)
             except FileChangedError as exc:
-                raise FileChangedError(survivor.path, state.version, exc.current_version, exc.content,
-                                    note_id=survivor.note_id, retry="merge") from None
+                raise exc.naming(survivor.note_id, "merge") from None
         except BaseException:
             self._put_back(trashed)
             raise

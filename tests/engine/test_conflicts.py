@@ -85,12 +85,16 @@ def test_a_conflict_a_service_raises_is_scrubbed_at_the_door(hub: Hub, monkeypat
         "Provider notes.md", "v1", "v2", "n1")
 
 
-def test_a_person_saving_between_the_read_and_the_write_gets_no_secret_out(hub: Hub, monkeypatch) -> None:
-    """The store's own conflict: revise read the note, then the person saved it (a key added by
+@pytest.mark.parametrize("tool", ["revise", "restore"])
+def test_a_person_saving_between_the_read_and_the_write_gets_no_secret_out(hub: Hub, monkeypatch, tool: str) -> None:
+    """The store's own conflict: the tool read the note, then the person saved it (a key added by
     hand) before the store wrote; the store refuses with the file's raw text, and the tool's answer
-    over the SDK's client holds it scrubbed."""
+    over the SDK's client holds it scrubbed, naming the memory and the call to retry."""
     note = hub.call("list_memories", {})["memories"][0]
     file = hub.settings.vault_dir / note["path"]
+    commit = git(hub.settings.vault_dir, "log", "-1", "--format=%H", "--", note["path"]).strip()
+    hub.call("revise", {"id": note["id"], "text": "Rotated; see the vault."})  # restore then has a change to write
+    args = {"revise": {"id": note["id"], "text": "new body"}, "restore": {"id": note["id"], "version": commit}}[tool]
     write = hub.engine.vault.write
     saved = HAND + f"\nAnd the backup key is {KEY.replace('Zq8', 'Yq8')}.\n"
 
@@ -102,12 +106,13 @@ def test_a_person_saving_between_the_read_and_the_write_gets_no_secret_out(hub: 
 
     async def main() -> str:
         async with Client(build_server(hub)) as client:
-            result = await client.call_tool("revise", {"id": note["id"], "text": "new body"})
+            result = await client.call_tool(tool, args)
             assert result.is_error
             return result.content[0].text
 
     text = anyio.run(main)
     assert "changed on disk" in text and "backup key" in text, text
+    assert f"Memory {note['id']!r}" in text and f"call {tool} again" in text, text
     assert KEY[:20] not in text and KEY.replace("Zq8", "Yq8")[:20] not in text and "[REDACTED:anthropic-key]" in text
     assert file.read_text() == saved  # the person's save stands
 

@@ -20,7 +20,7 @@ from spellbook.engine import Engine
 from spellbook.engine.operations import OPERATIONS, operation
 from spellbook.errors import SpellbookError, UnknownOperationError
 from spellbook.server import channel
-from spellbook.server.hub import Hub
+from spellbook.server.hub import Forward, Hub, Local
 from spellbook.server.tools import build_server
 from spellbook.server.web import ROUTES, Guard, WebApp
 from spellbook.server.web.app import Ask
@@ -92,8 +92,13 @@ def test_the_tools_are_the_table_s_and_each_calls_its_own_operation(recorded: tu
 
 def test_the_hub_serves_the_table_and_refuses_any_other_name(settings: Settings) -> None:
     hub = Hub(settings, watch=False, warm_up=False, reconcile_on_open=False)
+    assert isinstance(hub._transport, Forward)  # starting: an owner, if there is one, answers
     hub.start(background=False)
+    follower = Hub(settings, watch=False)
+    follower.start(background=False)
     try:
+        assert isinstance(hub._transport, Local) and isinstance(follower._transport, Forward)  # chosen with the role
+        assert follower.call("stats")["notes"] == 0
         assert hub._channel is not None and hub._channel.methods == frozenset(OPERATIONS)
         for op in OPERATIONS.values():
             assert callable(getattr(hub.engine, op.name)), op.name
@@ -101,6 +106,7 @@ def test_the_hub_serves_the_table_and_refuses_any_other_name(settings: Settings)
             hub.call("memorise", {"query": "x"})
         assert hub.call("stats")["notes"] == 0
     finally:
+        follower.close()
         hub.close()
     with pytest.raises(UnknownOperationError):
         operation(None)
