@@ -7,8 +7,10 @@ and what to do next. The MCP layer turns any ``SpellbookError`` into an
     SpellbookError
     ├── InvalidInputError (ValueError)      bad arguments: empty query, bad type, oversized text
     ├── NoteNotFoundError (LookupError)     no memory with that id
-    ├── ConflictError                       the file changed on disk since the caller read it
+    ├── FileChangedError                    the file changed on disk since the caller read it (inside the owner)
+    ├── ConflictError                       the same, as it leaves the owner: with the file's text, scrubbed
     ├── VaultPathError (ValueError)         a path would leave the vault or is not a note
+    ├── UnknownOperationError (ValueError)  no operation of that name (here, or in an older owner process)
     ├── IndexUnavailableError               the index is still opening or another process failed
     ├── RemoteError                         an error of the owning process whose class is unknown here
     ├── VersionControlError                 no git history here (not a repository, git missing, busy)
@@ -82,26 +84,45 @@ class NoteNotFoundError(SpellbookError, LookupError):
         )
 
 
-class ConflictError(SpellbookError):
-    """The note changed on disk after the caller read it; nothing was written. ``content`` is the
-    file as it is now, as the owner read it: the hub scrubs it as the error leaves the owner
-    (``Access.scrubbed_conflict``), so whoever raises one passes the raw text."""
+class FileChangedError(SpellbookError):
+    """The note changed on disk after the caller read it; nothing was written. What the store and
+    the services raise: ``content`` is the file as it is now, raw, and never in the message. It
+    does not leave the owner as itself: the hub turns it into a ``ConflictError`` with the text
+    scrubbed (``Access.conflict``), so a service never builds a ``ConflictError`` itself
+    (tests/unit/test_privacy_door.py)."""
 
     def __init__(self, path: str, expected: str, current: str, content: str, note_id: str = "",
                  retry: str = "revise") -> None:
-        self.note_id = note_id
-        self.path = path
-        self.expected_version = expected
-        self.current_version = current
-        self.content = content
-        self.retry = retry
-        what = f"Memory {note_id!r} ({path})" if note_id else path
+        said = _changed(self, path, expected, current, content, note_id, retry)
+        super().__init__(f"{said} Read it again, then call {retry} with its version.")
+
+    def naming(self, note_id: str, retry: str) -> FileChangedError:
+        """The same change, said of memory ``note_id`` and the call to retry (the store knows neither)."""
+        return FileChangedError(self.path, self.expected_version, self.current_version, self.content, note_id, retry)
+
+
+class ConflictError(SpellbookError):
+    """A ``FileChangedError`` as it leaves the owner: the message carries the file's current text,
+    scrubbed by the privacy filter. Built in one place, ``Access.conflict``, which the hub calls
+    for every call that ends in a ``FileChangedError``."""
+
+    def __init__(self, path: str, expected: str, current: str, content: str, note_id: str = "",
+                 retry: str = "revise") -> None:
+        said = _changed(self, path, expected, current, content, note_id, retry)
         super().__init__(
-            f"{what} changed on disk since you read it "
-            f"(you passed version {expected!r}, the file is now at {current!r}). Nothing was written. "
-            f"Merge your change into the current content below and call {retry} again with "
+            f"{said} Merge your change into the current content below and call {retry} again with "
             f"version={current!r}.\n--- current content ---\n{content}"
         )
+
+
+def _changed(error: SpellbookError, path: str, expected: str, current: str, content: str, note_id: str,
+             retry: str) -> str:
+    """Set a changed file's fields on ``error``; the sentence that says what happened."""
+    error.note_id, error.path, error.content, error.retry = note_id, path, content, retry  # type: ignore[attr-defined]
+    error.expected_version, error.current_version = expected, current  # type: ignore[attr-defined]
+    what = f"Memory {note_id!r} ({path})" if note_id else path
+    return (f"{what} changed on disk since you read it (you passed version {expected!r}, the file is now at "
+            f"{current!r}). Nothing was written.")
 
 
 class VaultPathError(SpellbookError, ValueError):
@@ -110,6 +131,20 @@ class VaultPathError(SpellbookError, ValueError):
 
 class IndexUnavailableError(SpellbookError):
     pass
+
+
+class UnknownOperationError(SpellbookError, ValueError):
+    """No operation has this name (spellbook/engine/operations.py): here, or in the process that
+    owns the index when it runs an older version (``by_owner``)."""
+
+    def __init__(self, name: str, by_owner: bool = False) -> None:
+        self.name = name[:80]
+        self.by_owner = by_owner
+        if by_owner:
+            super().__init__(f"The process that owns the index does not offer {self.name!r} yet; restart it with "
+                             "this version of Spellbook.")
+        else:
+            super().__init__(f"There is no operation {self.name!r}.")
 
 
 class RemoteError(SpellbookError):

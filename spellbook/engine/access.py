@@ -5,22 +5,30 @@ Two small collaborators, built once by ``Engine`` and passed to the services tha
 the scope rule, the privacy filter and the id lookup exist once):
 
 * ``Access``: scope visibility (spellbook/scope.py), the privacy filter (spellbook/vault/privacy.py),
-  and the note an id names, as the running call's scope sees it.
+  and the note an id names, as the running call's scope sees it. It is the one reader of the
+  running call's scope (the context variable the hub sets): the services ask it (``scope``,
+  ``where``, ``visible``), and the conflict a caller gets is built here (``conflict``).
 * ``Readiness``: the progress of the index build, and the short wait early reads make for it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections import OrderedDict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from spellbook.config import Settings
-from spellbook.errors import ConflictError, InvalidInputError, NoteNotFoundError, SpellbookError
+from spellbook.errors import ConflictError, FileChangedError, InvalidInputError, NoteNotFoundError, SpellbookError
 from spellbook.index.catalog import Catalog, NoteRow
+from spellbook.index.filters import to_chunk_sql, to_sql
 from spellbook.index.indexer import SyncReport
-from spellbook.vault.privacy import KINDS, Redaction, may_hold_secrets, redact, redact_data
+from spellbook.scope import Scope, scoped
 from spellbook.scope import current as current_scope
+from spellbook.vault.privacy import KINDS, Redaction, may_hold_secrets, redact, redact_data
+
+if TYPE_CHECKING:
+    from spellbook.index.filter_model import Filter
 
 SCRUB_CACHE = 4096  # sections; a few MB at most
 
@@ -64,14 +72,33 @@ class Access:
         """False when ``scrub(text)`` would change nothing for sure (spellbook/vault/privacy.py)."""
         return self.enabled and may_hold_secrets(text, self.privacy["extra_patterns"])
 
-    def scrubbed_conflict(self, conflict: ConflictError) -> ConflictError:
-        """``conflict`` with the file's text scrubbed: the one place a conflict's text is scrubbed,
-        where every call leaves the owner (server/hub.py), so no service scrubs its own."""
-        return ConflictError(conflict.path, conflict.expected_version, conflict.current_version,
-                             self.scrub(conflict.content)[0], note_id=conflict.note_id, retry=conflict.retry)
+    def conflict(self, changed: FileChangedError) -> ConflictError:
+        """The ``ConflictError`` a caller gets for ``changed``: the file's text scrubbed. The one
+        place a conflict error is built, where every call leaves the owner (server/hub.py), so no
+        service scrubs, or builds, its own."""
+        return ConflictError(changed.path, changed.expected_version, changed.current_version,
+                             self.scrub(changed.content)[0], note_id=changed.note_id, retry=changed.retry)
 
     def scrub_data(self, value: Any) -> tuple[Any, list[str]]:
         return redact_data(value, **self.privacy) if self.enabled else (value, [])
+
+    @staticmethod
+    def scope() -> Scope:
+        """The running call's scope (spellbook/scope.py; the hub sets it around each call)."""
+        return current_scope()
+
+    @staticmethod
+    def within(scope: Scope) -> contextlib.AbstractContextManager[None]:
+        """Run a block in ``scope`` (the memo recomputes a kept answer in the scope that asked)."""
+        return scoped(scope)
+
+    def where(self, spec: Filter | None, include_hidden: bool = False) -> tuple[str, list[Any]]:
+        """(condition, parameters) over ``notes`` for ``spec``, in the running call's scope (index/filters.py)."""
+        return to_sql(spec, include_hidden, self.scope())
+
+    def chunk_where(self, spec: Filter | None) -> tuple[str, list[Any]]:
+        """``where`` for queries that join ``chunks c`` (search)."""
+        return to_chunk_sql(spec, scope=self.scope())
 
     @staticmethod
     def visible(note: NoteRow) -> bool:

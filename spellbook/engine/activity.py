@@ -24,8 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from spellbook.errors import InvalidInputError
-from spellbook.scope import actor
-from spellbook.scope import current as current_scope
+from spellbook.scope import Scope, actor
 from spellbook.vault.note import parse_note
 from spellbook.vault.store import atomic_write
 
@@ -41,8 +40,9 @@ MAX_LIMIT = 200
 class ActivityLog:
     """Appends and reads ``activity.jsonl``; thread-safe within the owner process (the only writer)."""
 
-    def __init__(self, file: Path, settle: Callable[[], Any] | None = None) -> None:
+    def __init__(self, file: Path, scope: Callable[[], Scope], settle: Callable[[], Any] | None = None) -> None:
         self.file = file
+        self.scope = scope  # the running call's (Access.scope): what a read shows, what a line records
         self.settle = settle  # called before a read: lets queued commits land (their lines are written then)
         self._lock = threading.Lock()
 
@@ -52,7 +52,7 @@ class ActivityLog:
         """A line for a write, without its commit yet. The note's scope is read from ``meta``, or
         from the text written (or, for an erase, from the text it had)."""
         who = actor()
-        scope = current_scope()
+        scope = self.scope()
         if meta is None:
             meta = _meta(text if text is not None else before)
         return {
@@ -88,7 +88,7 @@ class ActivityLog:
             raise InvalidInputError(f"limit must be between 1 and {MAX_LIMIT}.")
         if offset < 0:
             raise InvalidInputError("offset must be 0 or more.")
-        scope = current_scope()
+        scope = self.scope()
         if self.settle is not None:
             self.settle()
         lines = self._tail()

@@ -7,8 +7,8 @@ the scope rule, the privacy filter and the id lookup live once, in ``access.py``
 (``activity.py``) and the memo of whole-vault answers (``memo.py``) are shared components.
 ``Engine`` owns the shared components (vault store, catalog, vectors, embedder, indexer, git
 committer, activity log, memo), wires the services in the one order their needs allow, and
-re-exposes their public methods under the names the MCP tools, the CLI and the hub call
-(``server/hub.py`` ``METHODS``). It holds no logic of its own beyond ``maintain``, which runs the
+exposes every operation of the one table (``engine/operations.py``) under its name, which the MCP
+tools, the CLI and the hub call. It holds no logic of its own beyond ``maintain``, which runs the
 lifecycle's upkeep and then the memo's refresh.
 """
 
@@ -36,6 +36,7 @@ from spellbook.engine.maintenance import Maintenance
 from spellbook.engine.memo import Memo
 from spellbook.engine.memories import Memories
 from spellbook.engine.merging import Merging
+from spellbook.engine.operations import OPERATIONS
 from spellbook.engine.search import Search
 from spellbook.engine.structure import Structure
 from spellbook.engine.teamsync import TeamSync
@@ -72,10 +73,10 @@ class Engine:
         self.progress = self.readiness.progress
 
         base = (self.vault, self.catalog, self.indexer)
-        self.activity_log = ActivityLog(settings.index_path / ACTIVITY_FILE, settle=self.git.flush)
+        self.activity_log = ActivityLog(settings.index_path / ACTIVITY_FILE, self.access.scope, settle=self.git.flush)
         recorder = Recorder(self.git, self.activity_log)
         self.structure = Structure(*base, self.access, self.readiness, recorder)
-        self.lifecycle = Lifecycle(settings, *base, self.git, recorder, self.structure)
+        self.lifecycle = Lifecycle(settings, *base, self.access, self.git, recorder, self.structure)
         self.team = TeamSync(settings, self.indexer, self.git)
         self.maintenance = Maintenance(settings, self.vault, self.catalog, self.vectors, self.embedder, self.indexer,
                                        self.git, self.readiness, self.lifecycle, self.team)
@@ -84,35 +85,17 @@ class Engine:
         self.memories = Memories(settings, *base, self.access, self.readiness, recorder, self.search, self.structure)
         self.links = Links(*base, self.access, self.readiness, recorder, self.search)
         self.merging = Merging(settings, *base, self.access, self.readiness, recorder, self.links)
-        self.memo = Memo(self.catalog.changes)  # whole-vault answers (health, graph), kept until the index changes
+        self.memo = Memo(self.catalog.changes, self.access)  # whole-vault answers (health, graph), kept until the index changes
         self.health = Health(settings, self.catalog, self.vectors, self.access, self.readiness, self.memo)
         self.history_service = History(*base, self.git, self.access, recorder)
         self.exchange = Exchange(settings, *base, self.git, self.access, self.readiness, self.activity_log)
         self.graph_service = Graph(self.catalog, self.access, self.readiness, self.memo)
 
-        # What the tools, the CLI and the hub call (server/hub.py METHODS), by service.
-        memories = self.memories
-        self.scribe, self.revise, self.erase = memories.scribe, memories.revise, memories.erase
-        self.get_memories, self.list_memories = memories.get_memories, memories.list_memories
-        self.get_topic, self.timeline = memories.get_topic, memories.timeline
-        self.memorize, self.recall, self.related = self.search.memorize, self.search.recall, self.search.related
-        self.get_index, self.describe = self.structure.get_index, self.structure.describe
+        # Every operation under its own name (engine/operations.py): what the tools, the CLI and the hub call.
+        for op in OPERATIONS.values():
+            setattr(self, op.name, getattr(getattr(self, op.service), op.method))
+        self.prepare, self.start = self.maintenance.prepare, self.maintenance.start  # the owner's, before any call
         self.write_overviews = self.structure.write_overviews
-        self.sweep_expired, self.erase_topic = self.lifecycle.sweep_expired, self.lifecycle.erase_topic
-        self.link, self.unlink, self.get_links = self.links.link, self.links.unlink, self.links.get_links
-        self.explore_related = self.links.explore_related
-        self.merge = self.merging.merge
-        self.analyze_knowledge = self.health.analyze_knowledge
-        self.history, self.restore = self.history_service.history, self.history_service.restore
-        self.diff = self.history_service.diff
-        self.export, self.import_memories = self.exchange.export, self.exchange.import_memories
-        self.activity, self.graph = self.activity_log.read, self.graph_service.graph
-        upkeep = self.maintenance
-        self.prepare, self.start, self.reconcile = upkeep.prepare, upkeep.start, upkeep.reconcile
-        self.check, self.repair, self.rebuild_index = upkeep.check, upkeep.repair, upkeep.rebuild_index
-        self.fill_missing_vectors, self.probe_embedder = upkeep.fill_missing_vectors, upkeep.probe_embedder
-        self.stats = upkeep.stats
-        self.sync = self.team.sync
 
     def maintain(self, force: bool = False) -> None:
         """The owner's periodic upkeep (server/hub.py): the lifecycle's, then the memo's refresh."""

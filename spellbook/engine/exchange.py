@@ -39,7 +39,7 @@ from spellbook.errors import InvalidInputError, SpellbookError, VaultPathError
 from spellbook.git.committer import Change, Committer
 from spellbook.index.catalog import Catalog
 from spellbook.index.claims import with_folders
-from spellbook.index.filters import parse_filter, to_sql
+from spellbook.index.filters import parse_filter
 from spellbook.index.indexer import Indexer, Progress
 from spellbook.vault.exports import ExportPlaces, check_import_source, resolve_export_target, write_export
 from spellbook.vault.fields import derived_id, new_id
@@ -97,7 +97,7 @@ class Exchange:
                               tuple(p.expanduser().resolve() for p in self.settings.export_dirs))
         target = resolve_export_target(path, places, overwrite) if path is not None else None
         pending = self.readiness.await_first_index()
-        where, params = to_sql(spec, include_hidden=True)  # archived and expired memories too: loss-free
+        where, params = self.access.where(spec, include_hidden=True)  # archived and expired memories too: loss-free
         rows, _ = self.catalog.list_notes(where, params, 1 << 62, 0)
         entries: list[Entry] = []
         unreadable: list[str] = []

@@ -21,12 +21,11 @@ from typing import Any
 
 from spellbook.engine.access import Access
 from spellbook.engine.activity import ActivityLog
-from spellbook.errors import ConflictError, InvalidInputError, NoteNotFoundError, VersionControlError
+from spellbook.errors import FileChangedError, InvalidInputError, NoteNotFoundError, VersionControlError
 from spellbook.git.committer import Change, Committer
 from spellbook.git.repo import Repo, Version
 from spellbook.index.catalog import Catalog
 from spellbook.index.indexer import Indexer
-from spellbook.scope import current as current_scope
 from spellbook.vault.fields import derived_id, note_id_of, scope_of
 from spellbook.vault.note import content_version, parse_note, render_note
 from spellbook.vault.store import FileState, Vault
@@ -153,12 +152,15 @@ class History:
             new_version = content_version(text)
         else:
             if current_version is not None and current_version != state.version:
-                raise ConflictError(path, current_version, state.version, state.text, note_id=id, retry="restore")
+                raise FileChangedError(path, current_version, state.version, state.text, note_id=id, retry="restore")
             if state.text == text:
                 return {"id": id, "path": path, "version": state.version, "restored": commit[:12],
                         "unchanged": True}
             self._keep_uncommitted(repo, state.path, state.text, title, id)
-            new_version = self.vault.write(path, text, expected_version=state.version)
+            try:
+                new_version = self.vault.write(path, text, expected_version=state.version)
+            except FileChangedError as exc:  # a person saved it since it was read above
+                raise exc.naming(id, "restore") from None
         self.indexer.sync_path(path)
         self.recorder.after_write("restore", path, title, id, text, detail=f"to {commit[:12]}")
         return {"id": id, "path": path, "version": new_version, "restored": commit[:12], "erased_before": erased,
@@ -246,7 +248,7 @@ class History:
         sees: the file holds the id (a note without one: its path gives it) and a visible scope;
         a deletion, when the version before it is one. The first ``limit``, or up to the one after
         commit ``until``; contents read a batch at a time (a note may be megabytes)."""
-        scope = current_scope()
+        scope = self.access.scope()
         owned: list[Owned] = []
         erasing: Version | None = None
         stop = limit

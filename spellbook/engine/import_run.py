@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from spellbook.engine.exchange_formats import Entry
-from spellbook.errors import ConflictError
+from spellbook.errors import FileChangedError
 from spellbook.index.claims import Claims, Hold
 from spellbook.index.indexer import Progress
 
@@ -82,7 +82,7 @@ class ImportRun:
 
     def failed(self, entry: Entry, exc: Exception) -> None:
         message = f"{exc.path} changed on disk during the import; not overwritten" if isinstance(
-            exc, ConflictError) else str(exc)
+            exc, FileChangedError) else str(exc)
         self.record("failed", entry, entry.path, error=message)
 
     def record(self, outcome: str, entry: Entry, path: str, **extra: Any) -> None:

@@ -23,6 +23,7 @@ import time
 from typing import Any
 
 from spellbook.config import Settings
+from spellbook.engine.access import Access
 from spellbook.engine.history import Recorder
 from spellbook.engine.structure import Structure, folder_key
 from spellbook.errors import InvalidInputError, SpellbookError
@@ -30,7 +31,6 @@ from spellbook.git.committer import Change, Committer
 from spellbook.index.catalog import Catalog, NoteRow
 from spellbook.index.heap import trim_heap
 from spellbook.index.indexer import Indexer
-from spellbook.scope import current as current_scope
 from spellbook.vault.fields import expires_in, expires_key, parse_expires
 from spellbook.vault.note import parse_note
 from spellbook.vault.paths import ABOUT_NAME, OVERVIEW_NAME, is_archived, sanitize_segment
@@ -50,6 +50,7 @@ class Lifecycle:
         vault: Vault,
         catalog: Catalog,
         indexer: Indexer,
+        access: Access,
         git: Committer,
         recorder: Recorder,
         structure: Structure,
@@ -58,6 +59,7 @@ class Lifecycle:
         self.vault = vault
         self.catalog = catalog
         self.indexer = indexer
+        self.access = access
         self.git = git
         self.recorder = recorder
         self.structure = structure
@@ -119,7 +121,7 @@ class Lifecycle:
             where += " AND notes.category = ? COLLATE NOCASE"
             params.append(category.strip())
         everyone = where, list(params)
-        scope = current_scope()
+        scope = self.access.scope()
         if scope:  # a scoped call erases what it sees: its scope's and shared memories (spellbook/scope.py)
             condition, values = scope.sql()
             where, params = f"{where} AND {condition}", [*params, *values]

@@ -19,7 +19,7 @@ from typing import Any
 from spellbook.engine.access import Access, Readiness
 from spellbook.engine.history import Recorder
 from spellbook.engine.search import Search
-from spellbook.errors import ConflictError, InvalidInputError, NoteNotFoundError, SpellbookError
+from spellbook.errors import FileChangedError, InvalidInputError, NoteNotFoundError, SpellbookError
 from spellbook.index.catalog import Catalog, NoteRow
 from spellbook.index.indexer import Indexer, file_changed
 from spellbook.vault.fields import LINK_REASONS, MAX_LIST_ITEMS, RELATIONS, link_targets
@@ -250,7 +250,7 @@ class Links:
             text = render_note(meta, parsed.body, original=parsed, remove=removed)
             try:
                 version = self.vault.write(note.path, text, expected_version=state.version)
-            except ConflictError:
+            except FileChangedError:
                 log.info("%s changed on disk while linking; applying the change to the new version", note.path)
                 continue
             self.indexer.sync_path(note.path)

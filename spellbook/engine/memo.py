@@ -17,10 +17,12 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from spellbook.scope import Scope, scoped
-from spellbook.scope import current as current_scope
+from spellbook.scope import Scope
+
+if TYPE_CHECKING:
+    from spellbook.engine.access import Access
 
 TTL_SECONDS = 300.0
 WARM_SECONDS = 300.0
@@ -39,8 +41,9 @@ class _Entry:
 
 
 class Memo:
-    def __init__(self, changes: Callable[[], int]) -> None:
+    def __init__(self, changes: Callable[[], int], access: Access) -> None:
         self.changes = changes
+        self.access = access  # the running call's scope keys an answer; a refresh runs in it again
         self._entries: OrderedDict[tuple, _Entry] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -50,7 +53,7 @@ class Memo:
         With ``stale`` (a page a person clicks through), a kept answer the index has moved on from
         is returned at once, through ``stale`` (which drops what no longer exists) and with
         ``stale_seconds`` (its age); the owner's ``refresh`` recomputes it within a few seconds."""
-        scope = current_scope()
+        scope = self.access.scope()
         key = (name, scope, args)
         now, mark = time.monotonic(), self.changes()
         with self._lock:
@@ -82,7 +85,7 @@ class Memo:
                    if now - e.used < WARM_SECONDS and (e.mark != mark or now - e.made >= TTL_SECONDS)
                    and now - e.made >= REFRESH_SECONDS]
         for key, entry in due:
-            with scoped(entry.scope):
+            with self.access.within(entry.scope):
                 value = entry.compute()
             with self._lock:
                 if key in self._entries:

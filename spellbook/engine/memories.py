@@ -17,11 +17,10 @@ from spellbook.engine.history import Recorder
 from spellbook.engine.lifecycle import default_expiry
 from spellbook.engine.search import Search
 from spellbook.engine.structure import Structure
-from spellbook.errors import ConflictError, InvalidInputError, NoteNotFoundError, SpellbookError
+from spellbook.errors import FileChangedError, InvalidInputError, NoteNotFoundError, SpellbookError
 from spellbook.index.catalog import Catalog
-from spellbook.index.filters import parse_filter, to_sql
+from spellbook.index.filters import parse_filter
 from spellbook.index.indexer import Indexer, SyncReport
-from spellbook.scope import current as current_scope
 from spellbook.vault.fields import (
     expires_in,
     new_id,
@@ -78,7 +77,7 @@ class Memories:
         a second one."""
         body, found = self.access.scrub(self._check_text(text))
         (title, fields), more = self.access.scrub_data((_check_title(title) or title_from_text(body), fields))
-        meta = {"id": _id or new_id(), "title": title, **self._fields({**fields, **_stamp(current_scope(), fields)})}
+        meta = {"id": _id or new_id(), "title": title, **self._fields({**fields, **_stamp(self.access.scope(), fields)})}
         default_expiry(self.settings, meta, creating=True)
         path = note_path(meta.get("category") or "inbox", meta.get("topic"), title)
         written = self._already_written(_id, path) if _id else None
@@ -129,7 +128,7 @@ class Memories:
         note = self.access.note(id)
         state = self.vault.read(note.path)
         if version is not None and version != state.version:
-            raise ConflictError(note.path, version, state.version, state.text, note_id=id)
+            raise FileChangedError(note.path, version, state.version, state.text, note_id=id)
         if text is not None:
             text, found = self.access.scrub(text)
         else:
@@ -157,7 +156,10 @@ class Memories:
         meta["updated"] = now_iso()
         out = render_note(meta, body, original=parsed, remove=removed)
         self.indexer.expect(note.path, out)
-        new_version = self.vault.write(note.path, out, expected_version=state.version)
+        try:
+            new_version = self.vault.write(note.path, out, expected_version=state.version)
+        except FileChangedError as exc:  # a person saved it since it was read above
+            raise exc.naming(id, "revise") from None
         report = self.indexer.sync_path(note.path)
         self.recorder.after_write("revise", note.path, meta.get("title") or note.title, id, out, before=state.text)
         out = {"id": id, "path": note.path, "version": new_version, "updated": meta["updated"]}
@@ -169,7 +171,7 @@ class Memories:
         if version is not None:
             state = self.vault.read(note.path)
             if version != state.version:
-                raise ConflictError(note.path, version, state.version, state.text, note_id=id, retry="erase")
+                raise FileChangedError(note.path, version, state.version, state.text, note_id=id, retry="erase")
         trashed = self.vault.trash(note.path)
         self.indexer.sync_path(note.path)
         self.recorder.after_write("erase", note.path, note.title, id, None, before=self.vault.root / trashed)
@@ -216,12 +218,22 @@ class Memories:
             raise NoteNotFoundError(missing[0] if len(missing) == 1 else ", ".join(missing))
         return {"memories": memories, "not_found": missing}
 
+    def memory_file(self, id: str) -> dict[str, Any]:
+        """A memory's markdown file as it is on disk (frontmatter and body), scrubbed: the
+        ``memory://notes/{id}`` resource (server/resources.py)."""
+        note = self.access.note(id)
+        try:
+            state = self.vault.read(note.path)
+        except FileNotFoundError:
+            raise NoteNotFoundError(id) from None
+        return {"id": id, "path": note.path, "version": state.version, "text": self.access.scrub(state.text)[0]}
+
     def list_memories(self, filter: Filter | dict | None = None, limit: int = 20, offset: int = 0) -> dict[str, Any]:
         if not 1 <= limit <= 200:
             raise InvalidInputError("limit must be between 1 and 200.")
         if offset < 0:
             raise InvalidInputError("offset must be 0 or more.")
-        where, params = to_sql(parse_filter(filter))
+        where, params = self.access.where(parse_filter(filter))
         self.readiness.await_first_index()
         rows, total = self.catalog.list_notes(where, params, limit, offset)
         items = [r.compact() for r in rows]
@@ -233,7 +245,7 @@ class Memories:
         if not isinstance(topic, str) or not topic.strip():
             raise InvalidInputError("topic is empty: pass a topic name from get_index.")
         spec = parse_filter({"topic": topic.strip(), **({"category": category} if category else {})})
-        where, params = to_sql(spec)
+        where, params = self.access.where(spec)
         rows, total = self.catalog.list_notes(where, params, 10_000, 0, oldest_first=True)
         if not rows:
             raise InvalidInputError(f"No memories in topic {topic!r}. Call get_index to see the topics.")

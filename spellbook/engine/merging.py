@@ -33,7 +33,7 @@ from spellbook.engine.access import Access, Readiness
 from spellbook.engine.history import Recorder
 from spellbook.engine.links import Links
 from spellbook.engine.memories import check_text
-from spellbook.errors import ConflictError, InvalidInputError, NoteNotFoundError, SpellbookError
+from spellbook.errors import FileChangedError, InvalidInputError, NoteNotFoundError, SpellbookError
 from spellbook.index.catalog import Catalog, NoteRow
 from spellbook.index.indexer import Indexer
 from spellbook.index.links import aliases_of
@@ -76,7 +76,7 @@ class Merging:
         others = [row for row in (self.access.note_as(i, "memory to merge") for i in wanted) if row.path != survivor.path]
         state = self._read(survivor)
         if version is not None and version != state.version:
-            raise ConflictError(survivor.path, version, state.version, state.text, note_id=survivor.note_id,
+            raise FileChangedError(survivor.path, version, state.version, state.text, note_id=survivor.note_id,
                                 retry="merge")
         parsed = _parsed(survivor.path, state.text)
         target = self.links.link_text(survivor)
@@ -96,9 +96,8 @@ class Merging:
             merged = self._compose(survivor, parsed, parts, text, names, target)
             try:
                 new_version = self.vault.write(survivor.path, merged, expected_version=state.version)
-            except ConflictError as exc:
-                raise ConflictError(survivor.path, state.version, exc.current_version, exc.content,
-                                    note_id=survivor.note_id, retry="merge") from None
+            except FileChangedError as exc:
+                raise exc.naming(survivor.note_id, "merge") from None
         except BaseException:
             self._put_back(trashed)
             raise
@@ -275,7 +274,7 @@ class Merging:
                     break
                 try:
                     self.vault.write(row.path, written, expected_version=state.version)
-                except ConflictError:
+                except FileChangedError:
                     continue  # a person saved it in between: relink their version
                 except (OSError, SpellbookError) as exc:
                     failed.append((row, str(exc)))

@@ -20,9 +20,8 @@ from spellbook.engine.passages import passage
 from spellbook.engine.ranking import Candidates, Mode
 from spellbook.errors import EmbedderError, InvalidInputError
 from spellbook.index.catalog import Catalog, NoteRow
-from spellbook.index.filters import event_type_of, parse_filter, to_chunk_sql, to_sql
+from spellbook.index.filters import event_type_of, parse_filter
 from spellbook.index.indexer import Indexer, file_changed
-from spellbook.scope import current as current_scope
 from spellbook.vault.fields import expires_key
 from spellbook.vault.store import Vault
 
@@ -144,12 +143,12 @@ class Search:
     def _search(
         self, query: str, limit: int, spec: Filter | None, mode: Mode, per_chunk: bool = False
     ) -> list[dict[str, Any]]:
-        where, params = to_chunk_sql(spec)  # every query below joins chunks as c
+        where, params = self.access.chunk_where(spec)  # every query below joins chunks as c
         depth = max(limit * 6, 50)
         similarity: dict[str, float] = {}
         keyword_scores: dict[str, float] = {}
         keyword_job = None
-        scope = current_scope()
+        scope = self.access.scope()
         filtered = bool(spec or scope)  # a scope filters like a filter (spellbook/scope.py)
         rowids = self.catalog.filtered_rowids(where, params) if filtered and mode != "semantic" else None
         if mode == "hybrid":  # SQLite and the embedder release the GIL: run both sides at once
@@ -240,7 +239,7 @@ class Search:
 
         mean = np.asarray(vectors, dtype=np.float32).mean(axis=0)
         mean /= max(float(np.linalg.norm(mean)), 1e-12)
-        allowed = self.catalog.filtered_chunk_ids(*to_sql(None)) if current_scope() else None
+        allowed = self.catalog.filtered_chunk_ids(*self.access.where(None)) if self.access.scope() else None
         found = self.vectors.query(mean.tolist(), limit * 4 + len(chunk_ids), ids=allowed)
         now = expires_key(dt.datetime.now(dt.UTC))
         chunks: dict[str, Any] = {}

@@ -28,8 +28,7 @@ from spellbook.engine.history import Recorder
 from spellbook.errors import InvalidInputError, SpellbookError
 from spellbook.index.catalog import Catalog, FolderRow, NoteRow
 from spellbook.index.indexer import Indexer
-from spellbook.scope import current as current_scope
-from spellbook.index.filters import LIVE_SQL, to_sql
+from spellbook.index.filters import LIVE_SQL
 from spellbook.vault.fields import string_list
 from spellbook.vault.note import content_version, dump_field, parse_note, render_note
 from spellbook.vault.paths import ABOUT_NAME, ARCHIVE_DIR, OVERVIEW_NAME, sanitize_segment
@@ -69,7 +68,7 @@ class Structure:
         note = self.readiness.await_first_index()
         abouts = self.abouts()
         tags: dict[tuple[str, str], list[str]] = {}
-        where, params = to_sql(None)  # live notes the running call's scope sees
+        where, params = self.access.where(None)  # live notes the running call's scope sees
         for category, topic, tag, _ in self.catalog.browse.topic_tags(where, params):
             tags.setdefault((category or NONE, topic or NONE), []).append(tag)
         categories: dict[str, dict[str, Any]] = {}
@@ -109,7 +108,7 @@ class Structure:
             root = abouts.get("")
             if root is not None and _about_fields(root).get("description"):
                 out["description"] = _about_fields(root)["description"]
-            visible, values = current_scope().sql()
+            visible, values = self.access.scope().sql()
             out["archived_notes"] = sum(
                 row[2] for row in self.catalog.browse.topics(f"notes.archived = 1 AND {visible}", values)
             )

@@ -10,11 +10,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from spellbook.errors import InvalidInputError
-from spellbook.scope import current as current_scope
 from spellbook.vault.paths import is_archived
 
 if TYPE_CHECKING:
     from spellbook.index.filter_model import Filter
+    from spellbook.scope import Scope
 
 NOW_SQL = "strftime('%Y-%m-%dT%H:%M:%SZ', 'now')"  # the format of notes.expires (UTC)
 LIVE_SQL = f"(notes.archived = 0 AND (notes.expires IS NULL OR notes.expires > {NOW_SQL}))"
@@ -31,14 +31,13 @@ def event_type_of(heading: str | None) -> str | None:
     return first if first in EVENT_TYPES else None
 
 
-def to_sql(spec: Filter | None, include_hidden: bool = False) -> tuple[str, list[Any]]:
+def to_sql(spec: Filter | None, include_hidden: bool = False, scope: Scope | None = None) -> tuple[str, list[Any]]:
     """(condition, parameters) over ``notes``: live notes only, unless ``folder`` is the archive
-    or ``include_hidden`` (export: every indexed note); always only what the running call's scope
-    sees (spellbook/scope.py)."""
+    or ``include_hidden`` (export: every indexed note); only what ``scope`` sees (spellbook/scope.py:
+    the engine passes the running call's, ``Access.where``)."""
     hidden = include_hidden or bool(spec and spec.folder and is_archived(spec.folder))
     clauses: list[str] = [] if hidden else [LIVE_SQL]
     params: list[Any] = []
-    scope = current_scope()
     if scope:
         condition, values = scope.sql()
         clauses.append(condition)
@@ -81,10 +80,10 @@ def to_sql(spec: Filter | None, include_hidden: bool = False) -> tuple[str, list
     return (" AND ".join(clauses) or "1"), params
 
 
-def to_chunk_sql(spec: Filter | None, include_hidden: bool = False) -> tuple[str, list[Any]]:
+def to_chunk_sql(spec: Filter | None, include_hidden: bool = False, scope: Scope | None = None) -> tuple[str, list[Any]]:
     """``to_sql`` for queries that join ``chunks c`` (search): ``event_type`` then selects the
     sections themselves, not only the notes that have one."""
-    where, params = to_sql(spec, include_hidden)
+    where, params = to_sql(spec, include_hidden, scope)
     if spec is None or spec.event_type is None:
         return where, params
     return f"({where}) AND c.heading LIKE ?", [*params, spec.event_type + EVENT_SEPARATOR + "%"]

@@ -12,7 +12,7 @@ the owner falls back to a random loopback TCP port and a random token. ``<index>
 
 Framing, one request per connection: a header line of JSON (at most ``HEADER_LIMIT`` bytes:
 ``{"method", "length"[, "token"]}``), then ``length`` bytes of JSON parameters. The owner checks the
-token and the method (only ``METHODS``) before it reads the body, refuses a body over
+token and the method (only the operations it serves) before it reads the body, refuses a body over
 ``MAX_REQUEST_BYTES``, and drops a connection whose request has not fully arrived
 ``REQUEST_SECONDS`` after it connected. At most ``MAX_CONNECTIONS`` are served at once. The reply
 is framed the same way: ``{"length"}`` then ``{"result": ...}`` or ``{"error": <to_wire()>}``, so a
@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from spellbook.errors import InvalidInputError, RemoteError, SpellbookError
+from spellbook.errors import InvalidInputError, RemoteError, SpellbookError, UnknownOperationError
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +48,7 @@ REQUEST_SECONDS = 10.0  # a whole request must arrive within this after connecti
 MAX_CONNECTIONS = 64
 SUN_PATH_MAX = 107 if sys.platform.startswith("linux") else 103
 SOCKET_NAME = "owner.sock"
+UNKNOWN_METHOD = "unknown method"  # how an owner refuses a method it does not serve (part of the wire)
 
 
 class Unreachable(Exception):
@@ -182,7 +183,7 @@ class ChannelServer:
                 return
             method, length = request.get("method"), request.get("length")
             if method not in self.methods:
-                raise _Refused(f"unknown method {str(method)[:80]!r}")
+                raise _Refused(f"{UNKNOWN_METHOD} {str(method)[:80]!r}")
             if not isinstance(length, int) or not 0 <= length <= MAX_REQUEST_BYTES:
                 raise _Refused(f"the request must be at most {MAX_REQUEST_BYTES} bytes")
             params = json.loads(_read_exactly(conn, length, rest, deadline))
@@ -236,6 +237,8 @@ def request(index_dir: Path, method: str, params: dict[str, Any], timeout: float
     if "refused" in reply:
         if reply["refused"] == "bad token":
             raise Unreachable("owner.json is stale (token rejected)")
+        if str(reply["refused"]).startswith(UNKNOWN_METHOD):  # an owner of an older version
+            raise UnknownOperationError(method, by_owner=True)
         raise RemoteError(f"The process that owns the index refused the call: {reply['refused']}")
     if "error" in reply:
         raise SpellbookError.from_wire(reply["error"])

@@ -18,6 +18,11 @@ vectors; chroma-core/chroma#961). So:
 
 The CLI (``spellbook search``, ``index``, ``stats``) goes through the same hub, so it never opens
 the index under a running server either.
+
+A call names an operation of the one table (spellbook/engine/operations.py); the hub sends it
+through its transport, chosen when it takes its role (``start``, or a takeover), never per call:
+``Local`` runs it in this process through the door every call leaves the owner by (the scope
+set, a conflict's text scrubbed), ``Forward`` sends it to the owner over the channel.
 """
 
 from __future__ import annotations
@@ -31,9 +36,10 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from spellbook.errors import ConflictError, IndexUnavailableError, RemoteError
+from spellbook.engine.operations import OPERATIONS, operation
+from spellbook.errors import FileChangedError, IndexUnavailableError, RemoteError
 from spellbook.scope import Actor, Scope, acting, actor, resolve, scoped
 from spellbook.server import channel
 from spellbook.vault.fields import new_id
@@ -43,15 +49,6 @@ if TYPE_CHECKING:  # not imported at run time: a hook forwarding to a running ow
 
 log = logging.getLogger(__name__)
 
-METHODS = frozenset(
-    {"scribe", "memorize", "recall", "get_memories", "revise", "erase", "list_memories", "stats", "rebuild_index",
-     "get_index", "reconcile", "related", "timeline", "check", "repair", "get_topic",
-     "describe", "erase_topic", "sweep_expired",
-     "export", "import_memories",
-     "history", "restore",
-     "link", "unlink", "get_links", "explore_related", "analyze_knowledge", "merge",
-     "fill_missing_vectors", "probe_embedder", "activity", "graph", "diff", "sync"}
-)
 SCOPE_KEY = "_scope"
 ACTOR_KEY = "_actor"
 HANDOVER_SECONDS = 30.0
@@ -59,7 +56,34 @@ MAINTAIN_SECONDS = 2.0  # the owner calls engine.maintain() this often (the swee
 SYNC_AFTER_WRITE_SECONDS = 1.0  # with a sync timer: a round this long after the last of a run of writes
 OPEN_TIMEOUT_SECONDS = 300.0
 
-__all__ = ["Hub", "METHODS", "RemoteError", "owner_pid"]
+__all__ = ["Forward", "Hub", "Local", "RemoteError", "Transport", "owner_pid"]
+
+
+class Transport(Protocol):
+    """How a hub's calls reach the engine: ``send`` returns the answer or raises the engine's error,
+    or ``channel.Unreachable`` when the owner cannot be asked (the hub retries then)."""
+
+    def send(self, method: str, params: dict[str, Any], timeout: float | None) -> Any: ...
+
+
+class Local:
+    """The owner's transport: the call runs here, through ``run`` (``Hub._call_local``, the door)."""
+
+    def __init__(self, run: Callable[[str, dict[str, Any]], Any]) -> None:
+        self.run = run
+
+    def send(self, method: str, params: dict[str, Any], timeout: float | None) -> Any:
+        return self.run(method, params)
+
+
+class Forward:
+    """A follower's transport: the call goes to the owner of ``index_dir`` over the channel."""
+
+    def __init__(self, index_dir: Path) -> None:
+        self.index_dir = index_dir
+
+    def send(self, method: str, params: dict[str, Any], timeout: float | None) -> Any:
+        return channel.request(self.index_dir, method, params, timeout)
 
 
 class Hub:
@@ -84,6 +108,7 @@ class Hub:
         self._engine_factory = engine_factory
         self.index_dir = settings.index_path
         self.role = "starting"
+        self._transport: Transport = Forward(self.index_dir)  # a hub still starting asks an owner, if any
         self.engine: Any = None
         self._ready = threading.Event()
         self._open_error: BaseException | None = None
@@ -121,6 +146,7 @@ class Hub:
 
     def _become_owner(self, background: bool, progress: Callable[[int, int], None] | None) -> None:
         self.role = "owner"
+        self._transport = Local(self._call_local)
         if background:
             # Give the MCP handshake a head start: importing Chroma and loading the model hold the
             # GIL for seconds, and a client waits for tools/list before it does anything else.
@@ -230,11 +256,10 @@ class Hub:
 
     # --- calls --------------------------------------------------------------------------------
     def call(self, method: str, params: dict[str, Any] | None = None, timeout: float | None = None) -> Any:
-        """Run an engine method here (owner) or in the owner process (follower)."""
-        if method not in METHODS:
-            raise ValueError(f"unknown method {method}")
+        """Run an operation (engine/operations.py) here (owner) or in the owner process (follower)."""
+        op = operation(method)  # UnknownOperationError for a name the table does not hold
         params = dict(params or {})
-        if method == "scribe" and self.settings.session_id and not params.get("session"):
+        if op.creates and self.settings.session_id and not params.get("session"):
             params["session"] = self.settings.session_id  # this client's session (Claude Code's env)
         # context/user are the call's scope (spellbook/scope.py), resolved here against this
         # process's settings: a follower's client may be scoped differently from the owner's.
@@ -243,14 +268,12 @@ class Hub:
             params[SCOPE_KEY] = {"context": scope.context, "user": scope.user}
         who = actor()  # the MCP client (server/tools.py), else this process's own label
         params[ACTOR_KEY] = {"client": who.client or self.client, "session": who.session or self.settings.session_id}
-        if method == "scribe":  # a retry after the owner died must not write the note twice
+        if op.creates:  # a retry after the owner died must not write the note twice
             params.setdefault("_id", new_id())
         deadline = time.monotonic() + HANDOVER_SECONDS
         while True:
-            if self.role == "owner":
-                return self._call_local(method, params)
-            try:
-                return channel.request(self.index_dir, method, params, timeout)
+            try:  # the transport of the moment: a takeover makes this process the owner meanwhile
+                return self._transport.send(op.name, params, timeout)
             except channel.Unreachable as exc:  # the owner's own errors are raised as they are
                 if time.monotonic() > deadline:
                     raise IndexUnavailableError(
@@ -260,6 +283,8 @@ class Hub:
                 time.sleep(0.1)  # owner restarting or handing over: retry
 
     def _call_local(self, method: str, params: dict[str, Any]) -> Any:
+        """The door every call leaves the owner by, its own and its followers': run in the call's
+        scope and as its actor, and a changed file's text scrubbed (``Access.conflict``)."""
         if not self._ready.wait(OPEN_TIMEOUT_SECONDS):
             raise IndexUnavailableError("The index is still opening; retry in a few seconds.")
         if self._open_error is not None:
@@ -268,12 +293,12 @@ class Hub:
         with scoped(Scope(**params.pop(SCOPE_KEY, {}))), acting(_actor_of(params.pop(ACTOR_KEY, None))):
             try:
                 return getattr(self.engine, method)(**params)
-            except ConflictError as exc:  # the one door: the file's text is scrubbed as it leaves the owner
-                raise self.engine.access.scrubbed_conflict(exc) from None
+            except FileChangedError as exc:  # the one door: the file's text is scrubbed as it leaves the owner
+                raise self.engine.access.conflict(exc) from None
 
     # --- serving followers --------------------------------------------------------------------
     def _serve_followers(self) -> None:
-        self._channel = channel.ChannelServer(self.index_dir, self._call_local, METHODS, self.transport)
+        self._channel = channel.ChannelServer(self.index_dir, self._call_local, frozenset(OPERATIONS), self.transport)
         info = {"pid": os.getpid(), **self._channel.start()}
         target = self.index_dir / "owner.json"
         tmp = self.index_dir / f".owner.{os.getpid()}.tmp"

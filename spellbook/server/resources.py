@@ -10,7 +10,6 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError
 
 from spellbook.errors import SpellbookError
-from spellbook.vault.privacy import redact
 from spellbook.server.hub import Hub
 from spellbook.vault.note import parse_note
 from spellbook.vault.template import template_dir
@@ -38,13 +37,7 @@ def add_resources_and_prompts(server: MCPServer, hub: Hub) -> None:
     @server.resource("memory://notes/{id}", name="memory", mime_type="text/markdown",
                      description="One memory's markdown file, by id.")
     async def memory(id: str) -> str:
-        found = await call("get_memories", ids=[id])
-        note = found["memories"][0]
-        text = await anyio.to_thread.run_sync(lambda: hub.settings.vault_dir.joinpath(note["path"]).read_text("utf-8"))
-        settings = hub.settings
-        if settings.redact:
-            text = redact(text, extra_patterns=settings.redact_patterns, disabled=settings.redact_disabled)[0]
-        return text
+        return (await call("memory_file", id=id))["text"]  # scrubbed by the engine, as every answer
 
     @server.prompt(description="How to split knowledge into memories and fill their metadata.")
     async def chunking_guide() -> str:

@@ -24,7 +24,6 @@ from spellbook.index.filter_model import Filter
 from spellbook.scope import Actor, acting
 from spellbook.server.front import Front
 from spellbook.server.hub import Hub
-from spellbook.server.models import core as m
 from spellbook.server.models.base import inline_defs
 from spellbook.server.resources import add_resources_and_prompts
 from spellbook.server.tools_common import DELETE as _DELETE
@@ -37,6 +36,7 @@ from spellbook.server.tools_common import (
     ScopeContext,
     ScopeUser,
     StrList,
+    tool,
     tool_result,
 )
 from spellbook.server.tools_exchange import add_exchange_tools
@@ -162,7 +162,7 @@ def build_server(hub: Hub) -> MCPServer:
 
 
 def add_core_tools(server: MCPServer, call: Call) -> None:
-    @server.tool(annotations=_WRITE)
+    @tool(server, "scribe", _WRITE)
     async def scribe(
         text: Annotated[str, Field(description="The memory's content, markdown. Stored byte for byte.")],
         title: Annotated[str | None, Field(description="Short title; also the file name.")] = None,
@@ -178,7 +178,7 @@ def add_core_tools(server: MCPServer, call: Call) -> None:
         source: str | None = None,
         expires: Expires = None,
         ttl_days: TtlDays = None,
-    ) -> Annotated[CallToolResult, m.ScribeResult]:
+    ) -> CallToolResult:
         """Store a new memory as a markdown note in the vault."""
         data = await call(
             "scribe", text=text, title=title, category=category, topic=topic, tags=tags, keywords=keywords,
@@ -198,7 +198,7 @@ def add_core_tools(server: MCPServer, call: Call) -> None:
             text += " Related: " + "; ".join(f"{s['title']} (id {s['id']})" for s in data["similar"])
         return tool_result(text, data)
 
-    @server.tool(annotations=_READ)
+    @tool(server, "memorize", _READ)
     async def memorize(
         query: Annotated[str, Field(description="What to remember, in any language.")],
         limit: Annotated[int, Field(ge=1, le=50)] = 5,
@@ -209,7 +209,7 @@ def add_core_tools(server: MCPServer, call: Call) -> None:
         ] = None,
         context: ScopeContext = None,
         user: ScopeUser = None,
-    ) -> Annotated[CallToolResult, m.MemorizeResult]:
+    ) -> CallToolResult:
         """Search memories by meaning and keywords. Returns compact hits; use get_memories for full text."""
         data = await call("memorize", context=context, user=user, query=query, limit=limit, filter=filter, mode=mode, min_score=min_score)
         lines = [f"{len(data['results'])} result(s) for {data['query']!r}:"]
@@ -218,12 +218,12 @@ def add_core_tools(server: MCPServer, call: Call) -> None:
             lines.append(f"{n}. [{hit['score']:.2f}] {hit['title']} (id {hit['id']}, {where})\n   {hit['snippet']}")
         return tool_result("\n".join(lines), data)
 
-    @server.tool(annotations=_READ)
+    @tool(server, "get_memories", _READ)
     async def get_memories(
         ids: Annotated[list[str], Field(min_length=1, max_length=20, description="Ids from memorize/list_memories.")],
         context: ScopeContext = None,
         user: ScopeUser = None,
-    ) -> Annotated[CallToolResult, m.GetMemoriesResult]:
+    ) -> CallToolResult:
         """Full text, metadata and version of memories by id."""
         data = await call("get_memories", context=context, user=user, ids=ids)
         parts = [
@@ -233,13 +233,13 @@ def add_core_tools(server: MCPServer, call: Call) -> None:
             parts.append(f"Not found: {', '.join(data['not_found'])}")
         return tool_result("\n\n".join(parts), data)
 
-    @server.tool(annotations=_READ)
+    @tool(server, "related", _READ)
     async def related(
         id: str,
         limit: Annotated[int, Field(ge=1, le=50)] = 5,
         context: ScopeContext = None,
         user: ScopeUser = None,
-    ) -> Annotated[CallToolResult, m.RelatedResult]:
+    ) -> CallToolResult:
         """Memories semantically closest to this one (itself excluded)."""
         data = await call("related", context=context, user=user, id=id, limit=limit)
         lines = [f"Related to {data['path']}:"] + [
@@ -247,20 +247,20 @@ def add_core_tools(server: MCPServer, call: Call) -> None:
         ]
         return tool_result("\n".join(lines), data)
 
-    @server.tool(annotations=_READ)
+    @tool(server, "timeline", _READ)
     async def timeline(
         id: str,
         window: Annotated[int, Field(ge=1, le=20)] = 3,
         context: ScopeContext = None,
         user: ScopeUser = None,
-    ) -> Annotated[CallToolResult, m.TimelineResult]:
+    ) -> CallToolResult:
         """Memories written just before and after this one, and its sections."""
         data = await call("timeline", context=context, user=user, id=id, window=window)
         lines = [f"Before {data['title']}:"] + [f"- {m['title']} (id {m['id']})" for m in data["before"]]
         lines += ["After:"] + [f"- {m['title']} (id {m['id']})" for m in data["after"]]
         return tool_result("\n".join(lines), data)
 
-    @server.tool(annotations=_WRITE)
+    @tool(server, "revise", _WRITE)
     async def revise(
         id: str,
         text: Annotated[str | None, Field(description="New body; omit to keep it.")] = None,
@@ -281,7 +281,7 @@ def add_core_tools(server: MCPServer, call: Call) -> None:
         expires: Expires = None,
         ttl_days: TtlDays = None,
         user: ScopeUser = None,
-    ) -> Annotated[CallToolResult, m.ReviseResult]:
+    ) -> CallToolResult:
         """Change a memory's text and/or metadata. Empty string or [] removes a field."""
         data = await call(
             "revise", id=id, text=text, version=version, title=title, category=category, topic=topic, tags=tags,
@@ -293,25 +293,25 @@ def add_core_tools(server: MCPServer, call: Call) -> None:
             text += f" Privacy filter: {data['redacted']}."
         return tool_result(text, data)
 
-    @server.tool(annotations=_DELETE)
+    @tool(server, "erase", _DELETE)
     async def erase(
         id: str,
         version: Annotated[str | None, Field(description="Refuse if the file changed since this version.")] = None,
         context: ScopeContext = None,
         user: ScopeUser = None,
-    ) -> Annotated[CallToolResult, m.EraseResult]:
+    ) -> CallToolResult:
         """Remove a memory from search; its file moves to the vault's .trash/ folder."""
         data = await call("erase", context=context, user=user, id=id, version=version)
         return tool_result(f"Erased {data['id']}; the file moved to {data['trash_path']}.", data)
 
-    @server.tool(annotations=_READ)
+    @tool(server, "list_memories", _READ)
     async def list_memories(
         filter: Filter | None = None,
         limit: Annotated[int, Field(ge=1, le=200)] = 20,
         offset: Annotated[int, Field(ge=0)] = 0,
         context: ScopeContext = None,
         user: ScopeUser = None,
-    ) -> Annotated[CallToolResult, m.ListMemoriesResult]:
+    ) -> CallToolResult:
         """List memories, newest first, with optional filters and paging."""
         data = await call("list_memories", context=context, user=user, filter=filter, limit=limit, offset=offset)
         lines = [f"{len(data['memories'])} of {data['total']} memories (offset {data['offset']}):"]
@@ -320,22 +320,22 @@ def add_core_tools(server: MCPServer, call: Call) -> None:
             lines.append(f"More: call again with offset={data['next_offset']}.")
         return tool_result("\n".join(lines), data)
 
-    @server.tool(annotations=_READ)
+    @tool(server, "get_index", _READ)
     async def get_index(
         scope: Annotated[str | None, Field(description="One category's name, to list only its topics.")] = None,
         context: ScopeContext = None,
         user: ScopeUser = None,
-    ) -> Annotated[CallToolResult, m.GetIndexResult]:
+    ) -> CallToolResult:
         """Table of contents: categories and topics with descriptions, keywords and counts. Read it first."""
         data = await call("get_index", context=context, user=user, scope=scope)
         return tool_result(index_text(data), data)
 
-    @server.tool(annotations=_READ)
+    @tool(server, "get_topic", _READ)
     async def get_topic(
         topic: str, category: str | None = None, offset: Annotated[int, Field(ge=0)] = 0,
         context: ScopeContext = None,
         user: ScopeUser = None,
-    ) -> Annotated[CallToolResult, m.GetTopicResult]:
+    ) -> CallToolResult:
         """All memories of a topic, oldest first, with full text (paged)."""
         data = await call("get_topic", context=context, user=user, topic=topic, category=category, offset=offset)
         parts = [about_text(data["about"])] if data.get("about") else []
@@ -344,8 +344,8 @@ def add_core_tools(server: MCPServer, call: Call) -> None:
             parts.append(f"More: call again with offset={data['next_offset']}.")
         return tool_result("\n\n".join(parts), data)
 
-    @server.tool(annotations=_READ)
-    async def stats() -> Annotated[CallToolResult, m.StatsResult]:
+    @tool(server, "stats", _READ)
+    async def stats() -> CallToolResult:
         """Index health: counts, embedder, progress, and files skipped with the reason."""
         data = await call("stats")
         text = (
@@ -356,8 +356,8 @@ def add_core_tools(server: MCPServer, call: Call) -> None:
             text += f"\nWarning: {warning}"
         return tool_result(text, data)
 
-    @server.tool(annotations=_WRITE)
-    async def rebuild_index() -> Annotated[CallToolResult, m.RebuildResult]:
+    @tool(server, "rebuild_index", _WRITE)
+    async def rebuild_index() -> CallToolResult:
         """Throw the derived index away and rebuild it from the vault (the vault is untouched)."""
         data = await call("rebuild_index")
         return tool_result(f"Rebuilt: {data['indexed']} files indexed in {data['seconds']} s.", data)

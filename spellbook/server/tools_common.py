@@ -1,4 +1,5 @@
-"""What every group of MCP tools shares: the hub call, argument types, annotations, and the result.
+"""What every group of MCP tools shares: the hub call, argument types, annotations, the
+registration of a tool from the table of operations (``tool``), and the result.
 
 The group modules (tools.py's core tools, tools_structure, tools_exchange, tools_history,
 tools_knowledge) import from here and never from each other's registry, so ``tools.build_server``
@@ -7,14 +8,19 @@ can import them all at the top: the one place that registers every group.
 
 from __future__ import annotations
 
+import importlib
 import json
 from collections.abc import Awaitable, Callable
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
+from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import Field
+from pydantic import BaseModel, Field
+
+from spellbook.engine.operations import Operation, operation
 
 Call = Callable[..., Awaitable[Any]]
+Tool = TypeVar("Tool", bound=Callable[..., Awaitable[CallToolResult]])
 
 Importance = int | Literal["low", "medium", "high"]
 NoteType = Literal["insight", "success", "failure", "decision", "note", "temporary"]
@@ -45,3 +51,25 @@ def tool_result(text: str, data: Any) -> CallToolResult:
         content=[TextContent(type="text", text=text)],
         structured_content=json.loads(json.dumps(data, ensure_ascii=False, default=str)),
     )
+
+
+def tool(server: MCPServer, name: str, annotations: ToolAnnotations) -> Callable[[Tool], Tool]:
+    """Register the decorated function as the MCP tool of operation ``name`` (engine/operations.py):
+    the tool's name and the result model its ``outputSchema`` publishes come from the table."""
+    op = operation(name)
+    model = result_model(op)
+
+    def register(function: Tool) -> Tool:
+        function.__annotations__["return"] = Annotated[CallToolResult, model]
+        server.tool(name=op.tool, annotations=annotations)(function)
+        return function
+
+    return register
+
+
+def result_model(op: Operation) -> type[BaseModel]:
+    """The result model the table names for ``op`` (a class in spellbook/server/models/)."""
+    if op.result is None:
+        raise ValueError(f"{op.name} is no MCP tool: the table names no result model for it")
+    module, _, cls = op.result.rpartition(".")
+    return getattr(importlib.import_module(f"spellbook.server.models.{module}"), cls)

@@ -11,8 +11,7 @@ from pydantic import Field
 
 from spellbook.engine.exchange_formats import ExportFormat, ImportFormat, OnConflict, import_summary
 from spellbook.index.filter_model import Filter
-from spellbook.server.models import exchange as m
-from spellbook.server.tools_common import Call, ScopeContext, ScopeUser, tool_result
+from spellbook.server.tools_common import Call, ScopeContext, ScopeUser, tool, tool_result
 
 _EXPORT = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
 _IMPORT = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False)
@@ -25,7 +24,7 @@ FilePath = Annotated[
 
 
 def add_exchange_tools(server: MCPServer, call: Call) -> None:
-    @server.tool(annotations=_EXPORT)
+    @tool(server, "export", _EXPORT)
     async def export(
         format: ExportFormat = "json",
         path: FilePath = None,
@@ -35,7 +34,7 @@ def add_exchange_tools(server: MCPServer, call: Call) -> None:
         ] = False,
         context: ScopeContext = None,
         user: ScopeUser = None,
-    ) -> Annotated[CallToolResult, m.ExportResult]:
+    ) -> CallToolResult:
         """Export memories (all, or a filter) as JSON for import, or one markdown document. Files go only to
         the exports folder or SPELLBOOK_EXPORT_DIRS, never over a file Spellbook did not export."""
         data = await call("export", context=context, user=user, format=format, path=path, filter=filter, overwrite=overwrite)
@@ -49,7 +48,7 @@ def add_exchange_tools(server: MCPServer, call: Call) -> None:
             text += f"\n(Privacy filter: {data['redacted']}.)"
         return tool_result(text, data)
 
-    @server.tool(name="import", annotations=_IMPORT)
+    @tool(server, "import_memories", _IMPORT)
     async def import_memories(
         path: Annotated[str, Field(description="The file: absolute, or a name in <vault>/.spellbook/exports/.")],
         format: Annotated[
@@ -61,7 +60,7 @@ def add_exchange_tools(server: MCPServer, call: Call) -> None:
         dry_run: Annotated[bool, Field(description="Report what would happen; write nothing.")] = False,
         context: ScopeContext = None,
         user: ScopeUser = None,
-    ) -> Annotated[CallToolResult, m.ImportResult]:
+    ) -> CallToolResult:
         """Import memories from a Spellbook JSON export or an MCP memory server memory.jsonl."""
         data = await call(
             "import_memories", context=context, user=user, path=path, format=format, on_conflict=on_conflict, dry_run=dry_run

@@ -8,21 +8,20 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
-from spellbook.server.models import history as m
-from spellbook.server.tools_common import Call, ScopeContext, ScopeUser, tool_result
+from spellbook.server.tools_common import Call, ScopeContext, ScopeUser, tool, tool_result
 
 _READ = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 _WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
 
 
 def add_history_tools(server: MCPServer, call: Call) -> None:
-    @server.tool(annotations=_READ)
+    @tool(server, "history", _READ)
     async def history(
         id: Annotated[str, Field(description="A memory's id; an erased memory's id works too.")],
         limit: Annotated[int, Field(ge=1, le=100)] = 20,
         context: ScopeContext = None,
         user: ScopeUser = None,
-    ) -> Annotated[CallToolResult, m.HistoryResult]:
+    ) -> CallToolResult:
         """A memory's versions from the vault's git history, newest first (pass one to restore)."""
         data = await call("history", context=context, user=user, id=id, limit=limit)
         state = "erased" if data["erased"] else data["path"]
@@ -38,7 +37,7 @@ def add_history_tools(server: MCPServer, call: Call) -> None:
             lines.append(f"Older versions exist: call again with a limit above {len(data['versions'])}.")
         return tool_result("\n".join(lines), data)
 
-    @server.tool(annotations=_WRITE)
+    @tool(server, "restore", _WRITE)
     async def restore(
         id: str,
         version: Annotated[str, Field(description="The version (commit) to bring back, from history.")],
@@ -47,7 +46,7 @@ def add_history_tools(server: MCPServer, call: Call) -> None:
         ] = None,
         context: ScopeContext = None,
         user: ScopeUser = None,
-    ) -> Annotated[CallToolResult, m.RestoreResult]:
+    ) -> CallToolResult:
         """Bring back an earlier version of a memory (also an erased one); keeps its id and path."""
         data = await call("restore", context=context, user=user, id=id, version=version, current_version=current_version)
         if data.get("unchanged"):

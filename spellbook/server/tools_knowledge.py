@@ -10,8 +10,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
-from spellbook.server.models import knowledge as m
-from spellbook.server.tools_common import Call, ScopeContext, ScopeUser, tool_result
+from spellbook.server.tools_common import Call, ScopeContext, ScopeUser, tool, tool_result
 
 Relation = Literal["related", "supersedes", "contradicts", "extends", "depends_on"]
 
@@ -24,7 +23,7 @@ SHOWN_ISSUE_NOTES = 5  # notes named per issue in the text; all listed ones are 
 
 
 def add_knowledge_tools(server: MCPServer, call: Call) -> None:
-    @server.tool(annotations=_LINK)
+    @tool(server, "link", _LINK)
     async def link(
         source: Annotated[str, Field(description="Id of the memory that links; the link is written into its file.")],
         target: Annotated[str, Field(description="Id of the memory it links to.")],
@@ -32,7 +31,7 @@ def add_knowledge_tools(server: MCPServer, call: Call) -> None:
         reason: Annotated[str | None, Field(max_length=500, description="Why they are linked.")] = None,
         context: ScopeContext = None,
         user: ScopeUser = None,
-    ) -> Annotated[CallToolResult, m.LinkResult]:
+    ) -> CallToolResult:
         """Link two memories with a relation, written as a [[wikilink]] in the source note's frontmatter."""
         data = await call("link", context=context, user=user, source=source, target=target, relation=relation, reason=reason)
         if data["changed"]:
@@ -42,14 +41,14 @@ def add_knowledge_tools(server: MCPServer, call: Call) -> None:
             text = f"Already linked: {data['path']} -[{data['relation']}]-> {data['target_path']}; nothing changed."
         return tool_result(text, data)
 
-    @server.tool(annotations=_UNLINK)
+    @tool(server, "unlink", _UNLINK)
     async def unlink(
         source: Annotated[str, Field(description="Id of the memory whose link to remove.")],
         target: Annotated[str, Field(description="Id of the linked memory (or the text of a broken link).")],
         relation: Annotated[Relation | None, Field(description="Only this relation; omit for all.")] = None,
         context: ScopeContext = None,
         user: ScopeUser = None,
-    ) -> Annotated[CallToolResult, m.UnlinkResult]:
+    ) -> CallToolResult:
         """Remove links from a memory's frontmatter to another memory."""
         data = await call("unlink", context=context, user=user, source=source, target=target, relation=relation)
         if data["changed"]:
@@ -59,8 +58,8 @@ def add_knowledge_tools(server: MCPServer, call: Call) -> None:
             text = data.get("note", "Nothing to remove.")
         return tool_result(text, data)
 
-    @server.tool(annotations=_READ)
-    async def get_links(id: str, context: ScopeContext = None, user: ScopeUser = None) -> Annotated[CallToolResult, m.GetLinksResult]:
+    @tool(server, "get_links", _READ)
+    async def get_links(id: str, context: ScopeContext = None, user: ScopeUser = None) -> CallToolResult:
         """A memory's links (relation, reason, resolved target) and the memories linking to it."""
         data = await call("get_links", context=context, user=user, id=id)
         lines = [f"Links of {data['title']} ({data['path']}):"]
@@ -74,20 +73,20 @@ def add_knowledge_tools(server: MCPServer, call: Call) -> None:
         lines += [f"- {b['title']} (id {b['id']}) {b['relation']} this" for b in data["backlinks"]] or ["- none"]
         return tool_result("\n".join(lines), data)
 
-    @server.tool(annotations=_READ)
+    @tool(server, "explore_related", _READ)
     async def explore_related(
         id: str,
         limit: Annotated[int, Field(ge=1, le=50)] = 10,
         context: ScopeContext = None,
         user: ScopeUser = None,
-    ) -> Annotated[CallToolResult, m.ExploreRelatedResult]:
+    ) -> CallToolResult:
         """Memories related to this one by links, shared tags, same context and meaning, each saying why."""
         data = await call("explore_related", context=context, user=user, id=id, limit=limit)
         lines = [f"Related to {data['title']} ({data['path']}):"]
         lines += [f"{n}. {r['title']} (id {r['id']}): {r['why']}" for n, r in enumerate(data["related"], 1)]
         return tool_result("\n".join(lines), data)
 
-    @server.tool(annotations=_MERGE)
+    @tool(server, "merge", _MERGE)
     async def merge(
         ids: Annotated[list[str], Field(min_length=2, max_length=50, description="The memories to merge, in order.")],
         into: Annotated[str | None, Field(description="Id of the memory that keeps its id and file (default: the "
@@ -98,7 +97,7 @@ def add_knowledge_tools(server: MCPServer, call: Call) -> None:
                                                       "their titles.")] = None,
         context: ScopeContext = None,
         user: ScopeUser = None,
-    ) -> Annotated[CallToolResult, m.MergeResult]:
+    ) -> CallToolResult:
         """Merge near-duplicate memories into one: it gets their text, tags, keywords, questions and links; the
         others go to .trash/ and every link to them in your scope points at it."""
         data = await call("merge", context=context, user=user, ids=ids, into=into, version=version, text=text)
@@ -109,12 +108,12 @@ def add_knowledge_tools(server: MCPServer, call: Call) -> None:
             text += f" {extra}" if extra else ""
         return tool_result(text, data)
 
-    @server.tool(annotations=_READ)
+    @tool(server, "analyze_knowledge", _READ)
     async def analyze_knowledge(
         stale_days: Annotated[int, Field(ge=1, le=36_500, description="Notes not updated this long are stale.")] = 180,
         context: ScopeContext = None,
         user: ScopeUser = None,
-    ) -> Annotated[CallToolResult, m.AnalyzeKnowledgeResult]:
+    ) -> CallToolResult:
         """Knowledge health: a 0-100 score and issues (untagged, unlinked, stale, duplicates, broken links)."""
         data = await call("analyze_knowledge", context=context, user=user, stale_days=stale_days)
         lines = [f"Health {data['score']}/100 over {data['notes']} notes; {len(data['issues'])} issue(s)."]

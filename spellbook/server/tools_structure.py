@@ -12,14 +12,13 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult
 from pydantic import Field
 
-from spellbook.server.models import structure as m
 from spellbook.server.tools_common import DELETE as _DELETE
 from spellbook.server.tools_common import WRITE as _WRITE
-from spellbook.server.tools_common import Call, ScopeContext, ScopeUser, tool_result
+from spellbook.server.tools_common import Call, ScopeContext, ScopeUser, tool, tool_result
 
 
 def add_structure_tools(server: MCPServer, call: Call) -> None:
-    @server.tool(annotations=_WRITE)
+    @tool(server, "describe", _WRITE)
     async def describe(
         category: Annotated[str, Field(description="The category to describe (a name from get_index).")],
         topic: Annotated[str | None, Field(description="A topic within it; omit to describe the category.")] = None,
@@ -27,7 +26,7 @@ def add_structure_tools(server: MCPServer, call: Call) -> None:
         summary: Annotated[str | None, Field(description="One line, shown in get_index.")] = None,
         keywords: list[str] | None = None,
         title: str | None = None,
-    ) -> Annotated[CallToolResult, m.DescribeResult]:
+    ) -> CallToolResult:
         """Write a category's or topic's description (its _about.md), shown by get_index and get_topic."""
         data = await call(
             "describe", category=category, topic=topic, description=description, summary=summary,
@@ -36,14 +35,14 @@ def add_structure_tools(server: MCPServer, call: Call) -> None:
         verb = "Created" if data["created"] else "Updated"
         return tool_result(f"{verb} {data['path']} (version {data['version']}).", data)
 
-    @server.tool(annotations=_DELETE)
+    @tool(server, "erase_topic", _DELETE)
     async def erase_topic(
         topic: Annotated[str, Field(description="The topic to remove (a name from get_index).")],
         category: Annotated[str | None, Field(description="Its category; needed when several have it.")] = None,
         confirm: Annotated[bool, Field(description="false: only list what would go. true: move it to .trash/.")] = False,
         context: ScopeContext = None,
         user: ScopeUser = None,
-    ) -> Annotated[CallToolResult, m.EraseTopicResult]:
+    ) -> CallToolResult:
         """Remove every memory of a topic (to .trash/). Without confirm=true it only lists what it would remove."""
         data = await call("erase_topic", context=context, user=user, topic=topic, category=category, confirm=confirm)
         if data["confirmed"]:

@@ -24,7 +24,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from spellbook.errors import ConflictError, InvalidInputError, VaultPathError
+from spellbook.errors import FileChangedError, InvalidInputError, VaultPathError
 from spellbook.vault.crashpoints import crash_point
 from spellbook.vault.note import content_version
 from spellbook.vault.paths import (
@@ -200,7 +200,7 @@ class Vault:
             data = target.read_bytes()
             current = content_version(data)
             if current != expected_version:
-                raise ConflictError(path, expected_version, current, data.decode("utf-8", "replace"))
+                raise FileChangedError(path, expected_version, current, data.decode("utf-8", "replace"))
         atomic_write(target, text, temp_folder=self._temp_folder(target.parent))
         return content_version(text)
 

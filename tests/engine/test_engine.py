@@ -12,7 +12,7 @@ import yaml
 from spellbook.config import Settings
 from spellbook.embedders.hashing import HashingEmbedder
 from spellbook.engine import Engine
-from spellbook.errors import ConflictError, InvalidInputError, NoteNotFoundError, SpellbookError
+from spellbook.errors import FileChangedError, InvalidInputError, NoteNotFoundError, SpellbookError
 from tests.helpers.engine import CountingEmbedder, open_engine
 
 
@@ -59,9 +59,9 @@ def test_revise_keeps_hand_added_keys_and_refuses_stale_versions(engine: Engine,
     # a person adds a key of their own in Obsidian
     text = file.read_text().replace("category: c\n", "category: c\nmood: happy  # mine\n")
     file.write_text(text)
-    with pytest.raises(ConflictError) as err:
+    with pytest.raises(FileChangedError) as err:
         engine.revise(out["id"], text="Agent's body.", version=out["version"])
-    assert "mood: happy" in str(err.value)  # the error shows the current content
+    assert "mood: happy" in err.value.content  # the error holds the current content (the hub shows it, scrubbed)
     assert file.read_text() == text  # nothing written
     current = engine.get_memories([out["id"]])["memories"][0]
     revised = engine.revise(out["id"], text="Agent's body.", version=current["version"], tags=["t"])

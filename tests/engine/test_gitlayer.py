@@ -15,7 +15,7 @@ from mcp import Client
 from spellbook.config import Settings
 from spellbook.embedders.hashing import HashingEmbedder
 from spellbook.engine import Engine
-from spellbook.errors import ConflictError, InvalidInputError, NoteNotFoundError, VersionControlError
+from spellbook.errors import FileChangedError, InvalidInputError, NoteNotFoundError, VersionControlError
 from tests.helpers.git import ENV, committed_files, git, head
 from tests.helpers.stdio import call, error, server
 
@@ -151,7 +151,7 @@ def test_restore_refuses_a_file_changed_since_and_never_loses_a_hand_edit(engine
     read = engine.get_memories([stored["id"]])["memories"][0]["version"]
     file = vault / stored["path"]
     file.write_text(file.read_text() + "\nhand edit\n")
-    with pytest.raises(ConflictError, match="changed on disk"):
+    with pytest.raises(FileChangedError, match="changed on disk"):
         engine.restore(stored["id"], old, current_version=read)
     assert file.read_text().endswith("hand edit\n")
 
@@ -234,7 +234,7 @@ def test_a_restore_during_a_hand_save_is_refused_not_lost(engine: Engine, vault:
     file.write_text("")
     engine.indexer.sync_path(stored["path"])  # the watcher, between the truncate and the write
     file.write_text(saved)
-    with pytest.raises(ConflictError, match="changed on disk"):
+    with pytest.raises(FileChangedError, match="changed on disk"):
         engine.restore(stored["id"], old, current_version=read)
     assert file.read_text() == saved
 

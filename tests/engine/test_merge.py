@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from spellbook.engine import Engine
-from spellbook.errors import ConflictError, InvalidInputError, NoteNotFoundError
+from spellbook.errors import FileChangedError, InvalidInputError, NoteNotFoundError
 from spellbook.scope import Scope, scoped
 from spellbook.vault.note import parse_note
 from tests.helpers.git import committed_files, git, head
@@ -170,9 +170,9 @@ def test_a_person_edit_of_the_survivor_is_a_conflict_and_nothing_moves(engine: E
     file = vault / tea["path"]
     file.write_text(file.read_text().replace("3 minutes", "2 minutes"))  # the person's edit
     before = {p: p.read_bytes() for p in vault.rglob("*.md")}
-    with pytest.raises(ConflictError) as raised:
+    with pytest.raises(FileChangedError) as raised:
         engine.merge([tea["id"], steep["id"]], version=version)
-    assert "2 minutes" in str(raised.value) and "call merge again" in str(raised.value)
+    assert "2 minutes" in raised.value.content and "call merge" in str(raised.value)
     assert raised.value.current_version != version
     assert {p: p.read_bytes() for p in vault.rglob("*.md")} == before
     assert not (vault / ".trash").exists()
@@ -191,8 +191,9 @@ def test_a_survivor_saved_during_the_merge_puts_the_others_back(engine: Engine, 
 
     monkeypatch.setattr(engine.vault, "trash", trash_while_the_person_saves)
     others = {p: p.read_bytes() for p in vault.rglob("*.md") if p != file}
-    with pytest.raises(ConflictError, match="A line the person added"):
+    with pytest.raises(FileChangedError) as raised:
         engine.merge([tea["id"], steep["id"]])
+    assert "A line the person added" in raised.value.content and raised.value.retry == "merge"
     assert {p: p.read_bytes() for p in vault.rglob("*.md") if p != file} == others
     assert file.read_text().endswith("A line the person added.\n") and "## Steeping" not in file.read_text()
     assert not list((vault / ".trash").rglob("*.md"))
@@ -284,7 +285,7 @@ def test_a_merged_note_whose_place_was_taken_stays_in_the_trash(engine: Engine, 
         return moved
 
     monkeypatch.setattr(engine.vault, "trash", trash_then_the_place_is_taken)
-    with pytest.raises(ConflictError):
+    with pytest.raises(FileChangedError):
         engine.merge([tea["id"], steep["id"]])
     assert other.read_text() == "A new note at the same place.\n"
     assert (vault / ".trash" / steep["path"]).read_bytes() == original

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import spellbook.engine
 from spellbook.engine import Engine
-from spellbook.server.hub import METHODS
+from spellbook.engine.operations import OPERATIONS
 
 PACKAGE = Path(spellbook.engine.__file__).parent
 MAX_LINES = 400
@@ -46,7 +46,7 @@ def test_the_engine_has_no_mixins_and_exposes_every_hub_method(tmp_path: Path) -
     engine = Engine(Settings(vault=tmp_path / "vault", embedder="hashing", git_commit="false"),
                     embedder=HashingEmbedder(64))
     try:
-        for name in METHODS:
+        for name in OPERATIONS:
             assert inspect.ismethod(getattr(engine, name)), name
     finally:
         engine.close()

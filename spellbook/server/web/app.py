@@ -18,7 +18,8 @@ from urllib.parse import parse_qsl
 
 import anyio
 
-from spellbook.errors import ConflictError, NoteNotFoundError, SpellbookError
+from spellbook.engine.operations import operation
+from spellbook.errors import ConflictError, NoteNotFoundError, SpellbookError, UnknownOperationError
 from spellbook.scope import Actor, acting
 from spellbook.server.hub import Hub
 from spellbook.server.web.guard import Guard
@@ -40,10 +41,6 @@ class Answer:
     headers: list[tuple[bytes, bytes]] | None = None
 
 
-class Unavailable(Exception):
-    """The hub does not know a method (e.g. an older owner process): the page says so."""
-
-
 @dataclass
 class Ask:
     """One request, as a page handler sees it."""
@@ -54,6 +51,7 @@ class Ask:
     query: dict[str, str]
     form: dict[str, str]
     params: dict[str, str]  # from the path
+    post: bool = False  # a POST, which the guard checked (a same-origin form with the CSRF token)
 
     @property
     def csrf(self) -> str:
@@ -73,16 +71,15 @@ class Ask:
         return {k: v for k in ("context", "user") if (v := " ".join((self.query.get(k) or "").split()))}
 
     async def call(self, method: str, **params: Any) -> Any:
+        """An operation through the hub, as client ``web``. One that writes (engine/operations.py)
+        only from a POST: a page that a GET shows changes nothing."""
+        if operation(method).writes and not self.post:
+            raise PermissionError(f"{method} writes; a page answering a GET may not call it")
         params = {k: v for k, v in params.items() if v is not None}
 
         def run() -> Any:
             with acting(WEB_CLIENT):
-                try:
-                    return self.hub.call(method, params)
-                except ValueError as exc:
-                    if str(exc).startswith("unknown method"):
-                        raise Unavailable(method) from exc
-                    raise
+                return self.hub.call(method, params)
 
         return await anyio.to_thread.run_sync(run)
 
@@ -146,7 +143,8 @@ class WebApp:
                     refusal = self.guard.post_refusal(headers, form)
                     if refusal:
                         return _text(403, refusal)
-                ask = Ask(self.hub, self.guard, headers, dict(parse_qsl(query_string)), form, found.groupdict())
+                ask = Ask(self.hub, self.guard, headers, dict(parse_qsl(query_string)), form, found.groupdict(),
+                          post=method == "POST")
                 return await self._run(handler, ask)
         if any(p.match(path) for _, p, _ in self.routes):
             return _text(405, f"{method} is not allowed here.")
@@ -155,10 +153,8 @@ class WebApp:
     async def _run(self, handler: Handler, ask: Ask) -> Answer:
         try:
             return await handler(ask)
-        except Unavailable as exc:
-            body = message(f"The server that owns this index does not offer {exc} yet; restart it with this "
-                           "version of Spellbook.", "error")
-            return ask.html("Not available", "", body, 501)
+        except UnknownOperationError as exc:  # e.g. an owner process of an older version (engine/operations.py)
+            return ask.html("Not available", "", message(str(exc), "error"), 501)
         except ConflictError as exc:
             return ask.html("Changed meanwhile", "", message(str(exc), "error"), 409)
         except NoteNotFoundError as exc:
