@@ -6,6 +6,11 @@ A value that does not fit raises ``SettingsError``, which names it, where it cam
 takes. Plain Python rather than pydantic-settings: importing it and building the model cost every
 command 90-100 ms of its start (a hook, a search, and an import's first batch, on the interpreter
 lock beside the model's load).
+
+Only what a person sets is a setting (docs/configuration.md holds the table; a test keeps it in
+step): tuning is a named constant in the module that uses it. A variable of a setting there was
+once (``REMOVED``) gets one warning line and is otherwise ignored. The ground floor: this module
+imports nothing of Spellbook's but the errors.
 """
 
 from __future__ import annotations
@@ -196,19 +201,18 @@ class Settings:
     openai_model: str = setting("text-embedding-3-small", description="The embedding model at openai_url.")
     openai_api_key: Secret | None = setting(None, description="Bearer key for openai_url; never logged.")
     openai_dimensions: int | None = setting(None, ge=1, description="Ask the model for shorter vectors.")
-    cache_dir: Path = setting(
-        factory=lambda: _user_cache() / "spellbook",
-        description="Files Spellbook derives from installed packages (the model's table); default ~/.cache/spellbook.",
+    overview_notes: bool = setting(
+        False, description="Write a generated _overview.md (map of content) in each category folder."
     )
     watch: bool = setting(True, description="Watch the vault and re-index changes live.")
     redact: bool = setting(True, description="Redact secrets before they reach the vault or a tool answer.")
     redact_disabled: list[str] = setting(factory=list, description="Kinds of secret not to redact.")
     redact_patterns: list[str] = setting(factory=list, description="Extra regexes to redact (kind 'custom').")
-    token: str | None = setting(None, description="Bearer token for `serve --http` (required off loopback).")
     export_dirs: list[Path] = setting(
         factory=list, description="Folders (besides <index>/exports) an export may be written to, as a JSON "
         'list: SPELLBOOK_EXPORT_DIRS=\'["~/backups"]\'.',
     )
+    token: str | None = setting(None, description="Bearer token for `serve --http` (required off loopback).")
     git_commit: Literal["auto", "true", "false"] = setting(
         "auto", description="Commit each tool write when the vault is a git repository (auto/true/false)."
     )
@@ -216,8 +220,14 @@ class Settings:
         None, gt=0, description="The index owner syncs the vault with its git remote this often, and soon after "
         "each write (docs/sync.md); off when unset.",
     )
-    overview_notes: bool = setting(
-        False, description="Write a generated _overview.md (map of content) in each category folder."
+    cache_dir: Path = setting(
+        factory=lambda: _user_cache() / "spellbook",
+        description="Files Spellbook derives from installed packages (the model's table); default ~/.cache/spellbook.",
+    )
+    session_id: str | None = setting(
+        None, env=("SPELLBOOK_SESSION_ID", "CLAUDE_CODE_SESSION_ID"),
+        description="The client's session (Claude Code sets CLAUDE_CODE_SESSION_ID for the servers it starts): "
+                    "what scribe records as a memory's session.",
     )
     session_prompt_recall: bool | None = setting(
         None, env=("SPELLBOOK_RECALL", "SPELLBOOK_SESSION_PROMPT_RECALL"),
@@ -227,12 +237,6 @@ class Settings:
     summariser: str | None = setting(
         None, description="Opt-in model-written session digests: ollama:<model> or openai:<model> "
                           "(unset: the extractive digest only)."
-    )
-    # Set by the client rather than by a person:
-    session_id: str | None = setting(
-        None, env=("SPELLBOOK_SESSION_ID", "CLAUDE_CODE_SESSION_ID"),
-        description="The client's session (Claude Code sets CLAUDE_CODE_SESSION_ID for the servers it starts): "
-                    "what scribe records as a memory's session.",
     )
 
     def __init__(self, **values: Any) -> None:
