@@ -152,6 +152,37 @@ def test_modules_and_classes_stay_small() -> None:
     assert not big, "split these:\n" + "\n".join(big)
 
 
+# Who reads a SPELLBOOK_* variable itself: config, and the start-up tricks that run before it can
+# be imported (the model's name and the cache folder, read before argv is parsed); a test hook.
+READS_THE_ENVIRONMENT = {"spellbook.config", "spellbook.embedders.ahead", "spellbook.server.front",
+                         "spellbook.vault.crashpoints"}
+
+
+def environment_reads(source: str) -> list[str]:
+    """The SPELLBOOK_* variables ``source`` reads from the environment (``os.environ.get``,
+    ``os.getenv``, ``environ[...]``), as ``line: NAME``."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        key = None
+        if isinstance(node, ast.Call) and node.args and ast.unparse(node.func).endswith(("environ.get", "getenv")):
+            key = node.args[0]
+        elif isinstance(node, ast.Subscript) and ast.unparse(node.value).endswith("environ"):
+            key = node.slice
+        if isinstance(key, ast.Constant) and str(key.value).upper().startswith("SPELLBOOK_"):
+            found.append(f"{node.lineno}: {key.value}")
+    return found
+
+
+def test_only_config_reads_the_settings_from_the_environment() -> None:
+    readers = {f"{module}:{read}" for module, file in modules() if module not in READS_THE_ENVIRONMENT
+               and not module.startswith("spellbook.startup")
+               for read in environment_reads(file.read_text(encoding="utf-8"))}
+    assert not readers, "read these through Settings (spellbook/config.py):\n" + "\n".join(sorted(readers))
+    assert environment_reads('import os\nx = os.environ.get("SPELLBOOK_RECALL", "")\ny = os.getenv("SPELLBOOK_VAULT")\n'
+                             'z = os.environ["SPELLBOOK_TOKEN"]\nw = dict(os.environ, SPELLBOOK_VAULT="v")\n') == [
+        "2: SPELLBOOK_RECALL", "3: SPELLBOOK_VAULT", "4: SPELLBOOK_TOKEN"]
+
+
 def test_a_planted_back_edge_is_caught() -> None:
     planted = "from spellbook.engine import Engine\n"
     assert back_edges("spellbook.vault.note", planted)
