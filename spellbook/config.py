@@ -35,7 +35,7 @@ EMBEDDERS = ("use-m3", "minilm", "ollama", "openai", "hashing")
 # to do instead. Set, each gets one warning line at start; nothing fails on it.
 _FIXED = "Spellbook uses a fixed value now"
 REMOVED = {name: _FIXED for name in (
-    "ollama_timeout", "ollama_batch_size", "ollama_retries", "openai_batch_size", "openai_timeout",
+    "ollama_timeout", "ollama_batch_size", "ollama_retries", "openai_timeout",
     "openai_retries", "embed_retry_seconds", "embed_processes", "max_text_chars", "max_chunk_chars",
     "duplicate_similarity", "importance_boost", "recency_half_life_days", "temporary_ttl_days",
     "default_ttl_days", "sweep_interval_seconds", "debounce_seconds", "log_level", "session_context_tokens",
@@ -201,6 +201,8 @@ class Settings:
     openai_model: str = setting("text-embedding-3-small", description="The embedding model at openai_url.")
     openai_api_key: Secret | None = setting(None, description="Bearer key for openai_url; never logged.")
     openai_dimensions: int | None = setting(None, ge=1, description="Ask the model for shorter vectors.")
+    openai_batch_size: int = setting(128, ge=1, le=2048, description="Texts per embeddings request (a server may "
+                                     "take fewer: TEI 32 by default).")
     overview_notes: bool = setting(
         False, description="Write a generated _overview.md (map of content) in each category folder."
     )

@@ -113,7 +113,7 @@ def _embedder_config(settings: Settings) -> Check:
         return check("embedder settings", "ok", f"ollama: model {settings.ollama_model!r} at {settings.ollama_url}")
     if name == "openai":
         url = settings.openai_url
-        detail = (f"openai: model {settings.openai_model!r} at {url} (API key "
+        detail = (f"openai: model {settings.openai_model!r} at {url} (batch {settings.openai_batch_size}, API key "
                   f"{'set' if settings.openai_api_key else 'not set'})")
         host = urlparse(url).hostname or ""
         if urlparse(url).scheme not in ("http", "https") or not host:

@@ -21,8 +21,6 @@ from spellbook.embedders.remote import (
 )
 from spellbook.errors import EmbedderError, EmbedderInputError
 
-BATCH_SIZE = 128  # texts per embeddings request
-
 
 class OpenAIEmbedder(RemoteEmbedder):
     def __init__(
@@ -32,7 +30,7 @@ class OpenAIEmbedder(RemoteEmbedder):
         api_key: str | None = None,
         dimensions: int | None = None,
         timeout: float = TIMEOUT_SECONDS,
-        batch_size: int = BATCH_SIZE,
+        batch_size: int = 128,
         retries: int = RETRIES,
         cooldown: float = RETRY_SECONDS,
     ) -> None:

@@ -43,7 +43,7 @@ def _openai(settings: Settings) -> Embedder:
     key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
     return openai_compat.OpenAIEmbedder(
         settings.openai_url, settings.openai_model, api_key=key, dimensions=settings.openai_dimensions,
-        timeout=remote.TIMEOUT_SECONDS, batch_size=openai_compat.BATCH_SIZE, retries=remote.RETRIES,
+        timeout=remote.TIMEOUT_SECONDS, batch_size=settings.openai_batch_size, retries=remote.RETRIES,
         cooldown=remote.RETRY_SECONDS,
     )
 

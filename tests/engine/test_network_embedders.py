@@ -22,7 +22,7 @@ from mcp.client.stdio import StdioServerParameters
 
 from spellbook.config import Settings
 from spellbook.embedders import ollama as ollama_module
-from spellbook.embedders import openai_compat, remote
+from spellbook.embedders import remote
 from spellbook.embedders.registry import load_embedder
 from spellbook.engine import Engine
 from spellbook.errors import EmbedderError, EmbedderUnavailableError
@@ -142,11 +142,10 @@ def cosine(a, b) -> float:
 # --- the embedders on their own --------------------------------------------------------------
 
 
-def test_openai_embedder_batches_and_returns_the_models_vectors(use_m3, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_openai_embedder_batches_and_returns_the_models_vectors(use_m3) -> None:
     texts = [f"Note {n}: the deploy runs on Fridays at {n} pm." for n in range(7)]
-    monkeypatch.setattr(openai_compat, "BATCH_SIZE", 3)
     with FakeEndpoint(use_m3) as server:
-        embedder = load_embedder(openai_settings(server.url))
+        embedder = load_embedder(openai_settings(server.url, openai_batch_size=3))
         assert embedder.model_id == "openai/text-embedding-3-small"
         vectors = embedder.embed_documents(texts)
         assert [len(r["texts"]) for r in server.requests] == [3, 3, 1]  # batches of 3, in order
@@ -421,9 +420,9 @@ def test_doctor_checks_the_embedder_settings_and_clients(tmp_path: Path, use_m3)
     assert down.returncode == 1
     assert "FAIL  embedder: ollama/nomic-embed-text: Ollama at" in down.stdout and "Start Ollama" in down.stdout
 
-    bad = doctor(vault, home, "--json", SPELLBOOK_OPENAI_DIMENSIONS="0")
+    bad = doctor(vault, home, "--json", SPELLBOOK_OPENAI_BATCH_SIZE="0")
     assert bad.returncode == 1
     check = json.loads(bad.stdout)["checks"][0]
-    assert check["status"] == "fail" and "SPELLBOOK_OPENAI_DIMENSIONS" in check["detail"]
+    assert check["status"] == "fail" and "SPELLBOOK_OPENAI_BATCH_SIZE" in check["detail"]
     no_key = doctor(vault, home, SPELLBOOK_EMBEDDER="openai")
     assert no_key.returncode == 1 and "SPELLBOOK_OPENAI_API_KEY" in no_key.stdout
