@@ -560,10 +560,10 @@ print(f"{rss() - before} MB (model loaded and used, in a process that imported o
 
 def chunk_texts(notes: list[tuple[str, str]]) -> list[str]:
     """What the indexer embeds for these hand-written files (spellbook.index.analysis)."""
-    from spellbook.config import Settings
     from spellbook.index.analysis import analyse_note
+    from spellbook.index.chunker import MAX_CHUNK_CHARS
 
-    size = Settings(vault=Path("unused")).max_chunk_chars
+    size = MAX_CHUNK_CHARS
     texts: list[str] = []
     for path, text in notes:
         texts += analyse_note(path, text, "v", 0, len(text), size, lambda *_: None).embed_texts

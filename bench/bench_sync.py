@@ -53,6 +53,7 @@ sys.path.insert(0, str(REPO))
 
 from spellbook.config import Settings  # noqa: E402
 from spellbook.server.hub import Hub  # noqa: E402
+from spellbook.index.watcher import DEBOUNCE_SECONDS  # noqa: E402
 
 SEED = 20241122
 POLL_SECONDS = 0.010
@@ -532,7 +533,7 @@ def main() -> None:
         f"machine: {os.cpu_count()} cores ({cpu_model}); load(1m) at start {load_start:.2f}, at end {load_end:.2f}; "
         f"total {total / 60:.1f} min",
         "NOTE: other work may be running on this shared 2-core box; figures include that contention.",
-        f"watcher debounce {Settings().debounce_seconds} s (Settings.debounce_seconds); poll every "
+        f"watcher debounce {DEBOUNCE_SECONDS} s (index/watcher.py); poll every "
         f"{POLL_SECONDS * 1000:.0f} ms (edits) / {SETTLE_POLL * 1000:.0f} ms + check() (storm); hub in-process, watch=True",
         bar,
     ]

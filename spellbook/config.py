@@ -6,11 +6,17 @@ A value that does not fit raises ``SettingsError``, which names it, where it cam
 takes. Plain Python rather than pydantic-settings: importing it and building the model cost every
 command 90-100 ms of its start (a hook, a search, and an import's first batch, on the interpreter
 lock beside the model's load).
+
+Only what a person sets is a setting (docs/configuration.md holds the table; a test keeps it in
+step): tuning is a named constant in the module that uses it. A variable of a setting there was
+once (``REMOVED``) gets one warning line and is otherwise ignored. The ground floor: this module
+imports nothing of Spellbook's but the errors.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 import re
@@ -22,6 +28,25 @@ from spellbook.errors import InvalidInputError
 
 INDEX_DIRNAME = ".spellbook"
 ENV_PREFIX = "SPELLBOOK_"
+# The embedder names, in the order the CLI lists them; embedders/registry.py builds each (and checks
+# that it has exactly these).
+EMBEDDERS = ("use-m3", "minilm", "ollama", "openai", "hashing")
+# Settings there were and are no longer read: a fixed value in the module that uses it now, or what
+# to do instead. Set, each gets one warning line at start; nothing fails on it.
+_FIXED = "Spellbook uses a fixed value now"
+REMOVED = {name: _FIXED for name in (
+    "ollama_timeout", "ollama_batch_size", "ollama_retries", "openai_timeout",
+    "openai_retries", "embed_retry_seconds", "embed_processes", "max_text_chars", "max_chunk_chars",
+    "duplicate_similarity", "importance_boost", "recency_half_life_days", "temporary_ttl_days",
+    "default_ttl_days", "sweep_interval_seconds", "debounce_seconds", "log_level", "session_context_tokens",
+    "session_prompt_min_relevance", "session_prompt_tokens", "summariser_daily_tokens")} | {
+    "no_token": "pass --no-token to the command instead",
+    "allowed_origins": "only the server's own and loopback Origins are allowed",
+    "sync_remote": "sync uses the remote named origin",
+    "summariser_url": "the summariser uses SPELLBOOK_OLLAMA_URL or SPELLBOOK_OPENAI_URL",
+}
+log = logging.getLogger("spellbook")
+_warned: set[str] = set()
 _BOOLS = {"1": True, "true": True, "yes": True, "on": True, "t": True, "y": True,
           "0": False, "false": False, "no": False, "off": False, "f": False, "n": False}
 _YES_NO = {"1": "true", "yes": "true", "on": "true", "0": "false", "no": "false", "off": "false"}  # for a choice of true/false
@@ -67,12 +92,12 @@ class _Setting:
     """One setting's default and rules; ``Settings`` reads its type from the annotation."""
 
     def __init__(self, default: Any, description: str, factory: Any, gt: float | None, ge: float | None,
-                 le: float | None, env: tuple[str, ...]) -> None:
+                 le: float | None, env: tuple[str, ...], choices: tuple[str, ...]) -> None:
         self.default, self.description, self.factory = default, description, factory
         self.gt, self.ge, self.le, self.env = gt, ge, le, env
         self.name = self.kind = ""
         self.optional = False
-        self.choices: tuple[str, ...] = ()  # a Literal's words
+        self.choices = choices  # a Literal's words, or those given
 
     def initial(self) -> Any:
         return self.factory() if self.factory is not None else self.default
@@ -145,10 +170,11 @@ def _text(value: Any) -> str:
 
 
 def setting(default: Any = None, description: str = "", *, factory: Any = None, gt: float | None = None,
-            ge: float | None = None, le: float | None = None, env: tuple[str, ...] = ()) -> Any:
-    """A setting of ``Settings``: its default (or ``factory`` for a fresh one), its bounds, and the
-    environment variables it is read from besides ``SPELLBOOK_<NAME>`` (``env``: those instead)."""
-    return _Setting(default, description, factory, gt, ge, le, env)
+            ge: float | None = None, le: float | None = None, env: tuple[str, ...] = (),
+            choices: tuple[str, ...] = ()) -> Any:
+    """A setting of ``Settings``: its default (or ``factory`` for a fresh one), its bounds or the words
+    it takes, and the environment variables it is read from (``env``; default ``SPELLBOOK_<NAME>``)."""
+    return _Setting(default, description, factory, gt, ge, le, env, choices)
 
 
 class Settings:
@@ -164,58 +190,23 @@ class Settings:
     chroma_url: str | None = setting(
         None, description="Use a Chroma server (http://host:port) instead of the embedded folder."
     )
-    embedder: str = setting("use-m3", description="Embedding model to use (a name in spellbook/embedders/registry.py).")
+    embedder: str = setting("use-m3", description="Embedding model to use.", choices=EMBEDDERS)
     context: str | None = setting(
         None, description="Serve one project: every call sees this context's and shared memories only."
     )
     user: str | None = setting(None, description="Serve one person: every call sees this user's and shared memories only.")
-    ollama_url: str = setting("http://127.0.0.1:11434")
-    ollama_model: str = setting("nomic-embed-text")
-    ollama_timeout: float = setting(30.0, gt=0, description="Seconds to wait for one Ollama request.")
-    ollama_batch_size: int = setting(64, ge=1, le=2048, description="Texts per Ollama request.")
-    ollama_retries: int = setting(3, ge=0, le=10, description="Retries on connection errors, 5xx, 429.")
+    ollama_url: str = setting("http://127.0.0.1:11434", description="The Ollama server for the ollama embedder.")
+    ollama_model: str = setting("nomic-embed-text", description="The Ollama embedding model.")
     openai_url: str = setting("https://api.openai.com/v1", description="Base URL of an OpenAI-compatible API.")
-    openai_model: str = setting("text-embedding-3-small")
+    openai_model: str = setting("text-embedding-3-small", description="The embedding model at openai_url.")
     openai_api_key: Secret | None = setting(None, description="Bearer key for openai_url; never logged.")
     openai_dimensions: int | None = setting(None, ge=1, description="Ask the model for shorter vectors.")
-    openai_batch_size: int = setting(128, ge=1, le=2048, description="Texts per embeddings request.")
-    openai_timeout: float = setting(30.0, gt=0, description="Seconds to wait for one embeddings request.")
-    openai_retries: int = setting(3, ge=0, le=10, description="Retries on connection errors, 5xx, 429.")
-    embed_retry_seconds: float = setting(
-        30.0, gt=0, description="A network embedder that failed is skipped this long; missing vectors are "
-        "retried this often.",
-    )
-    embed_processes: bool = setting(
-        True, description="A first index or an import embeds in child processes forked with the model "
-        "(Linux; the default model), where it does not wait for the GIL.",
-    )
-    max_text_chars: int = setting(50_000, ge=1, description="Largest body scribe/revise accept.")
-    max_chunk_chars: int = setting(
-        2_000, ge=200, description="Hand-written sections longer than this are split further."
-    )
-    duplicate_similarity: float = setting(
-        0.8, ge=0.0, le=1.0, description="scribe flags an existing memory this similar as a near-duplicate."
-    )
-    importance_boost: float = setting(
-        0.05, ge=0.0, le=0.5, description="Search score x (1 + boost x (importance - 3))."
-    )
-    recency_half_life_days: float | None = setting(
-        None, gt=0, description="If set, older notes rank lower: score x (0.5 + 0.5 x 0.5^(age/half-life))."
-    )
-    temporary_ttl_days: float = setting(
-        3.0, ge=0, description="Memories scribed with type 'temporary' and no expiry expire this many days later (0: never)."
-    )
-    default_ttl_days: float | None = setting(
-        None, gt=0, description="If set, every other memory scribed without an expiry expires this many days later."
-    )
-    sweep_interval_seconds: float = setting(
-        3600.0, ge=0.5, description="How often the index owner moves expired memories to _archive/."
-    )
+    openai_batch_size: int = setting(128, ge=1, le=2048, description="Texts per embeddings request (a server may "
+                                     "take fewer: TEI 32 by default).")
     overview_notes: bool = setting(
         False, description="Write a generated _overview.md (map of content) in each category folder."
     )
     watch: bool = setting(True, description="Watch the vault and re-index changes live.")
-    debounce_seconds: float = setting(0.25, ge=0.0)
     redact: bool = setting(True, description="Redact secrets before they reach the vault or a tool answer.")
     redact_disabled: list[str] = setting(factory=list, description="Kinds of secret not to redact.")
     redact_patterns: list[str] = setting(factory=list, description="Extra regexes to redact (kind 'custom').")
@@ -224,11 +215,6 @@ class Settings:
         'list: SPELLBOOK_EXPORT_DIRS=\'["~/backups"]\'.',
     )
     token: str | None = setting(None, description="Bearer token for `serve --http` (required off loopback).")
-    no_token: bool = setting(
-        False, description="`serve --http` on loopback without a token: any local user can call the tools "
-        "(unsafe on a shared machine).",
-    )
-    allowed_origins: list[str] = setting(factory=list, description="Extra browser Origins allowed over HTTP.")
     git_commit: Literal["auto", "true", "false"] = setting(
         "auto", description="Commit each tool write when the vault is a git repository (auto/true/false)."
     )
@@ -236,41 +222,24 @@ class Settings:
         None, gt=0, description="The index owner syncs the vault with its git remote this often, and soon after "
         "each write (docs/sync.md); off when unset.",
     )
-    sync_remote: str = setting("origin", description="The git remote `spellbook sync` exchanges commits with.")
     cache_dir: Path = setting(
         factory=lambda: _user_cache() / "spellbook",
         description="Files Spellbook derives from installed packages (the model's table); default ~/.cache/spellbook.",
     )
-    log_level: str = setting("INFO")
     session_id: str | None = setting(
         None, env=("SPELLBOOK_SESSION_ID", "CLAUDE_CODE_SESSION_ID"),
         description="The client's session (Claude Code sets CLAUDE_CODE_SESSION_ID for the servers it starts): "
                     "what scribe records as a memory's session.",
     )
-    session_context_tokens: int = setting(
-        1500, ge=100, le=20_000, description="Budget of the context a SessionStart hook gives a new session."
-    )
-    session_prompt_recall: bool = setting(
-        False, description="UserPromptSubmit hook: add the memories most relevant to each prompt (the hook "
-        "`install claude-code --hooks` writes turns it on; SPELLBOOK_RECALL=off turns it off)."
-    )
-    session_prompt_min_relevance: float = setting(
-        0.1, ge=0.0, le=1.0, description="Least relevance (0-1) of a passage added to a prompt."
-    )
-    session_prompt_tokens: int = setting(
-        600, ge=50, le=20_000, description="Budget of the passages a UserPromptSubmit hook adds to a prompt."
+    session_prompt_recall: bool | None = setting(
+        None, env=("SPELLBOOK_RECALL", "SPELLBOOK_SESSION_PROMPT_RECALL"),
+        description="UserPromptSubmit hook: add the memories most relevant to each prompt (unset: as the hook's "
+        "--prompt-recall flag says; SPELLBOOK_RECALL=off turns it off whatever the flag).",
     )
     summariser: str | None = setting(
         None, description="Opt-in model-written session digests: ollama:<model> or openai:<model> "
                           "(unset: the extractive digest only)."
     )
-    summariser_url: str | None = setting(
-        None, description="The summariser's endpoint (default: ollama_url, or openai_url with openai_api_key)."
-    )
-    summariser_daily_tokens: int = setting(
-        50_000, ge=0, le=100_000_000, description="Most prompt+completion tokens the summariser spends per UTC day."
-    )
-
 
     def __init__(self, **values: Any) -> None:
         unknown = sorted(set(values) - set(self.fields))
@@ -280,6 +249,10 @@ class Settings:
 
     def _fill(self, values: Mapping[str, Any], environ: Mapping[str, str] | None) -> None:
         env = {k.upper(): v for k, v in environ.items()} if environ is not None else {}  # names in any case
+        for key in sorted(ENV_PREFIX + name.upper() for name in REMOVED):
+            if env.get(key, "") != "" and key not in _warned:
+                _warned.add(key)
+                log.warning("%s is no longer read (%s); unset it", key, REMOVED[key[len(ENV_PREFIX):].lower()])
         problems: list[str] = []
         for name, spec in self.fields.items():
             source = f"{name}={values[name]!r}" if name in values else None
@@ -304,11 +277,6 @@ class Settings:
     def _check(name: str, value: Any) -> Any:
         if name == "summariser" and value is not None and not re.fullmatch(r"(?:ollama|openai):\S+", value):
             raise ValueError("takes ollama:<model> or openai:<model>, e.g. ollama:qwen2.5:3b")
-        if name == "embedder":
-            from spellbook.embedders.registry import REGISTRY  # the one list of names
-
-            if value not in REGISTRY:
-                raise ValueError(f"is no embedder Spellbook has; choose one of {', '.join(REGISTRY)}")
         return value
 
     def model_copy(self, update: Mapping[str, Any] | None = None) -> Settings:
@@ -356,8 +324,9 @@ def _collect(cls: type[Settings]) -> None:
             continue
         spec.name, spec.optional = name, annotation.endswith(" | None")
         kind = annotation.removesuffix(" | None")
-        spec.kind = "choice" if kind.startswith("Literal[") else kind
-        spec.choices = tuple(re.findall(r"""['"]([^'"]+)['"]""", kind)) if spec.kind == "choice" else ()
+        spec.kind = "choice" if kind.startswith("Literal[") or spec.choices else kind
+        if kind.startswith("Literal["):
+            spec.choices = tuple(re.findall(r"""['"]([^'"]+)['"]""", kind))
         if spec.kind not in ("str", "choice", "Path", "int", "float", "bool", "list[str]", "list[Path]", "Secret") or (
             spec.kind == "choice" and not spec.choices
         ):

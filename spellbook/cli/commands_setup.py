@@ -13,8 +13,6 @@ from spellbook.errors import SpellbookError
 
 
 def install(args: argparse.Namespace) -> int:
-    import os
-
     from spellbook.cli import clients
 
     if args.command == "uninstall":
@@ -26,18 +24,19 @@ def install(args: argparse.Namespace) -> int:
         return 0
     if args.client == "claude-code" and (args.hooks or args.prompt_recall):
         _refuse_beside_plugin()
-    token = args.token or (os.environ.get("SPELLBOOK_TOKEN") if args.http else None)
+    settings = settings_from(args)  # SPELLBOOK_VAULT and SPELLBOOK_TOKEN under the flags
+    token = args.token or (settings.token if args.http else None)
     if args.http and not token and not args.no_token:
         from spellbook.server.http import read_token, token_file
 
-        index = settings_from(args).index_path
+        index = settings.index_path
         token = read_token(index)
         if not token:
             raise SpellbookError(
                 f"No token for {args.http}: `spellbook serve --http` writes one to {token_file(index)} on its first "
                 "start (pass the same --vault here), or pass --token (or --no-token for a server started with it)."
             )
-    vault = None if args.http else (args.vault or Path(os.environ.get("SPELLBOOK_VAULT", "vault")))
+    vault = None if args.http else settings.vault
     entry = clients.server_entry(
         command=clients.default_command(), vault=vault, http_url=args.http, token=token,
         context=args.context, user=args.user,
@@ -95,9 +94,7 @@ def install_hooks(args: argparse.Namespace, vault: Path | None = None, remove: b
             print(f"removed the session hooks from {file}" + (f" (backup: {backup})" if backup else ""))
         return
     if vault is None:  # --http: the hooks still need the vault the server serves
-        import os
-
-        vault = Path(os.environ.get("SPELLBOOK_VAULT", "vault"))
+        vault = settings_from(args).vault
     recall = bool(getattr(args, "prompt_recall", False))
     if agent:
         commands = agents.hook_commands(agent, clients.default_command(), vault, prompt_recall=recall)

@@ -26,10 +26,11 @@ log = logging.getLogger("spellbook")
 
 
 def serve_http(settings: Settings, host: str, port: int, open_delay: float = 0.0,
-               ready: Callable[[str], None] | None = None, warm_pages: bool = False) -> int:
+               ready: Callable[[str], None] | None = None, warm_pages: bool = False, no_token: bool = False) -> int:
     """Serve MCP and the pages on ``host:port`` (0: a free port) until stopped; ``ready(address)``
     is called once the socket listens, with a sign-in address for the pages (a one-time code);
-    ``warm_pages``: compute what the first pages need meanwhile."""
+    ``warm_pages``: compute what the first pages need meanwhile; ``no_token`` (``--no-token``): no
+    token on loopback, unless ``settings.token`` gives one."""
     import uvicorn
 
     from spellbook.server.http import check_bind, ensure_token, http_app, token_file
@@ -43,7 +44,7 @@ def serve_http(settings: Settings, host: str, port: int, open_delay: float = 0.0
         log.info("created a new vault at %s from the template", settings.vault_dir)
     token = settings.token
     if not token:
-        if settings.no_token:
+        if no_token:
             log.warning("HTTP without a token (--no-token): any user of this machine can call the tools and open "
                         "the pages")
         else:
@@ -53,7 +54,7 @@ def serve_http(settings: Settings, host: str, port: int, open_delay: float = 0.0
     sock = _listen(host, port)
     port = sock.getsockname()[1]
     hub = Hub(settings, open_delay=open_delay)
-    app = http_app(build_server(hub), hub, host, port, token, settings.allowed_origins)
+    app = http_app(build_server(hub), hub, host, port, token)
     hub.start(background=True)
     if warm_pages:
         from spellbook.server.web import warm
@@ -74,7 +75,7 @@ def serve_http(settings: Settings, host: str, port: int, open_delay: float = 0.0
 
 
 def ui(args: argparse.Namespace) -> int:
-    settings = settings_from(args, watch=False if args.no_watch else None, no_token=args.no_token or None)
+    settings = settings_from(args, watch=False if args.no_watch else None)
 
     def opened(sign_in: str) -> None:
         if args.no_browser:
@@ -86,7 +87,7 @@ def ui(args: argparse.Namespace) -> int:
         if not webbrowser.open(sign_in):
             print(f"Open this address in your browser: {sign_in}", file=sys.stderr, flush=True)
 
-    return serve_http(settings, "127.0.0.1", args.port, ready=opened, warm_pages=True)
+    return serve_http(settings, "127.0.0.1", args.port, ready=opened, warm_pages=True, no_token=args.no_token)
 
 
 def add_ui_parser(sub: Any, vault_args: Callable[[argparse.ArgumentParser], None]) -> None:

@@ -110,13 +110,10 @@ def _not_writable(folder: Path | None) -> str | None:
 def _embedder_config(settings: Settings) -> Check:
     name = settings.embedder
     if name == "ollama":
-        return check("embedder settings", "ok", f"ollama: model {settings.ollama_model!r} at {settings.ollama_url} "
-                     f"(batch {settings.ollama_batch_size}, timeout {settings.ollama_timeout:g} s, "
-                     f"{settings.ollama_retries} retries)")
+        return check("embedder settings", "ok", f"ollama: model {settings.ollama_model!r} at {settings.ollama_url}")
     if name == "openai":
         url = settings.openai_url
-        detail = (f"openai: model {settings.openai_model!r} at {url} (batch {settings.openai_batch_size}, "
-                  f"timeout {settings.openai_timeout:g} s, {settings.openai_retries} retries, API key "
+        detail = (f"openai: model {settings.openai_model!r} at {url} (batch {settings.openai_batch_size}, API key "
                   f"{'set' if settings.openai_api_key else 'not set'})")
         host = urlparse(url).hostname or ""
         if urlparse(url).scheme not in ("http", "https") or not host:

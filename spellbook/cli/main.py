@@ -217,9 +217,9 @@ def _serve(args: argparse.Namespace) -> int:
     from spellbook.server.hub import Hub
     from spellbook.vault.template import init_vault
 
-    settings = settings_from(args, watch=False if args.no_watch else None, no_token=args.no_token or None)
+    settings = settings_from(args, watch=False if args.no_watch else None)
     if args.http:
-        return serve_http(settings, args.host, args.port, OPEN_DELAY_SECONDS)
+        return serve_http(settings, args.host, args.port, OPEN_DELAY_SECONDS, no_token=args.no_token)
     if not settings.vault_dir.exists():
         init_vault(settings.vault_dir)
         log.info("created a new vault at %s from the template", settings.vault_dir)

@@ -7,13 +7,23 @@ are in ``remote.py``.
 
 from __future__ import annotations
 
-from spellbook.embedders.remote import RemoteEmbedder, Retryable, describe_transport_error, task_prefixes
+from spellbook.embedders.remote import (
+    RETRIES,
+    RETRY_SECONDS,
+    TIMEOUT_SECONDS,
+    RemoteEmbedder,
+    Retryable,
+    describe_transport_error,
+    task_prefixes,
+)
 from spellbook.errors import EmbedderError, EmbedderInputError
+
+BATCH_SIZE = 64  # texts per request
 
 class OllamaEmbedder(RemoteEmbedder):
     def __init__(
-        self, url: str, model: str, timeout: float = 30.0, batch_size: int = 64, retries: int = 3,
-        cooldown: float = 30.0,
+        self, url: str, model: str, timeout: float = TIMEOUT_SECONDS, batch_size: int = BATCH_SIZE,
+        retries: int = RETRIES, cooldown: float = RETRY_SECONDS,
     ) -> None:
         import ollama
 

@@ -10,6 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from spellbook.embedders.remote import (
+    RETRIES,
+    RETRY_SECONDS,
+    TIMEOUT_SECONDS,
     RemoteEmbedder,
     Retryable,
     describe_transport_error,
@@ -26,10 +29,10 @@ class OpenAIEmbedder(RemoteEmbedder):
         model: str,
         api_key: str | None = None,
         dimensions: int | None = None,
-        timeout: float = 30.0,
+        timeout: float = TIMEOUT_SECONDS,
         batch_size: int = 128,
-        retries: int = 3,
-        cooldown: float = 30.0,
+        retries: int = RETRIES,
+        cooldown: float = RETRY_SECONDS,
     ) -> None:
         import httpx
 
@@ -102,7 +105,7 @@ class OpenAIEmbedder(RemoteEmbedder):
     def _unreachable(self, reason: str) -> str:
         return (
             f"The embeddings endpoint {self.url} is unreachable ({reason}). Start the server or check "
-            "SPELLBOOK_OPENAI_URL (and SPELLBOOK_OPENAI_TIMEOUT), or set SPELLBOOK_EMBEDDER=use-m3 to embed "
+            "SPELLBOOK_OPENAI_URL, or set SPELLBOOK_EMBEDDER=use-m3 to embed "
             "offline (that rebuilds the index)."
         )
 

@@ -1,11 +1,12 @@
-"""The one registry of embedder names: settings check a name against it, the CLI lists it, and
-``load_embedder`` builds the one a ``Settings`` names. Each provider is imported only when chosen."""
+"""The registry of embedders: the CLI lists it, and ``load_embedder`` builds the one a ``Settings``
+names (settings check the name against ``config.EMBEDDERS``, which must match it). Each provider is imported only when chosen."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from spellbook.config import EMBEDDERS
 from spellbook.embedders.base import Embedder
 from spellbook.errors import EmbedderError
 
@@ -28,22 +29,22 @@ def _minilm(settings: Settings) -> Embedder:
 
 
 def _ollama(settings: Settings) -> Embedder:
-    from spellbook.embedders.ollama import OllamaEmbedder
+    from spellbook.embedders import ollama, remote
 
-    return OllamaEmbedder(
-        settings.ollama_url, settings.ollama_model, timeout=settings.ollama_timeout,
-        batch_size=settings.ollama_batch_size, retries=settings.ollama_retries, cooldown=settings.embed_retry_seconds,
+    return ollama.OllamaEmbedder(
+        settings.ollama_url, settings.ollama_model, timeout=remote.TIMEOUT_SECONDS, batch_size=ollama.BATCH_SIZE,
+        retries=remote.RETRIES, cooldown=remote.RETRY_SECONDS,
     )
 
 
 def _openai(settings: Settings) -> Embedder:
-    from spellbook.embedders.openai_compat import OpenAIEmbedder
+    from spellbook.embedders import openai_compat, remote
 
     key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
-    return OpenAIEmbedder(
+    return openai_compat.OpenAIEmbedder(
         settings.openai_url, settings.openai_model, api_key=key, dimensions=settings.openai_dimensions,
-        timeout=settings.openai_timeout, batch_size=settings.openai_batch_size, retries=settings.openai_retries,
-        cooldown=settings.embed_retry_seconds,
+        timeout=remote.TIMEOUT_SECONDS, batch_size=settings.openai_batch_size, retries=remote.RETRIES,
+        cooldown=remote.RETRY_SECONDS,
     )
 
 
@@ -53,7 +54,7 @@ def _hashing(settings: Settings) -> Embedder:
     return HashingEmbedder()
 
 
-# The embedder names, in the order the CLI lists them; the first is the default.
+# The embedder names, in the order the CLI lists them (config.EMBEDDERS, which settings check a name against).
 REGISTRY: dict[str, Callable[[Settings], Embedder]] = {
     "use-m3": _use_m3,
     "minilm": _minilm,
@@ -61,6 +62,7 @@ REGISTRY: dict[str, Callable[[Settings], Embedder]] = {
     "openai": _openai,
     "hashing": _hashing,
 }
+assert tuple(REGISTRY) == EMBEDDERS, "config.EMBEDDERS names the embedders this registry builds"
 
 
 def check_embedder_name(name: str) -> str:

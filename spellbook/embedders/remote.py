@@ -32,6 +32,9 @@ log = logging.getLogger(__name__)
 
 BACKOFF_SECONDS = 0.25
 MAX_WAIT_SECONDS = 10.0
+TIMEOUT_SECONDS = 30.0  # to wait for one request
+RETRIES = 3  # on connection errors, timeouts, 5xx and 429
+RETRY_SECONDS = 30.0  # an endpoint that failed is skipped this long; the index owner retries missing vectors this often
 _PREFIXES: dict[str, tuple[str, str]] = {
     "nomic-embed-text": ("search_document: ", "search_query: "),
     "e5": ("passage: ", "query: "),  # multilingual-e5-*, e5-*

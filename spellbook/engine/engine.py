@@ -66,8 +66,7 @@ class Engine:
         self.vectors = vectors if vectors is not None else _open_vectors(settings, self.vault.root)
         self.catalog = Catalog(settings.index_path / "catalog.sqlite3")
         self.access = Access(settings, self.catalog)  # privacy settings are checked here
-        self.indexer = Indexer(self.vault, self.catalog, self.vectors, self.embedder, settings.max_chunk_chars,
-                               settings.embed_processes)
+        self.indexer = Indexer(self.vault, self.catalog, self.vectors, self.embedder)
         self.git = Committer(self.vault.root, settings.git_commit)
         self.readiness = Readiness()
         self.progress = self.readiness.progress

@@ -16,6 +16,7 @@ from spellbook.config import Settings
 from spellbook.engine.access import Access, Readiness
 from spellbook.engine.differences import differences
 from spellbook.engine.links import WIKILINK
+from spellbook.engine.memories import DUPLICATE_SIMILARITY
 from spellbook.engine.memo import Memo
 from spellbook.errors import InvalidInputError
 from spellbook.index.catalog import Catalog
@@ -168,7 +169,7 @@ class Health:
             "shares": {k: round(v, 3) for k, v in shares.items()},
             "stale_days": stale_days,
             "near_duplicates_checked": {
-                "notes": scanned, "of": total, "threshold": self.settings.duplicate_similarity,
+                "notes": scanned, "of": total, "threshold": DUPLICATE_SIMILARITY,
             },
             "issues": issues,
             "more_issues": more,
@@ -214,7 +215,7 @@ class Health:
 
     def _near_duplicates(self, paths: list[str]) -> tuple[list[tuple[float, str, str]], int, int]:
         """Pairs of notes (of the first DUPLICATE_SCAN_NOTES paths) whose mean chunk vectors are at
-        least ``duplicate_similarity`` alike: (pairs, best first and capped; how many; notes compared)."""
+        least ``DUPLICATE_SIMILARITY`` alike: (pairs, best first and capped; how many; notes compared)."""
         import numpy as np
 
         chosen = paths[:DUPLICATE_SCAN_NOTES]
@@ -231,7 +232,7 @@ class Health:
             return [], 0, len(rows)
         matrix = np.asarray(means, dtype=np.float32)
         matrix /= np.clip(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12, None)
-        threshold = self.settings.duplicate_similarity
+        threshold = DUPLICATE_SIMILARITY
         pairs: list[tuple[float, str, str]] = []
         count = 0
         for start in range(0, len(rows), 512):

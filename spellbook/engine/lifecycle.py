@@ -8,7 +8,7 @@ the structure service for folder descriptions and overview notes.
 * The sweep then moves the file to ``_archive/<its path>``, bytes unchanged: still markdown,
   still indexed, found again with ``filter={"folder": "_archive"}``; never deleted. It runs on
   every reconcile (start, ``spellbook index``, a folder event) and every
-  ``sweep_interval_seconds`` in the index owner (``maintain``, called by the hub).
+  ``SWEEP_SECONDS`` in the index owner (``maintain``, called by the hub).
 * ``erase_topic`` reports what it would remove, and only with ``confirm=True`` moves the files
   to ``.trash/`` like ``erase``.
 """
@@ -39,6 +39,9 @@ from spellbook.vault.store import TRASH_DIR, Vault
 log = logging.getLogger(__name__)
 _MAINTAIN_LOCK = threading.Lock()  # the owner's loop and a reconcile never maintain at once
 TRIM_SECONDS = 30.0  # the owner gives freed heap memory back this often (engine/maintain)
+SWEEP_SECONDS = 3600.0  # the owner moves expired memories to _archive/ this often (they are hidden at once)
+TEMPORARY_TTL_DAYS = 3.0  # a memory of type 'temporary' scribed without an expiry expires this many days later
+DEFAULT_TTL_DAYS: float | None = None  # if set, every other new memory without an expiry expires this many days later
 
 
 class Lifecycle:
@@ -101,7 +104,7 @@ class Lifecycle:
     def maintain(self, force: bool = False) -> None:
         """The owner's periodic work: the sweep when due, then overview notes if they are on."""
         with _MAINTAIN_LOCK:
-            if force or time.monotonic() - self._last_sweep >= self.settings.sweep_interval_seconds:
+            if force or time.monotonic() - self._last_sweep >= SWEEP_SECONDS:
                 self.sweep_expired()
             if self.settings.overview_notes:
                 self.structure.write_overviews(force=force)
@@ -166,17 +169,17 @@ class Lifecycle:
         return {**out, "confirmed": True, "count": len(removed), "removed": removed, "description_files": abouts}
 
 
-def default_expiry(settings: Settings, meta: dict[str, Any], creating: bool) -> None:
-    """Give a memory without ``expires`` the configured TTL: ``temporary_ttl_days`` for type
-    'temporary', ``default_ttl_days`` (new memories only) for the rest. A new memory cannot
+def default_expiry(meta: dict[str, Any], creating: bool) -> None:
+    """Give a memory without ``expires`` its TTL: ``TEMPORARY_TTL_DAYS`` for type 'temporary',
+    ``DEFAULT_TTL_DAYS`` (new memories only) for the rest. A new memory cannot
     start out expired, archived, or named like a folder note."""
     if creating:
         _check_reserved(meta)
     if "expires" not in meta:
         if meta.get("type") == "temporary":
-            days = settings.temporary_ttl_days
+            days = TEMPORARY_TTL_DAYS
         else:
-            days = settings.default_ttl_days if creating else None
+            days = DEFAULT_TTL_DAYS if creating else None
         if days:
             meta["expires"] = expires_in(days)
     if creating and "expires" in meta and expires_key(meta["expires"]) <= _now_key():

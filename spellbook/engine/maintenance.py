@@ -21,7 +21,7 @@ from spellbook.embedders.base import Embedder
 from spellbook.engine.access import Readiness
 from spellbook.engine.lifecycle import Lifecycle
 from spellbook.engine.search import mostly_latin
-from spellbook.engine.spend import spent
+from spellbook.engine.spend import DAILY_TOKENS, spent
 from spellbook.engine.teamsync import TeamSync
 from spellbook.errors import EmbedderError, SpellbookError
 from spellbook.git.committer import Committer
@@ -255,7 +255,7 @@ class Maintenance:
             "setup_warnings": self._setup_warnings(),
             "git": self.git.stats(),
             "summariser": {**spent(self.settings.index_path), "model": self.settings.summariser,
-                           "daily_tokens": self.settings.summariser_daily_tokens},
+                           "daily_tokens": DAILY_TOKENS},
             "sync": self.team.status() if self.team else None,
         }
 

@@ -39,6 +39,8 @@ if TYPE_CHECKING:
     from spellbook.index.filter_model import Filter
 
 MAX_TITLE_CHARS = 200
+MAX_TEXT_CHARS = 50_000  # the largest memory scribe, revise and merge accept
+DUPLICATE_SIMILARITY = 0.8  # scribe flags an existing memory this similar as a near-duplicate (and health pairs them)
 TOPIC_PAGE_CHARS = 30_000  # get_topic returns at most about this much text per call
 LIST_FIELDS = ("keywords", "questions", "entities", "links")
 TEXT_FIELDS = ("category", "topic", "context", "user", "source", "session", "started", "ended")
@@ -78,7 +80,7 @@ class Memories:
         body, found = self.access.scrub(self._check_text(text))
         (title, fields), more = self.access.scrub_data((_check_title(title) or title_from_text(body), fields))
         meta = {"id": _id or new_id(), "title": title, **self._fields({**fields, **_stamp(self.access.scope(), fields)})}
-        default_expiry(self.settings, meta, creating=True)
+        default_expiry(meta, creating=True)
         path = note_path(meta.get("category") or "inbox", meta.get("topic"), title)
         written = self._already_written(_id, path) if _id else None
         if written is not None:
@@ -97,7 +99,7 @@ class Memories:
             self.recorder.after_write("scribe", path, title, meta["id"], rendered)
         similar = self.search.similar(path, 3)
         for hit in similar:
-            hit["near_duplicate"] = hit["similarity"] >= self.settings.duplicate_similarity
+            hit["near_duplicate"] = hit["similarity"] >= DUPLICATE_SIMILARITY
         out = {
             "id": meta["id"], "path": path, "version": content_version(rendered), "title": title,
             "category": meta.get("category"), "topic": meta.get("topic"), "created": now, "similar": similar,
@@ -150,7 +152,7 @@ class Memories:
         if "id" not in meta:
             meta["id"] = note.note_id  # a hand-written note keeps the id it was found under
         if updates.get("type") == "temporary":
-            default_expiry(self.settings, meta, creating=False)
+            default_expiry(meta, creating=False)
         if text is None and not updates and not removed:
             raise InvalidInputError("Nothing to change: pass text and/or metadata fields to revise.")
         meta["updated"] = now_iso()
@@ -267,7 +269,7 @@ class Memories:
 
     # --- helpers ------------------------------------------------------------------------------
     def _check_text(self, text: str) -> str:
-        return check_text(text, self.settings.max_text_chars)
+        return check_text(text, MAX_TEXT_CHARS)
 
     def _fields(self, fields: dict[str, Any]) -> dict[str, Any]:
         """Validate and normalise metadata fields; absent (None) and empty values are left out."""

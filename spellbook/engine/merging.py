@@ -32,7 +32,7 @@ from spellbook.config import Settings
 from spellbook.engine.access import Access, Readiness
 from spellbook.engine.history import Recorder
 from spellbook.engine.links import Links
-from spellbook.engine.memories import check_text
+from spellbook.engine.memories import MAX_TEXT_CHARS, check_text
 from spellbook.errors import FileChangedError, InvalidInputError, NoteNotFoundError, SpellbookError
 from spellbook.index.catalog import Catalog, NoteRow
 from spellbook.index.indexer import Indexer
@@ -70,7 +70,7 @@ class Merging:
         wanted = _check_ids(ids)
         found: list[Any] = []
         if text is not None:
-            text, found = self.access.scrub(check_text(text, self.settings.max_text_chars))
+            text, found = self.access.scrub(check_text(text, MAX_TEXT_CHARS))
         self.readiness.await_first_index()
         survivor = self.access.note_as(wanted[0] if into is None else into, "survivor")
         others = [row for row in (self.access.note_as(i, "memory to merge") for i in wanted) if row.path != survivor.path]

@@ -13,7 +13,6 @@ import datetime as dt
 import time
 from typing import TYPE_CHECKING, Any, Literal
 
-from spellbook.config import Settings
 from spellbook.engine.access import Access
 from spellbook.engine.hybrid import blend_parts, coverage, query_terms
 from spellbook.index.catalog import Catalog, NoteRow
@@ -26,6 +25,8 @@ if TYPE_CHECKING:
 
 Mode = Literal["hybrid", "semantic", "keyword"]
 SUPERSEDED_FACTOR = 0.5
+IMPORTANCE_BOOST = 0.05  # score x (1 + boost x (importance - 3)): importance 5 ranks 10% up, 1 ranks 10% down
+RECENCY_HALF_LIFE_DAYS: float | None = None  # if set, older notes rank lower: x (0.5 + 0.5 x 0.5^(age/half-life))
 SEMANTIC_WEIGHT = 0.3  # hybrid = 0.3 * semantic + 0.7 * keyword x coverage; tuned on shared/eval (docs/search.md)
 
 
@@ -80,7 +81,6 @@ class Candidates:
 
 def rank(
     rows: Candidates, similarity: dict[str, float], keyword_scores: dict[str, float], mode: Mode, limit: int,
-    settings: Settings,
 ) -> list[tuple[str, float]]:
     """(chunk id, score) best first, of the candidates that can reach the hits (module docstring)."""
     if mode == "hybrid":
@@ -90,7 +90,7 @@ def rank(
             reach[cid] = reach.get(cid, 0.0) + part
     else:
         reach = dict(similarity or keyword_scores)
-    most, least = boost_range(settings) if mode != "keyword" else (1.0, 1.0)
+    most, least = boost_range() if mode != "keyword" else (1.0, 1.0)
 
     def ceiling(cid: str) -> float:
         score = reach[cid]
@@ -117,7 +117,7 @@ def rank(
                 score = reach[cid]
             if note is not None:
                 if mode != "keyword":
-                    score *= boost_factor(note, settings.importance_boost, settings.recency_half_life_days, now,
+                    score *= boost_factor(note, IMPORTANCE_BOOST, RECENCY_HALF_LIFE_DAYS, now,
                                           note.path in superseded)
                 best[note.path] = max(best.get(note.path, score), score)
             scores[cid] = score
@@ -133,10 +133,10 @@ def batch_size(limit: int) -> int:
     return max(2 * limit, 10)
 
 
-def boost_range(settings: Settings) -> tuple[float, float]:
+def boost_range() -> tuple[float, float]:
     """The largest and the smallest factor ``boost_factor`` can give a note."""
-    spread = 2 * settings.importance_boost  # importance 1-5 around 3
-    least = max(0.0, 1.0 - spread) * SUPERSEDED_FACTOR * (0.5 if settings.recency_half_life_days else 1.0)
+    spread = 2 * IMPORTANCE_BOOST  # importance 1-5 around 3
+    least = max(0.0, 1.0 - spread) * SUPERSEDED_FACTOR * (0.5 if RECENCY_HALF_LIFE_DAYS else 1.0)
     return 1.0 + spread, least
 
 

@@ -167,7 +167,7 @@ class Search:
             found = (keyword_job.result() if keyword_job
                      else self.catalog.keywords.search(query, where, params, depth, allowed=rowids))
             keyword_scores = dict(found)
-        ranked = ranking.rank(rows, similarity, keyword_scores, mode, limit, self.settings)
+        ranked = ranking.rank(rows, similarity, keyword_scores, mode, limit)
         baseline = self._similarity_baseline() if similarity else None
         hits: list[dict[str, Any]] = []
         picked = (_best_chunks if per_chunk else _best_per_note)(ranked, rows.chunks, rows.notes, limit)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 SPEND_FILE = "summariser.json"
+DAILY_TOKENS = 50_000  # most prompt+completion tokens the summariser spends per UTC day
 LOCK_FILE = "summariser.lock"
 
 

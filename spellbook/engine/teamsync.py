@@ -27,10 +27,10 @@ class TeamSync:
 
     def __init__(self, settings: Settings, indexer: Indexer, git: Committer) -> None:
         self.indexer = indexer
-        self.syncer = Syncer(git, settings.sync_remote)
+        self.syncer = Syncer(git)  # the remote named origin
         self._lock = threading.Lock()
         self.record: dict[str, Any] = {
-            "remote": settings.sync_remote, "every_seconds": settings.sync_seconds, "running": False,
+            "remote": self.syncer.remote, "every_seconds": settings.sync_seconds, "running": False,
             "rounds": 0, "failures": 0, "last": None, "last_success_at": None,
         }
 

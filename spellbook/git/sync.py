@@ -108,7 +108,7 @@ class Syncer:
             raise SyncFailed("busy", f"the repository is in the middle of {busy}; finish it, then sync.")
         branch = self._branch()
         if not _REMOTE_NAME.match(self.remote):
-            raise SyncFailed("setup", f"{self.remote!r} is not a remote's name; set SPELLBOOK_SYNC_REMOTE to one "
+            raise SyncFailed("setup", f"{self.remote!r} is not a remote's name; name one "
                                       "`git remote` lists.")
         if not self._has_remote():
             raise SyncFailed("setup", f"the repository has no remote named {self.remote!r}; "

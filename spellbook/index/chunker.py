@@ -18,6 +18,7 @@ from markdown_it import MarkdownIt
 from spellbook.index.filters import event_type_of
 
 CHUNKER_VERSION = 2
+MAX_CHUNK_CHARS = 2_000  # hand-written sections longer than this are split further (part of the index's identity)
 EVENT_CHARS = 800  # a captured session's event (sessions/notes.py) is cut finer: one turn, one chunk
 
 # Headings are block tokens: the inline rules (a third of the parse) and the text join after them

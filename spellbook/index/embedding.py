@@ -29,6 +29,7 @@ from typing import Any
 from spellbook.embedders.lanes import LaneError, Lanes, can_fork
 from spellbook.errors import EmbedderError, EmbedderInputError, IndexUnavailableError
 
+PROCESSES = True  # a first index, an import or a catch-up embeds in child processes forked with the model (lanes.py)
 PART_MIN = 16  # texts in each part of a batch embedded on several threads
 REFUSED_IN_A_ROW = 3  # texts refused one by one before the endpoint counts as refusing everything
 AHEAD_KEPT = 64  # texts embedded ahead of a write, kept until it asks for them (older ones are dropped)
@@ -37,8 +38,9 @@ Vectors = list[list[float] | EmbedderError]  # a vector per text, or the error t
 
 
 class BatchEmbedder:
-    def __init__(self, embedder: Any, processes: bool = True) -> None:
+    def __init__(self, embedder: Any, processes: bool | None = None) -> None:
         self.embedder = embedder
+        processes = PROCESSES if processes is None else processes
         self.parallel = max(1, getattr(embedder, "parallel", 1))
         # Child processes only pay where parts run at once, for a model that says a fork is safe.
         self.processes = processes and self.parallel > 1 and getattr(embedder, "forks", False) and can_fork()

@@ -31,7 +31,7 @@ import numpy as np
 from spellbook.errors import EmbedderInputError, IndexUnavailableError, InvalidInputError, VaultPathError
 from spellbook.index.analysis import Prepared, analyse_note, embed_text, embed_texts
 from spellbook.index.catalog import Catalog, ChunkRow, FileRow
-from spellbook.index.chunker import CHUNKER_VERSION
+from spellbook.index.chunker import CHUNKER_VERSION, MAX_CHUNK_CHARS
 from spellbook.index.claims import Claims
 from spellbook.index.embedding import BatchEmbedder
 from spellbook.index.report import StagedBatch, SyncReport
@@ -54,8 +54,8 @@ Progress = Callable[[int, int], None]
 
 
 class Indexer:
-    def __init__(self, vault: Vault, catalog: Catalog, vectors: Any, embedder: Any, max_chunk_chars: int = 2_000,
-                 embed_processes: bool = True):
+    def __init__(self, vault: Vault, catalog: Catalog, vectors: Any, embedder: Any, max_chunk_chars: int = MAX_CHUNK_CHARS,
+                 embed_processes: bool | None = None):
         self.vault = vault
         self.catalog = catalog
         self.vectors = vectors

@@ -58,6 +58,7 @@ log = logging.getLogger(__name__)
 # watch replaces the first with the same callback, so nothing is lost.
 warnings.filterwarnings("ignore", message="Callback with id", category=RuntimeWarning, module="watchdog")
 
+DEBOUNCE_SECONDS = 0.25  # a quiet period this long after a change flushes the changes around it
 MAX_DELAY = 2.0  # seconds a change waits at most for the events around it to quiet down
 HOLD_SECONDS = 5.0  # seconds a file open for writing waits at most for its close
 # The events the watcher acts on. Not a file opened or closed unwritten (every read of a note, the
@@ -68,12 +69,12 @@ EVENTS = [FileCreatedEvent, FileModifiedEvent, FileDeletedEvent, FileMovedEvent,
 
 
 class VaultWatcher(FileSystemEventHandler):
-    def __init__(self, indexer: Indexer, debounce: float = 0.25, reconcile: Callable[[], object] | None = None,
+    def __init__(self, indexer: Indexer, debounce: float | None = None, reconcile: Callable[[], object] | None = None,
                  hold: float = HOLD_SECONDS) -> None:
         self.indexer = indexer
         self._reconcile = reconcile or indexer.reconcile
         self.root = indexer.vault.root
-        self.debounce = debounce
+        self.debounce = DEBOUNCE_SECONDS if debounce is None else debounce
         self.hold = hold
         self._dirty: set[str] = set()
         self._writing: dict[str, float] = {}  # path -> when it was first modified since its last close

@@ -8,10 +8,10 @@ Safety rules, the same for both transports:
   <token>``, on loopback too (any local user can reach a loopback port). The token is
   ``SPELLBOOK_TOKEN`` if set, else a random one made on first start and kept in
   ``<index folder>/http.token`` (0600), where ``spellbook install --http`` reads it.
-  ``--no-token`` / ``SPELLBOOK_NO_TOKEN=1`` turns it off on loopback only (unsafe on a shared machine).
+  ``--no-token`` turns it off on loopback only (unsafe on a shared machine).
 * Binds 127.0.0.1 by default. Binding any other address needs a token; ``--no-token`` is refused.
 * On loopback, the SDK's DNS-rebinding protection accepts only loopback Host headers and
-  loopback (or ``SPELLBOOK_ALLOWED_ORIGINS``) Origins, so a web page cannot drive the server.
+  loopback Origins, so a web page cannot drive the server.
 * Request bodies are limited to 4 MiB (the SDK's limit).
 
 Every other path is the web view (server/web/), behind the same Host check and the token or a
@@ -95,22 +95,22 @@ def ensure_token(index_dir: Path) -> str:
     return token
 
 
-def http_app(server: MCPServer, hub: Hub, host: str, port: int, token: str | None, origins: list[str]) -> Any:
+def http_app(server: MCPServer, hub: Hub, host: str, port: int, token: str | None) -> Any:
     check_bind(host, token)
     loopback = host in LOOPBACK
     local_origins = [f"http://{name}:{port}" for name in ("127.0.0.1", "localhost", "[::1]")]
     security = TransportSecuritySettings(
         enable_dns_rebinding_protection=loopback,
         allowed_hosts=[f"{name}:{port}" for name in ("127.0.0.1", "localhost", "[::1]")],
-        allowed_origins=local_origins + origins,
+        allowed_origins=local_origins,
     )
     app = server.streamable_http_app(transport_security=security, host=host)
     # The SSE app gets the same Host/Origin settings and the same 4 MiB body limit (the SDK's default).
     sse = server.sse_app(sse_path=SSE_PATH, message_path=MESSAGES_PATH, transport_security=security, host=host)
     page_host = f"spellbook-{secrets.token_hex(8)}.localhost:{port}" if loopback else None  # guard.py: why
-    guard = Guard(token, set(security.allowed_hosts) if loopback else None, set(local_origins + origins), page_host)
+    guard = Guard(token, set(security.allowed_hosts) if loopback else None, set(local_origins), page_host)
     pages = web_app(hub, guard)
-    return _Gate(app, sse, hub, token, set(local_origins + origins), TransportSecurityMiddleware(security), pages)
+    return _Gate(app, sse, hub, token, set(local_origins), TransportSecurityMiddleware(security), pages)
 
 
 class _Gate:

@@ -168,7 +168,7 @@ class Hub:
                 # Watch before the first reconcile, so a change made while it runs is not missed.
                 from spellbook.index.watcher import VaultWatcher
 
-                self._watcher = VaultWatcher(engine.indexer, self.settings.debounce_seconds, reconcile=engine.reconcile)
+                self._watcher = VaultWatcher(engine.indexer, reconcile=engine.reconcile)
                 self._watcher.start()
             self._serve_followers()
             self._ready.set()
@@ -226,8 +226,10 @@ class Hub:
             seen, after_write, due = git.counts["commits"], None, time.monotonic() + every
 
     def _fill_vectors(self, engine: Any) -> None:
-        """Every ``embed_retry_seconds``, embed what was indexed while the embedder was failing."""
-        while not self._closing.wait(self.settings.embed_retry_seconds):
+        """Every ``RETRY_SECONDS``, embed what was indexed while the embedder was failing."""
+        from spellbook.embedders import remote
+
+        while not self._closing.wait(remote.RETRY_SECONDS):
             if engine.indexer.missing:
                 try:
                     engine.fill_missing_vectors()

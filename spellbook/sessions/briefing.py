@@ -24,6 +24,7 @@ from spellbook.git.repo import Git, GitFailed
 from spellbook.sessions import digest as digests
 from spellbook.sessions.quoting import estimate_tokens, one_line, quoted_block
 
+CONTEXT_TOKENS = 1500  # budget of the context a new session is given
 SESSIONS = 10  # the last sessions whose digests are read (one get_memories call)
 DURABLE_TYPES = ("decision", "failure", "insight", "success")
 CLAUDE_MEMORY_TAG = "claude-memory"  # Claude Code's own memory files, imported (sessions/claude_memory.py)

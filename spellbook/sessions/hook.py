@@ -1,10 +1,10 @@
 """``spellbook hook <event>``: what Claude Code runs on its hook events (JSON on stdin).
 
 * ``SessionStart``: prints the context for the new session (stdout is added to the model's context).
-* ``UserPromptSubmit``: with ``--prompt-recall`` (what ``install claude-code --hooks`` writes) or
-  ``SPELLBOOK_SESSION_PROMPT_RECALL=true``, prints the passages most likely to answer the prompt
-  (sessions/recall.py); nothing when ``SPELLBOOK_RECALL=off``, or in a session whose prompt was
-  ``#recall off`` (until ``#recall on``).
+* ``UserPromptSubmit``: with ``--prompt-recall`` (what ``install claude-code --hooks --prompt-recall``
+  writes) or ``SPELLBOOK_RECALL=on``, prints the passages most likely to answer the prompt
+  (sessions/recall.py); nothing when ``SPELLBOOK_RECALL=off`` (whatever the flag), or in a session
+  whose prompt was ``#recall off`` (until ``#recall on``).
 * ``Stop``, ``PreCompact``, ``SessionEnd``: hand the transcript to a detached ``hook capture``
   process and return at once; that process writes the session's notes through the index owner.
 
@@ -41,7 +41,6 @@ DEADLINE_SECONDS = {"sessionstart": 10.0, "userpromptsubmit": 8.0, "capture": 60
 MAX_STDIN_BYTES = 4 * 1024 * 1024
 LOG_NAME = "hooks.log"
 STOP_EVERY_SECONDS = 300.0
-OFF = ("off", "0", "false", "no")
 _SWITCH = re.compile(r"\A\s*#recall\s+(off|on)\b", re.IGNORECASE)
 
 
@@ -52,7 +51,9 @@ def run(event: str, args: Any) -> int:
     started = time.perf_counter()
     threading.Timer(DEADLINE_SECONDS.get(key, 10.0), _give_up, args=(key,)).start()
     try:
-        settings = settings_from(args, session_prompt_recall=True if getattr(args, "prompt_recall", False) else None)
+        settings = settings_from(args)
+        if settings.session_prompt_recall is None:  # the environment does not say: the hook's flag does
+            settings = settings.model_copy(update={"session_prompt_recall": bool(getattr(args, "prompt_recall", False))})
         _log_to(settings)
         payload = _read_payload()
         if getattr(args, "from_plugin", False) and _settings_hooks(payload):
@@ -178,7 +179,7 @@ def _project(payload: dict[str, Any]) -> tuple[str, str | None]:
 
 
 def _session_start(settings: Any, payload: dict[str, Any]) -> str:
-    from spellbook.sessions.briefing import session_context
+    from spellbook.sessions.briefing import CONTEXT_TOKENS, session_context
 
     project, cwd = _project(payload)
     hub = _open_hub(settings)
@@ -187,7 +188,7 @@ def _session_start(settings: Any, payload: dict[str, Any]) -> str:
             _sync_claude_memory(hub, settings, project, Path(cwd))
         # A running server embeds the query with its loaded model; without one, keyword search
         # spares this process loading the model.
-        return session_context(hub, project, cwd, settings.session_context_tokens, semantic=hub.role == "follower")
+        return session_context(hub, project, cwd, CONTEXT_TOKENS, semantic=hub.role == "follower")
     finally:
         hub.close()
 
@@ -207,7 +208,7 @@ def _sync_claude_memory(hub: Any, settings: Any, project: str, cwd: Path) -> Non
 
 
 def _prompt(settings: Any, payload: dict[str, Any]) -> str:
-    from spellbook.sessions.recall import prompt_context
+    from spellbook.sessions.recall import MIN_RELEVANCE, PROMPT_BUDGET, prompt_context
 
     prompt = str(payload.get("prompt") or "").strip()
     session_id = str(payload.get("session_id") or "")
@@ -219,15 +220,14 @@ def _prompt(settings: Any, payload: dict[str, Any]) -> str:
             return "Spellbook prompt recall is off for this session (`#recall on` turns it back on)."
         marker.unlink(missing_ok=True)
         return "Spellbook prompt recall is on for this session."
-    if (not prompt or not settings.session_prompt_recall or os.environ.get("SPELLBOOK_RECALL", "").lower() in OFF
-            or _session_file(settings, session_id, ".recall-off").exists()):
+    if not prompt or not settings.session_prompt_recall or _session_file(settings, session_id, ".recall-off").exists():
         return ""
     project, _ = _project(payload)
     hub = _open_hub(settings)
     try:
         # Without a server, keyword search spares this process loading the model (as at SessionStart).
-        return prompt_context(hub, project, prompt, settings.session_prompt_min_relevance,
-                              settings.session_prompt_tokens, session_id or None, semantic=hub.role == "follower")
+        return prompt_context(hub, project, prompt, MIN_RELEVANCE, PROMPT_BUDGET, session_id or None,
+                              semantic=hub.role == "follower")
     finally:
         hub.close()
 

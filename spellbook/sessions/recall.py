@@ -17,7 +17,8 @@ from typing import Any
 from spellbook.errors import SpellbookError
 from spellbook.sessions.quoting import estimate_tokens, one_line, quoted_block
 
-PROMPT_BUDGET = 600
+PROMPT_BUDGET = 600  # tokens of the passages added to a prompt
+MIN_RELEVANCE = 0.1  # least relevance (0-1) of a passage added to a prompt
 PASSAGES = 16
 # What a captured session's passage may be: what was said. Its head (the digest: a summary of every
 # exchange) and its tool sections (lists of files) are close to any coding prompt and answer none.

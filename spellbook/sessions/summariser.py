@@ -4,7 +4,7 @@ Off unless ``SPELLBOOK_SUMMARISER`` is ``ollama:<model>`` (Ollama's ``/api/chat`
 ``ollama`` client) or ``openai:<model>`` (any OpenAI-compatible ``/chat/completions``, through
 httpx). It runs in the capture process. Before a call, the prompt's cautious token count, doubled,
 plus the most the answer may spend (``MAX_ANSWER_TOKENS``) is set against what is left of
-``SPELLBOOK_SUMMARISER_DAILY_TOKENS`` today: a call that could pass the cap is not made. After it,
+``DAILY_TOKENS`` today: a call that could pass the cap is not made. After it,
 the usage the API reports (prompt + completion tokens) is added to the day's spend in the index
 folder (engine/spend.py); a call that timed out is charged what it could have cost. On an error, a
 timeout, the cap, or an answer with no digest lines in it, the extractive digest stays. A session
@@ -20,7 +20,7 @@ import logging
 from dataclasses import replace
 from typing import Any
 
-from spellbook.engine.spend import ledger
+from spellbook.engine.spend import DAILY_TOKENS, ledger
 from spellbook.sessions.digest import Digest, parse
 from spellbook.sessions.quoting import estimate_tokens
 from spellbook.sessions.transcript import Session
@@ -55,7 +55,7 @@ def summarise(settings: Any, session: Session, fallback: Digest) -> Digest:
             return replace(fallback, **saved["digest"])
     reserve = 2 * (estimate_tokens(INSTRUCTIONS) + estimate_tokens(prompt)) + MAX_ANSWER_TOKENS
     with ledger(settings.index_path) as day:
-        left = settings.summariser_daily_tokens - day["tokens"]
+        left = DAILY_TOKENS - day["tokens"]
         if reserve > left:
             day["refused"] += 1
             log.info("summariser: %d tokens left today, a call may cost %d: the extractive digest stays", left, reserve)
@@ -95,7 +95,7 @@ def _transcript(session: Session) -> str:
 def _ollama(settings: Any, model: str, prompt: str) -> tuple[str, int | None]:
     import ollama
 
-    client = ollama.Client(host=settings.summariser_url or settings.ollama_url, timeout=TIMEOUT_SECONDS)
+    client = ollama.Client(host=settings.ollama_url, timeout=TIMEOUT_SECONDS)
     answer = client.chat(model=model, messages=[{"role": "system", "content": INSTRUCTIONS},
                                                 {"role": "user", "content": prompt}],
                          options={"num_predict": MAX_ANSWER_TOKENS, "temperature": 0})
@@ -109,7 +109,7 @@ def _openai(settings: Any, model: str, prompt: str) -> tuple[str, int | None]:
 
     key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
     response = httpx.post(
-        (settings.summariser_url or settings.openai_url).rstrip("/") + "/chat/completions",
+        settings.openai_url.rstrip("/") + "/chat/completions",
         json={"model": model, "max_tokens": MAX_ANSWER_TOKENS, "temperature": 0,
               "messages": [{"role": "system", "content": INSTRUCTIONS}, {"role": "user", "content": prompt}]},
         headers={"Authorization": f"Bearer {key}"} if key else {}, timeout=TIMEOUT_SECONDS)

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from spellbook.config import Settings
+from spellbook.embedders import remote
 from spellbook.embedders.registry import load_embedder
 from spellbook.engine import Engine
 from spellbook.errors import EmbedderError
@@ -92,13 +93,14 @@ def test_ollama_embedder_round_trips_over_http(tmp_path: Path, use_m3) -> None:
         assert any(t.startswith("search_query: ") for r in embeds for t in r["input"])
 
 
-def test_ollama_errors_say_what_to_do(use_m3) -> None:
+def test_ollama_errors_say_what_to_do(use_m3, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(remote, "TIMEOUT_SECONDS", 2.0)
     with FakeOllama(use_m3) as ollama:
         missing = load_embedder(Settings(embedder="ollama", ollama_url=ollama.url, ollama_model="bge-m3"))
         with pytest.raises(EmbedderError, match="ollama pull bge-m3"):
             missing.embed_query("x")
         url = ollama.url
-    down = load_embedder(Settings(embedder="ollama", ollama_url=url, ollama_timeout=2))
+    down = load_embedder(Settings(embedder="ollama", ollama_url=url))
     with pytest.raises(EmbedderError, match="Start Ollama"):
         down.embed_documents(["x"])
 
@@ -189,7 +191,7 @@ def test_the_registry_is_the_one_list_of_embedder_names(tmp_path: Path) -> None:
 
     for name in REGISTRY:
         assert Settings(vault=tmp_path, embedder=name).embedder == name
-    with pytest.raises(SettingsError, match="choose one of use-m3, minilm"):
+    with pytest.raises(SettingsError, match="embedder takes use-m3, minilm, ollama, openai or hashing"):
         Settings(vault=tmp_path, embedder="word2vec")
     for name in REGISTRY:
         assert _parser().parse_args(["serve", "--embedder", name]).embedder == name

@@ -11,7 +11,7 @@ import yaml
 
 from spellbook.config import Settings
 from spellbook.embedders.hashing import HashingEmbedder
-from spellbook.engine import Engine
+from spellbook.engine import Engine, ranking
 from spellbook.errors import FileChangedError, InvalidInputError, NoteNotFoundError, SpellbookError
 from tests.helpers.engine import CountingEmbedder, open_engine
 
@@ -335,7 +335,8 @@ def test_a_fifo_or_a_folder_named_like_a_note_is_passed_over(engine: Engine, vau
     assert engine.stats()["problems_total"] == 0
 
 
-def test_importance_recency_and_superseded_nudge_ranking(settings: Settings, vault: Path) -> None:
+def test_importance_recency_and_superseded_nudge_ranking(settings: Settings, vault: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     engine = open_engine(settings)
     try:
         low = engine.scribe("Kettle descaling uses citric acid.", title="Kettle A", category="home", importance=1)
@@ -350,8 +351,8 @@ def test_importance_recency_and_superseded_nudge_ranking(settings: Settings, vau
         assert top[0]["id"] == low["id"]  # superseded (x0.5) outweighs importance (x1.1)
     finally:
         engine.close()
-    old_and_new = settings.model_copy(update={"recency_half_life_days": 30.0})
-    engine = open_engine(old_and_new)
+    monkeypatch.setattr(ranking, "RECENCY_HALF_LIFE_DAYS", 30.0)
+    engine = open_engine(settings)
     try:
         old = engine.scribe("Bus timetable for line 7.", title="Bus old", category="town")
         new = engine.scribe("Bus timetable for line 7.", title="Bus new", category="town")

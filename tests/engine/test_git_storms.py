@@ -11,6 +11,7 @@ import pytest
 
 from spellbook.config import Settings
 from spellbook.engine import Engine
+from spellbook.index import watcher
 from spellbook.server.hub import Hub
 from tests.helpers.engine import CountingEmbedder
 
@@ -39,7 +40,8 @@ def settle(hub: Hub, timeout: float = 60.0) -> dict:
 
 
 @pytest.fixture
-def watched(tmp_path: Path):
+def watched(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(watcher, "DEBOUNCE_SECONDS", 0.2)
     vault = tmp_path / "vault"
     vault.mkdir()
     git(vault, "init", "-q", "-b", "main")
@@ -49,7 +51,7 @@ def watched(tmp_path: Path):
     git(vault, "add", "-A")
     git(vault, "commit", "-qm", "base")
     embedder = CountingEmbedder()
-    settings = Settings(vault=vault, embedder="hashing", watch=True, debounce_seconds=0.2)
+    settings = Settings(vault=vault, embedder="hashing", watch=True)
     hub = Hub(settings, engine_factory=lambda s: Engine(s, embedder=embedder))
     hub.start(background=False)
     assert settle(hub)["consistent"]

@@ -23,6 +23,7 @@ from spellbook.embedders import lanes as lanes_module
 from spellbook.embedders.hashing import HashingEmbedder
 from spellbook.errors import EmbedderInputError
 from spellbook.index.analysis import embed_text
+from spellbook.index import embedding
 from spellbook.index.embedding import BatchEmbedder
 from tests.helpers.engine import open_engine
 from tests.helpers.processes import alive, children_named
@@ -202,13 +203,14 @@ def test_a_fork_that_fails_leaves_the_job_to_this_process(settings: Settings, tm
         engine.close()
 
 
-def test_no_child_processes_when_switched_off_or_for_small_parts(tmp_path: Path) -> None:
+def test_no_child_processes_when_switched_off_or_for_small_parts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     for processes, count in ((False, 150), (True, 10)):
+        monkeypatch.setattr(embedding, "PROCESSES", processes)
         vault = tmp_path / f"vault-{processes}"
         vault.mkdir()
         _notes(vault, count)
         embedder = Noting(tmp_path / f"calls-{processes}.jsonl")
-        engine = open_engine(Settings(vault=vault, embedder="hashing", watch=False, embed_processes=processes), embedder)
+        engine = open_engine(Settings(vault=vault, embedder="hashing", watch=False), embedder)
         try:
             assert {c["pid"] for c in embedder.calls()} == {PARENT}
             assert len(engine.vectors.ids()) == count

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from spellbook.config import Settings
-from spellbook.engine import Engine
+from spellbook.engine import Engine, lifecycle
 from spellbook.errors import InvalidInputError
 from tests.helpers.engine import open_engine
 
@@ -58,15 +58,16 @@ def test_expires_and_ttl_days_are_written_and_checked(engine: Engine, vault: Pat
     assert "expires" not in (vault / dated["path"]).read_text()
 
 
-def test_temporary_memories_get_the_default_ttl(vault: Path) -> None:
-    engine = open_engine(Settings(vault=vault, embedder="hashing", watch=False, default_ttl_days=30))
+def test_temporary_memories_get_the_default_ttl(vault: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(lifecycle, "DEFAULT_TTL_DAYS", 30.0)
+    engine = open_engine(Settings(vault=vault, embedder="hashing", watch=False))
     try:
         temp = engine.scribe("The office is closed today.", title="Closed", type="temporary")
         meta = engine.get_memories([temp["id"]])["memories"][0]["metadata"]
-        assert 2.99 < _days_from_now(meta["expires"]) <= 3.0  # SPELLBOOK_TEMPORARY_TTL_DAYS, the Dewey 3 days
+        assert 2.99 < _days_from_now(meta["expires"]) <= 3.0  # TEMPORARY_TTL_DAYS, the Dewey 3 days
         other = engine.scribe("We use uv for Python.", title="uv")
         meta = engine.get_memories([other["id"]])["memories"][0]["metadata"]
-        assert 29.99 < _days_from_now(meta["expires"]) <= 30.0  # SPELLBOOK_DEFAULT_TTL_DAYS
+        assert 29.99 < _days_from_now(meta["expires"]) <= 30.0  # DEFAULT_TTL_DAYS
         explicit = engine.scribe("Keep until May.", title="May", type="temporary", expires="2099-05-01")
         assert engine.get_memories([explicit["id"]])["memories"][0]["metadata"]["expires"] == "2099-05-01"
         # a hand-written note turned temporary by revise gets the TTL; an existing expires is kept
@@ -78,7 +79,8 @@ def test_temporary_memories_get_the_default_ttl(vault: Path) -> None:
         assert 2.99 < _days_from_now(engine.get_memories([hand_id])["memories"][0]["metadata"]["expires"]) <= 3.0
     finally:
         engine.close()
-    engine = open_engine(Settings(vault=vault, embedder="hashing", watch=False, temporary_ttl_days=0))
+    monkeypatch.setattr(lifecycle, "TEMPORARY_TTL_DAYS", 0.0)
+    engine = open_engine(Settings(vault=vault, embedder="hashing", watch=False))
     try:
         never = engine.scribe("Temporary but kept.", title="Kept", type="temporary")
         assert "expires" not in engine.get_memories([never["id"]])["memories"][0]["metadata"]
@@ -263,7 +265,7 @@ def test_lifecycle_tools_over_stdio(tmp_path: Path) -> None:
     from tests.helpers.stdio import stdio_server, call, error, eventually
 
     vault = tmp_path / "vault"
-    params = stdio_server(vault, SPELLBOOK_SWEEP_INTERVAL_SECONDS="1")
+    params = stdio_server(vault, {"spellbook.engine.lifecycle.SWEEP_SECONDS": 1.0})
     ids: dict[str, str] = {}
 
     async def first_run() -> None:

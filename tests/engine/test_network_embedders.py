@@ -21,10 +21,12 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from spellbook.config import Settings
+from spellbook.embedders import ollama as ollama_module
+from spellbook.embedders import remote
 from spellbook.embedders.registry import load_embedder
 from spellbook.engine import Engine
 from spellbook.errors import EmbedderError, EmbedderUnavailableError
-from tests.helpers.processes import SPELLBOOK, child_env
+from tests.helpers.processes import SPELLBOOK, child_env, tuned
 
 pytestmark = pytest.mark.slow
 
@@ -158,9 +160,10 @@ def test_openai_embedder_batches_and_returns_the_models_vectors(use_m3) -> None:
     assert KEY not in repr(embedder) and KEY not in repr(openai_settings("http://x"))
 
 
-def test_ollama_embedder_batches(use_m3) -> None:
+def test_ollama_embedder_batches(use_m3, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ollama_module, "BATCH_SIZE", 2)
     with FakeEndpoint(use_m3) as server:
-        embedder = load_embedder(Settings(embedder="ollama", ollama_url=server.url, ollama_batch_size=2))
+        embedder = load_embedder(Settings(embedder="ollama", ollama_url=server.url))
         vectors = embedder.embed_documents(["a cat", "a dog", "a bird", "a fish", "a frog"])
         assert len(vectors) == 5 and [len(r["texts"]) for r in server.requests] == [2, 2, 1]
         assert all(r["path"] == "/api/embed" for r in server.requests)
@@ -205,10 +208,11 @@ def test_refusals_are_not_retried_and_say_what_to_set(use_m3) -> None:
         assert len(server.requests) == 5  # one each: nothing retried
 
 
-def test_timeouts_retry_then_the_breaker_skips_the_endpoint(use_m3) -> None:
+def test_timeouts_retry_then_the_breaker_skips_the_endpoint(use_m3, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in (("TIMEOUT_SECONDS", 0.3), ("RETRIES", 1), ("RETRY_SECONDS", 1.0)):
+        monkeypatch.setattr(remote, name, value)
     with FakeEndpoint(use_m3, hang_seconds=1.5) as server:
-        embedder = load_embedder(openai_settings(server.url, openai_timeout=0.3, openai_retries=1,
-                                                 embed_retry_seconds=1.0))
+        embedder = load_embedder(openai_settings(server.url))
         server.script.extend(["hang", "hang"])
         started = time.monotonic()
         with pytest.raises(EmbedderUnavailableError, match=r"no answer within 0.3 s.*SPELLBOOK_OPENAI_URL"):
@@ -240,12 +244,14 @@ def test_a_down_endpoint_does_not_stop_the_server_from_loading(tmp_path: Path) -
 # --- the engine with its endpoint down, then back ---------------------------------------------
 
 
-def test_writes_land_while_the_endpoint_is_down_and_get_vectors_when_it_is_back(tmp_path: Path, use_m3) -> None:
+def test_writes_land_while_the_endpoint_is_down_and_get_vectors_when_it_is_back(tmp_path: Path, use_m3,
+                                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(remote, "RETRY_SECONDS", 0.5)
     vault = tmp_path / "vault"
     vault.mkdir()
     (vault / "Cat.md").write_text("# Cat\n\nOur cat sleeps on the sunny windowsill all afternoon.\n")
     port = free_port()
-    settings = openai_settings(f"http://127.0.0.1:{port}", vault=vault, watch=False, embed_retry_seconds=0.5)
+    settings = openai_settings(f"http://127.0.0.1:{port}", vault=vault, watch=False)
     engine = Engine(settings)
     try:
         report = engine.start()  # the endpoint is down: indexed for keywords only
@@ -278,12 +284,13 @@ def test_writes_land_while_the_endpoint_is_down_and_get_vectors_when_it_is_back(
             engine.close()
 
 
-def test_missing_vectors_are_filled_while_running(tmp_path: Path, use_m3) -> None:
+def test_missing_vectors_are_filled_while_running(tmp_path: Path, use_m3, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(remote, "RETRY_SECONDS", 0.3)
+    monkeypatch.setattr(remote, "RETRIES", 0)
     vault = tmp_path / "vault"
     vault.mkdir()
     port = free_port()
-    settings = Settings(vault=vault, embedder="ollama", ollama_url=f"http://127.0.0.1:{port}", watch=False,
-                        embed_retry_seconds=0.3, ollama_retries=0)
+    settings = Settings(vault=vault, embedder="ollama", ollama_url=f"http://127.0.0.1:{port}", watch=False)
     engine = Engine(settings)
     try:
         engine.start()
@@ -337,10 +344,10 @@ def test_a_text_the_model_refuses_does_not_hold_back_the_others(tmp_path: Path, 
 def test_server_starts_with_the_embedder_down_and_catches_up(tmp_path: Path, use_m3) -> None:
     vault = tmp_path / "vault"
     port = free_port()
-    env = child_env(SPELLBOOK_OLLAMA_URL=f"http://127.0.0.1:{port}", SPELLBOOK_EMBED_RETRY_SECONDS="1",
-                    SPELLBOOK_OLLAMA_RETRIES="1")
-    params = StdioServerParameters(command=SPELLBOOK, args=["serve", "--vault", str(vault), "--embedder", "ollama"],
-                                   env=env)
+    env = child_env(SPELLBOOK_OLLAMA_URL=f"http://127.0.0.1:{port}")
+    command = tuned({"spellbook.embedders.remote.RETRY_SECONDS": 1.0, "spellbook.embedders.remote.RETRIES": 1})
+    params = StdioServerParameters(command=command[0], args=[*command[1:], "serve", "--vault", str(vault),
+                                                             "--embedder", "ollama"], env=env)
 
     async def main() -> None:
         async with Client(params) as client:

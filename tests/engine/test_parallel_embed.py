@@ -17,6 +17,7 @@ from spellbook.config import Settings
 from spellbook.embedders.hashing import HashingEmbedder
 from spellbook.errors import EmbedderInputError
 from spellbook.engine import Engine
+from spellbook.index import embedding
 from spellbook.index.embedding import PART_MIN, split
 from tests.helpers.engine import open_engine
 
@@ -84,7 +85,7 @@ def test_a_first_index_embeds_on_two_threads_and_blames_a_refused_text_alone(set
 
 
 @pytest.mark.slow
-def test_the_default_model_gives_the_same_vectors_on_two_threads(tmp_path: Path) -> None:
+def test_the_default_model_gives_the_same_vectors_on_two_threads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """use-m3 on two threads at once (process-wide BLAS cap, shared table rows): each vector equals
     the one a single thread makes, for English, Korean and Japanese, and an import uses both."""
     from spellbook.embedders.use import USEEmbedder
@@ -117,7 +118,8 @@ def test_the_default_model_gives_the_same_vectors_on_two_threads(tmp_path: Path)
                 for i, text in enumerate(texts)]
     export.write_text(json.dumps({"spellbook_export": 1, "count": len(memories), "memories": memories}), encoding="utf-8")
     # Threads in this process (child processes: test_lanes.py), so the calls are seen here.
-    engine = open_engine(Settings(vault=vault, embedder="use-m3", watch=False, embed_processes=False), two)
+    monkeypatch.setattr(embedding, "PROCESSES", False)
+    engine = open_engine(Settings(vault=vault, embedder="use-m3", watch=False), two)
     try:
         seen: set[str] = set()
         inner = two.embed_documents

@@ -116,8 +116,8 @@ def test_the_running_sessions_own_note_is_not_given_back(recall_hub: Hub) -> Non
     assert FACT in text  # the other session still answers
 
 
-def hook(vault: Path, payload: dict, **env: str) -> str:
-    result = subprocess.run([SPELLBOOK, "hook", "UserPromptSubmit", "--vault", str(vault), "--prompt-recall"],
+def hook(vault: Path, payload: dict, flag: bool = True, **env: str) -> str:
+    result = subprocess.run([SPELLBOOK, "hook", "UserPromptSubmit", "--vault", str(vault)] + ["--prompt-recall"] * flag,
                             input=json.dumps(payload).encode(), capture_output=True, timeout=120, check=False,
                             env=child_env(SPELLBOOK_EMBEDDER="hashing", **env))
     assert result.returncode == 0
@@ -136,6 +136,10 @@ def test_recall_is_switched_off_by_the_environment_or_for_one_session_by_a_promp
     ask = {"session_id": "s1", "cwd": str(tmp_path / "shop"), "prompt": "billing service port 8443 staging"}
     assert "8443" in hook(vault, ask)
     assert hook(vault, ask, SPELLBOOK_RECALL="off") == ""
+    assert hook(vault, ask, flag=False) == ""  # the flag is what turns it on ...
+    assert "8443" in hook(vault, ask, flag=False, SPELLBOOK_RECALL="on")  # ... unless the environment says
+    assert "8443" in hook(vault, ask, flag=False, SPELLBOOK_SESSION_PROMPT_RECALL="true")  # its longer name
+    assert hook(vault, ask, SPELLBOOK_SESSION_PROMPT_RECALL="true", SPELLBOOK_RECALL="off") == ""
     assert "off for this session" in hook(vault, {**ask, "prompt": "#recall off"})
     assert hook(vault, ask) == ""  # remembered for s1 ...
     assert "8443" in hook(vault, {**ask, "session_id": "s2"})  # ... and only for s1

@@ -21,8 +21,10 @@ TOPICS = ["harbour boats gulls", "kiln glaze clay", "river delta silt", "lantern
 
 
 @pytest.fixture
-def engine(vault):
-    settings = Settings(vault=vault, embedder="hashing", watch=False, importance_boost=0.3, recency_half_life_days=30)
+def engine(vault, monkeypatch):
+    monkeypatch.setattr(ranking, "IMPORTANCE_BOOST", 0.3)
+    monkeypatch.setattr(ranking, "RECENCY_HALF_LIFE_DAYS", 30.0)
+    settings = Settings(vault=vault, embedder="hashing", watch=False)
     engine = Engine(settings, embedder=HashingEmbedder())
     engine.start()
     rng = random.Random(4)

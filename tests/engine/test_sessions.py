@@ -210,25 +210,27 @@ def test_a_hook_with_bad_input_or_no_vault_exits_0_silently(tmp_path: Path) -> N
 
 def test_the_hook_reads_its_settings_from_flags_and_the_environment(tmp_path: Path) -> None:
     """The hook builds the same Settings as every command (cheap now: no pydantic): flags over
-    SPELLBOOK_* over defaults, Claude Code's session id, and --prompt-recall turning recall on."""
+    SPELLBOOK_* over defaults, Claude Code's session id, and prompt recall left to the hook's flag
+    unless SPELLBOOK_RECALL says."""
     import argparse
 
     from spellbook.config import settings_from
 
-    env = {"SPELLBOOK_VAULT": str(tmp_path / "v"), "SPELLBOOK_SESSION_CONTEXT_TOKENS": "900",
-           "SPELLBOOK_SESSION_PROMPT_MIN_RELEVANCE": "0.7", "CLAUDE_CODE_SESSION_ID": "abc",
+    env = {"SPELLBOOK_VAULT": str(tmp_path / "v"), "SPELLBOOK_SYNC_SECONDS": "900",
+           "SPELLBOOK_OLLAMA_MODEL": "bge-m3", "CLAUDE_CODE_SESSION_ID": "abc",
            "SPELLBOOK_CONTEXT": "shop", "SPELLBOOK_EMBEDDER": "hashing"}
     with pytest.MonkeyPatch.context() as mp:
         for key, value in env.items():
             mp.setenv(key, value)
-        plain = settings_from(argparse.Namespace(), session_prompt_recall=None)
-        flagged = settings_from(argparse.Namespace(vault=tmp_path / "w", index_dir=tmp_path / "i", user="ana"),
-                                session_prompt_recall=True)
+        plain = settings_from(argparse.Namespace())
+        flagged = settings_from(argparse.Namespace(vault=tmp_path / "w", index_dir=tmp_path / "i", user="ana"))
+        mp.setenv("SPELLBOOK_RECALL", "off")
+        off = settings_from(argparse.Namespace())
     assert (plain.vault_dir, plain.index_path) == (tmp_path / "v", tmp_path / "v" / ".spellbook")
-    assert (plain.session_context_tokens, plain.session_prompt_min_relevance, plain.session_id) == (900, 0.7, "abc")
-    assert (plain.context, plain.user, plain.embedder, plain.session_prompt_recall) == ("shop", None, "hashing", False)
+    assert (plain.sync_seconds, plain.ollama_model, plain.session_id) == (900.0, "bge-m3", "abc")
+    assert (plain.context, plain.user, plain.embedder, plain.session_prompt_recall) == ("shop", None, "hashing", None)
     assert (flagged.vault_dir, flagged.index_path, flagged.user) == (tmp_path / "w", tmp_path / "i", "ana")
-    assert flagged.session_prompt_recall is True and flagged.context == "shop"
+    assert flagged.context == "shop" and off.session_prompt_recall is False
 
 
 def run_capture(vault: Path, entries: list[dict], cwd: Path, session_id: str = "s-private") -> str:

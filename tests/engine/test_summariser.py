@@ -90,7 +90,7 @@ def sessions(tmp_path: Path):
 def test_ollama_writes_the_digest_and_its_spend_is_counted_and_shown_by_stats(tmp_path: Path, stub: Stub,
                                                                               vault: Path) -> None:
     settings = Settings(vault=vault, embedder="hashing", watch=False, summariser="ollama:tiny",
-                        summariser_url=stub.url)
+                        ollama_url=stub.url)
     session = sessions(tmp_path)[4]
     made = summarise(settings, session, digest(session))
     path, body, _ = stub.requests[0]
@@ -113,9 +113,11 @@ def test_ollama_writes_the_digest_and_its_spend_is_counted_and_shown_by_stats(tm
         hub.close()
 
 
-def test_openai_compatible_endpoint_and_the_daily_cap_is_never_passed(tmp_path: Path, stub: Stub, vault: Path) -> None:
+def test_openai_compatible_endpoint_and_the_daily_cap_is_never_passed(tmp_path: Path, stub: Stub, vault: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(summariser, "DAILY_TOKENS", 9_000)
     settings = Settings(vault=vault, embedder="hashing", watch=False, summariser="openai:small",
-                        summariser_url=stub.url + "/v1", openai_api_key="sk-test", summariser_daily_tokens=9_000)
+                        openai_url=stub.url + "/v1", openai_api_key="sk-test")
     stub.usage = (2_500, 300)
     made = []
     for session in sessions(tmp_path):
@@ -132,7 +134,7 @@ def test_openai_compatible_endpoint_and_the_daily_cap_is_never_passed(tmp_path: 
 
 def test_an_error_or_a_timeout_leaves_the_extractive_digest(tmp_path: Path, stub: Stub, vault: Path,
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    settings = Settings(vault=vault, embedder="hashing", watch=False, summariser="ollama:tiny", summariser_url=stub.url)
+    settings = Settings(vault=vault, embedder="hashing", watch=False, summariser="ollama:tiny", ollama_url=stub.url)
     first, second, third = sessions(tmp_path)[:3]
     stub.status = 500
     assert summarise(settings, first, digest(first)) == digest(first)
@@ -155,7 +157,7 @@ def test_the_capture_hook_summarises_when_asked_and_session_start_briefs_from_it
     subprocess.run([SPELLBOOK, "init", str(vault)], env=child_env(), check=True, capture_output=True)
     files = write_project(tmp_path, SHOP)
     base = child_env(SPELLBOOK_EMBEDDER="hashing")
-    summarised = dict(base, SPELLBOOK_SUMMARISER="ollama:tiny", SPELLBOOK_SUMMARISER_URL=stub.url)
+    summarised = dict(base, SPELLBOOK_SUMMARISER="ollama:tiny", SPELLBOOK_OLLAMA_URL=stub.url)
     for file, env in ((files[4][0], summarised), (files[7][0], base)):
         payload = {"session_id": file.stem, "transcript_path": str(file), "cwd": "/home/dev/shop"}
         subprocess.run([SPELLBOOK, "hook", "capture", "--vault", str(vault)], input=json.dumps(payload).encode(),

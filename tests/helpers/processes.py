@@ -17,6 +17,18 @@ ROOT = Path(__file__).resolve().parents[2]
 SPELLBOOK = str(Path(sys.executable).with_name("spellbook"))
 
 
+def tuned(constants: dict[str, object]) -> list[str]:
+    """The command that runs ``spellbook`` with module constants set first, as monkeypatch sets them
+    in this process (``{"spellbook.embedders.remote.RETRIES": 1}``); the arguments follow it."""
+    lines = ["import importlib, sys"]
+    for name, value in constants.items():
+        module, _, attr = name.rpartition(".")
+        assert hasattr(__import__(module, fromlist=[attr]), attr), name  # a constant that exists
+        lines.append(f"setattr(importlib.import_module({module!r}), {attr!r}, {value!r})")
+    lines += ["sys.argv[0] = 'spellbook'", "from spellbook.cli import run", "run()"]
+    return [sys.executable, "-c", "\n".join(lines)]
+
+
 def child_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("SPELLBOOK_")}
     env.update(extra)

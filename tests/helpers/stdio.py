@@ -52,13 +52,15 @@ async def eventually(check, timeout: float = 10.0):
         await anyio.sleep(0.1)
 
 
-def stdio_server(vault: Path, **env: str):
+def stdio_server(vault: Path, constants: dict[str, object] | None = None, **env: str):
+    """``spellbook serve`` over stdio on ``vault``, with ``constants`` set in it first (processes.tuned)."""
     from mcp.client.stdio import StdioServerParameters
 
-    from tests.helpers.processes import SPELLBOOK, child_env
+    from tests.helpers.processes import SPELLBOOK, child_env, tuned
 
     args = ["serve", "--vault", str(vault), "--embedder", "hashing"]
-    return StdioServerParameters(command=SPELLBOOK, args=args, env=child_env(**env))
+    command = tuned(constants) if constants else [SPELLBOOK]
+    return StdioServerParameters(command=command[0], args=[*command[1:], *args], env=child_env(**env))
 
 
 class Wire:

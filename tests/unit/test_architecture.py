@@ -1,12 +1,12 @@
 """The package tree is the architecture: imports point one way, and no module or class grows past
 a size a reader can hold.
 
-    cli -> sessions -> server -> engine -> index -> config -> embedders, git -> vault -> scope -> errors
+    cli -> sessions -> server -> engine -> index -> embedders, git -> vault -> scope -> config -> errors
 
 A module may import its own part of the package and any part below it, never one above. ``config``
-sits above embedders because it checks the embedder's name against their one registry of names;
-what lies below config is handed a ``Settings`` and imports it for type checking alone, which this
-test does not count (``if TYPE_CHECKING:`` blocks never run). The checker reads every other
+is the ground floor: it imports nothing but the errors (the embedder names it checks are its own
+list, which the embedders' registry must match), so anything may read a setting or a name from it.
+Type-only imports (``if TYPE_CHECKING:`` blocks never run) are not counted here. The checker reads every other
 ``import`` in ``spellbook/`` (top-level and inside functions) with ``ast``; the last test plants
 back-edges to show that it catches them.
 """
@@ -26,10 +26,10 @@ RANKS = {
     "server": 7,
     "engine": 6,
     "index": 5,
-    "config": 4,
-    "embedders": 3, "git": 3,
-    "vault": 2,
-    "scope": 1,
+    "embedders": 4, "git": 4,
+    "vault": 3,
+    "scope": 2,
+    "config": 1,
     "errors": 0, "__init__": 0,
 }
 MAX_MODULE_LINES = 450
@@ -152,6 +152,37 @@ def test_modules_and_classes_stay_small() -> None:
     assert not big, "split these:\n" + "\n".join(big)
 
 
+# Who reads a SPELLBOOK_* variable itself: config, and the start-up tricks that run before it can
+# be imported (the model's name and the cache folder, read before argv is parsed); a test hook.
+READS_THE_ENVIRONMENT = {"spellbook.config", "spellbook.embedders.ahead", "spellbook.server.front",
+                         "spellbook.vault.crashpoints"}
+
+
+def environment_reads(source: str) -> list[str]:
+    """The SPELLBOOK_* variables ``source`` reads from the environment (``os.environ.get``,
+    ``os.getenv``, ``environ[...]``), as ``line: NAME``."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        key = None
+        if isinstance(node, ast.Call) and node.args and ast.unparse(node.func).endswith(("environ.get", "getenv")):
+            key = node.args[0]
+        elif isinstance(node, ast.Subscript) and ast.unparse(node.value).endswith("environ"):
+            key = node.slice
+        if isinstance(key, ast.Constant) and str(key.value).upper().startswith("SPELLBOOK_"):
+            found.append(f"{node.lineno}: {key.value}")
+    return found
+
+
+def test_only_config_reads_the_settings_from_the_environment() -> None:
+    readers = {f"{module}:{read}" for module, file in modules() if module not in READS_THE_ENVIRONMENT
+               and not module.startswith("spellbook.startup")
+               for read in environment_reads(file.read_text(encoding="utf-8"))}
+    assert not readers, "read these through Settings (spellbook/config.py):\n" + "\n".join(sorted(readers))
+    assert environment_reads('import os\nx = os.environ.get("SPELLBOOK_RECALL", "")\ny = os.getenv("SPELLBOOK_VAULT")\n'
+                             'z = os.environ["SPELLBOOK_TOKEN"]\nw = dict(os.environ, SPELLBOOK_VAULT="v")\n') == [
+        "2: SPELLBOOK_RECALL", "3: SPELLBOOK_VAULT", "4: SPELLBOOK_TOKEN"]
+
+
 def test_a_planted_back_edge_is_caught() -> None:
     planted = "from spellbook.engine import Engine\n"
     assert back_edges("spellbook.vault.note", planted)
@@ -160,6 +191,7 @@ def test_a_planted_back_edge_is_caught() -> None:
     assert back_edges("spellbook.vault.store", "import spellbook.index.catalog\n")
     assert not back_edges("spellbook.engine.search", "from spellbook.index.catalog import Catalog\n")
     assert not back_edges("spellbook.embedders.base", "if TYPE_CHECKING:\n    from spellbook.config import Settings\n")
+    assert back_edges("spellbook.config", "def f():\n    from spellbook.embedders.registry import REGISTRY\n")
 
 
 

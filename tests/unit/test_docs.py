@@ -9,7 +9,7 @@ from pathlib import Path
 import anyio
 
 from spellbook.cli.main import _parser
-from spellbook.config import Settings
+from spellbook.config import REMOVED, Settings
 from spellbook.index.filter_model import Filter
 from spellbook.server.hub import Hub
 from spellbook.server.tools import build_server
@@ -45,14 +45,58 @@ def test_every_cli_command_and_flag_is_in_the_command_reference() -> None:
                     assert flag in ALL_DOCS, f"flag {flag} of {name} is not documented"
 
 
-def test_every_filter_key_and_setting_is_documented() -> None:
+def test_every_filter_key_is_documented() -> None:
     for key in Filter.model_fields:
         assert f"`{key}`" in TOOLS, f"filter key {key} is not documented in docs/tools.md"
-    documented = set(re.findall(r"`SPELLBOOK_([A-Z_]+)`", ALL_DOCS))
-    for name in Settings.fields:
-        if name in ("log_level", "debounce_seconds"):
+
+
+def _table(section: str) -> list[list[str]]:
+    """The cells of each row of the first table in ``section`` (a table row's ``|`` inside backticks is kept)."""
+    rows = [re.split(r"(?<!\\)\|", line.strip())[1:-1] for line in section.splitlines() if line.startswith("| ")]
+    return [[cell.strip() for cell in row] for row in rows[1:]]
+
+
+def test_the_configuration_page_holds_every_setting_at_most_20_and_their_defaults() -> None:
+    """docs/configuration.md: one row per setting a person sets (an endpoint's URL, model and key
+    share a row), with its flag and default as Settings has them; the client's session id below it;
+    every variable no longer read in the table of fixed values."""
+    page = (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
+    settings_part, fixed_part = page.split("## Settings", 1)[1].split("## Fixed values", 1)
+    rows = _table(settings_part)
+    assert len(rows) <= 20, f"{len(rows)} settings a person sets: keep it at 20 at most"
+    flags = {flag for command in _parser()._subparsers._group_actions[0].choices.values()  # type: ignore[union-attr]
+             for action in command._actions for flag in action.option_strings}
+    variables = {}
+    for name, spec in Settings.fields.items():
+        for key in spec.env or (f"SPELLBOOK_{name.upper()}",):
+            variables[key] = spec
+    for variable_cell, flag_cell, default_cell, _ in rows:
+        names = re.findall(r"`(SPELLBOOK_[A-Z_]+)`", variable_cell)
+        assert names, variable_cell
+        for flag in re.findall(r"--[a-z-]+", flag_cell):
+            assert flag in flags, f"{flag} ({variable_cell}) is no flag of the CLI"
+        for key in names:
+            spec = variables.get(key)
+            assert spec is not None, f"{key} is in docs/configuration.md but Settings does not read it"
+            default = spec.initial()
+            if default is None:
+                assert "unset" in default_cell, f"{key}: the default is unset, the page says {default_cell}"
+            elif isinstance(default, bool | str | int | float | list):
+                shown = str(default).lower() if isinstance(default, bool) else default
+                assert f"`{shown}`" in default_cell, f"{key}: the default is {shown!r}, the page says {default_cell}"
+    named = set(re.findall(r"`(SPELLBOOK_[A-Z_]+)`", settings_part))  # in the rows, and the client's below them
+    assert named == {k for k in variables if k.startswith("SPELLBOOK_")}, "the page and Settings differ"
+    fixed = {name for row in _table(fixed_part) for name in re.findall(r"`(SPELLBOOK_[A-Z_]+)`", row[0])}
+    assert fixed == {f"SPELLBOOK_{name.upper()}" for name in REMOVED}
+
+
+def test_no_page_names_a_variable_no_longer_read() -> None:
+    gone = {f"SPELLBOOK_{name.upper()}" for name in REMOVED}
+    for page in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        if page.name == "configuration.md":
             continue
-        assert name.upper() in documented, f"setting SPELLBOOK_{name.upper()} is not documented"
+        named = set(re.findall(r"SPELLBOOK_[A-Z_]+", page.read_text(encoding="utf-8"))) & gone
+        assert not named, f"{page.name} names {sorted(named)}, no longer read (docs/configuration.md: fixed values)"
 
 
 def _anchors(text: str) -> set[str]:

@@ -21,7 +21,7 @@ The pages sit behind the same Host check as ``/mcp`` (server/http.py), and their
   per start and per sign-in (HttpOnly, SameSite=Strict, Path=/), and the cookie counts only on that
   name, so it outlives neither the server nor opens another one.
 * **Changes.** Restore, merge and erase are POST only, and a POST must come from the page's own
-  origin (its ``Origin`` header is one of the server's origins or ``SPELLBOOK_ALLOWED_ORIGINS``; a
+  origin (its ``Origin`` header is one of the server's own origins; a
   POST without ``Origin`` is refused) and carry the CSRF token the page put in its form (an HMAC
   of the session cookie under a key made at this start, so neither another tab nor another server
   that sees the cookie can make it). A refused POST changes nothing and answers 403.
