@@ -17,10 +17,10 @@ from pathlib import Path, PurePosixPath
 from queue import Queue
 from typing import TYPE_CHECKING, Any
 
-from spellbook import __version__
 from spellbook.config import Settings
 from spellbook.engine.access import Access, Readiness
 from spellbook.engine.activity import ActivityLog
+from spellbook.version import __version__
 from spellbook.engine.exchange_formats import (
     Entry,
     ExportFormat,

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from spellbook.crashpoints import crash_point
 from spellbook.errors import EmbedderInputError, IndexUnavailableError, InvalidInputError, VaultPathError
 from spellbook.index.analysis import Prepared, analyse_note, embed_text, embed_texts
 from spellbook.index.catalog import Catalog, ChunkRow, FileRow
@@ -36,7 +37,6 @@ from spellbook.index.claims import Claims
 from spellbook.index.embedding import BatchEmbedder
 from spellbook.index.report import StagedBatch, SyncReport
 from spellbook.index.rows import NoteRow, file_changed  # file_changed: imported from here too
-from spellbook.vault.crashpoints import crash_point
 from spellbook.vault.paths import MAX_FILE_BYTES
 from spellbook.vault.store import Vault, decode_note
 
