@@ -11,8 +11,9 @@ import pytest
 from mcp import Client
 
 from spellbook.config import Settings
-from spellbook.engine import Engine, exchange, exchange_formats
-from spellbook.engine.memory_graph import graph_id
+from spellbook.engine import Engine, exchange
+from spellbook.engine.formats import spellbook_export
+from spellbook.engine.formats.mcp_memory import graph_id
 from spellbook.errors import InvalidInputError
 from spellbook.vault.note import parse_note
 from tests.helpers.engine import open_engine
@@ -132,7 +133,7 @@ def test_overwrite_never_clobbers_a_concurrent_edit(engine: Engine, vault: Path,
     assert report["counts"]["failed"] == 1
     assert "changed on disk" in report["failed"][0]["error"] and report["failed"][0]["where"].startswith("memories[")
     assert tea.read_text(encoding="utf-8").endswith("A person's line.")
-    assert "Failed memories[" in exchange_formats.import_summary(report)
+    assert "Failed memories[" in spellbook_export.import_summary(report)
 
 
 def write_export(tmp_path: Path, memories: list, **top) -> str:
