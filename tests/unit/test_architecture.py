@@ -35,7 +35,7 @@ RANKS = {
     "scope": 1, "files": 1,
     "errors": 0, "text": 0, "crashpoints": 0, "version": 0,
 }
-MAX_MODULE_LINES = 450
+MAX_MODULE_LINES = 600  # a module as long as its concept needs; a class past 450 is usually two
 MAX_CLASS_LINES = 450
 
 
