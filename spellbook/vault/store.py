@@ -1,7 +1,7 @@
 """The vault store: the ONLY code that writes note files.
 
-Every write is atomic (a unique dotfile temp, fsync, then rename), so a crash leaves either the old
-file or the new one, never half of one. The engine's vault makes its temp files in the index's
+Every write is atomic (``spellbook/files.py``: a unique dotfile temp, fsync, then rename), so a
+crash leaves either the old file or the new one, never half of one. The engine's vault makes its temp files in the index's
 ``tmp`` folder when the index is in the vault (the default) and on the note's file system, so
 nothing transient appears beside a person's notes (for Obsidian, a sync tool or ``git add``), and
 the vault watcher sees one event per write instead of six (it cost the owner ~2 ms of CPU a scribe,
