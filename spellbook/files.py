@@ -10,7 +10,8 @@ gives 0600 files, 0755 gives 0644), unless the caller names a mode (0600 for a p
 Private folders are 0700 (docs/security.md, "Permissions").
 
 Standard library only (and the ground floor's ``text`` and ``crashpoints``), so a hook can use it
-without loading the vault; ``tempfile`` is imported when a write first needs it."""
+without loading the vault; those and ``tempfile`` are imported when a write first needs them (an
+agent hook that only makes a private folder loads none of them)."""
 
 from __future__ import annotations
 
@@ -20,9 +21,6 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
-
-from spellbook.crashpoints import crash_point
-from spellbook.text import cut_utf8
 
 TEMP_NAME_BYTES = 200  # of the target's name kept in its temp file's name (255 - dots - 8 random - .tmp)
 _UMASK = os.umask(0o022)  # read once, at import (before any thread), and put back
@@ -38,6 +36,8 @@ def atomic_write(
     ``new_file_mode`` of its folder (the temp file is created 0600, then set). The temp file goes in
     ``temp_folder`` (on the target's file system), by default the target's own folder."""
     import tempfile
+
+    from spellbook.crashpoints import crash_point
 
     mode = _mode_for(target, mode)
     fd, tmp = tempfile.mkstemp(dir=temp_folder or target.parent, prefix=temp_prefix(target.name), suffix=".tmp")
@@ -145,6 +145,8 @@ def temp_prefix(name: str) -> str:
     fits in 255 bytes too; a note's temp keeps its ``.md.`` so stale ones are found."""
     if len(name.encode("utf-8")) <= TEMP_NAME_BYTES:
         return f".{name}."
+    from spellbook.text import cut_utf8
+
     stem, dot, suffix = name.rpartition(".")
     if not dot or len(suffix) > 8:
         stem, suffix = name, ""
