@@ -25,14 +25,13 @@ import os
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from spellbook.cli import codex_config
 from spellbook.errors import InvalidInputError, SpellbookError
-from spellbook.vault.store import atomic_write
+from spellbook.files import atomic_write, backup_copy
 
 JSON_CLIENTS = ("claude-code", "claude-desktop", "cursor", "gemini")
 CLIENTS = (*JSON_CLIENTS, "codex")
@@ -374,27 +373,15 @@ def _make_private(file: Path) -> int | None:
 
 
 def _backup(file: Path, private: bool = False) -> Path:
-    """Copy ``file`` byte for byte to ``<file>.bak``, or a timestamped name when that exists."""
-    data = file.read_bytes()
-    mode = file.stat().st_mode & (0o700 if private else 0o777)
-    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    candidates = [file.with_name(f"{file.name}.bak"), file.with_name(f"{file.name}.{stamp}.bak")]
-    candidates += [file.with_name(f"{file.name}.{stamp}-{i}.bak") for i in range(1, 100)]
-    for candidate in candidates:
-        try:
-            # O_EXCL: never overwrite an earlier backup, even if two installs race.
-            fd = os.open(candidate, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), mode)
-        except FileExistsError:
-            continue
-        except OSError as exc:
-            raise ClientConfigError(
-                f"Cannot write a backup of {file} ({exc}); nothing was changed. Check the folder's permissions."
-            )
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        return candidate
-    raise ClientConfigError(f"Too many backups of {file} this second; delete old *.bak files next to it and retry.")
+    """Copy ``file`` byte for byte to ``<file>.bak``, or a timestamped name when that exists (never
+    over an earlier backup, even if two installs race); a private file's copy is private too."""
+    try:
+        return backup_copy(file, mode=file.stat().st_mode & (0o700 if private else 0o777))
+    except FileExistsError as exc:  # every name of this second taken
+        raise ClientConfigError(str(exc)) from None
+    except OSError as exc:
+        raise ClientConfigError(
+            f"Cannot write a backup of {file} ({exc}); nothing was changed. Check the folder's permissions."
+        ) from None
 
 

@@ -45,7 +45,7 @@ def export(args: argparse.Namespace) -> int:
 
 
 def import_(args: argparse.Namespace) -> int:
-    from spellbook.engine.exchange_formats import import_summary
+    from spellbook.engine.formats.spellbook_export import import_summary
 
     params: dict[str, Any] = {"path": str(args.file.expanduser().resolve()), "format": args.format,
                               "on_conflict": args.on_conflict, "dry_run": args.dry_run}

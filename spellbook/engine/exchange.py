@@ -17,11 +17,11 @@ from pathlib import Path, PurePosixPath
 from queue import Queue
 from typing import TYPE_CHECKING, Any
 
-from spellbook import __version__
 from spellbook.config import Settings
 from spellbook.engine.access import Access, Readiness
 from spellbook.engine.activity import ActivityLog
-from spellbook.engine.exchange_formats import (
+from spellbook.engine.formats.mcp_memory import looks_like_memory_graph, memory_graph_entries
+from spellbook.engine.formats.spellbook_export import (
     Entry,
     ExportFormat,
     ImportFormat,
@@ -34,7 +34,6 @@ from spellbook.engine.exchange_formats import (
     scrub_entries,
 )
 from spellbook.engine.import_run import Created, ImportProgress, ImportRun
-from spellbook.engine.memory_graph import looks_like_memory_graph, memory_graph_entries
 from spellbook.errors import InvalidInputError, SpellbookError, VaultPathError
 from spellbook.git.committer import Change, Committer
 from spellbook.index.catalog import Catalog
@@ -47,6 +46,7 @@ from spellbook.vault.note import now_iso, parse_note, render_note
 from spellbook.vault.paths import with_suffix_number
 from spellbook.vault.privacy import describe
 from spellbook.vault.store import Vault
+from spellbook.version import __version__
 
 if TYPE_CHECKING:
     from spellbook.index.filter_model import Filter

@@ -7,7 +7,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from spellbook.engine.exchange_formats import Entry
+from spellbook.engine.formats.spellbook_export import Entry
 from spellbook.errors import FileChangedError
 from spellbook.index.claims import Claims, Hold
 from spellbook.index.indexer import Progress

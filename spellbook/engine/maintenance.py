@@ -15,12 +15,10 @@ import time
 from dataclasses import asdict
 from typing import Any
 
-from spellbook import __version__
 from spellbook.config import Settings
 from spellbook.embedders.base import Embedder
 from spellbook.engine.access import Readiness
 from spellbook.engine.lifecycle import Lifecycle
-from spellbook.engine.search import mostly_latin
 from spellbook.engine.spend import DAILY_TOKENS, spent
 from spellbook.engine.teamsync import TeamSync
 from spellbook.errors import EmbedderError, SpellbookError
@@ -28,9 +26,11 @@ from spellbook.git.committer import Committer
 from spellbook.index.catalog import Catalog
 from spellbook.index.heap import trim_heap
 from spellbook.index.indexer import Indexer, Progress, SyncReport
+from spellbook.text import mostly_latin
 from spellbook.vault.note import quote_number_ids
 from spellbook.vault.plain_yaml import YAML12_NUMBER
 from spellbook.vault.store import Vault
+from spellbook.version import __version__
 
 log = logging.getLogger(__name__)
 

@@ -22,6 +22,7 @@ from spellbook.errors import EmbedderError, InvalidInputError
 from spellbook.index.catalog import Catalog, NoteRow
 from spellbook.index.filters import event_type_of, parse_filter
 from spellbook.index.indexer import Indexer, file_changed
+from spellbook.text import mostly_latin
 from spellbook.vault.fields import expires_key
 from spellbook.vault.store import Vault
 
@@ -282,10 +283,3 @@ def _best_per_note(
         if len(out) == limit:
             break
     return out
-
-
-def mostly_latin(text: str) -> bool:
-    """True when most letters of ``text`` are Latin script (what an English-only model reads)."""
-    letters = [ch for ch in text if ch.isalpha()]
-    latin = sum(1 for ch in letters if ch < "\u0250")  # Basic Latin .. Latin Extended-B
-    return not letters or latin * 2 >= len(letters)

@@ -15,6 +15,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from spellbook.files import atomic_write
+
 SPEND_FILE = "summariser.json"
 DAILY_TOKENS = 50_000  # most prompt+completion tokens the summariser spends per UTC day
 LOCK_FILE = "summariser.lock"
@@ -49,8 +51,6 @@ def ledger(index_path: Path) -> Iterator[dict[str, Any]]:
             fcntl.flock(fd, fcntl.LOCK_EX)
         entry = spent(index_path)
         yield entry
-        tmp = index_path / f".{SPEND_FILE}.{os.getpid()}.tmp"
-        tmp.write_text(json.dumps(entry), encoding="utf-8")
-        os.replace(tmp, index_path / SPEND_FILE)
+        atomic_write(index_path / SPEND_FILE, json.dumps(entry))
     finally:
         os.close(fd)

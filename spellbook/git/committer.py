@@ -38,8 +38,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from spellbook.crashpoints import crash_point
 from spellbook.git.repo import LOCK_RETRIES, TIMEOUT_SECONDS, Git, GitCommitMode, GitFailed, Repo
-from spellbook.vault.crashpoints import crash_point
 
 log = logging.getLogger(__name__)
 

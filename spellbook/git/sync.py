@@ -30,13 +30,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from spellbook.crashpoints import crash_point
+from spellbook.errors import VaultPathError
+from spellbook.files import atomic_write
 from spellbook.git.committer import LOCAL_FOLDER, Change, Committer, build_tree, is_local
 from spellbook.git.notemerge import conflict_path, merge_note
 from spellbook.git.repo import Git, Repo
-from spellbook.errors import VaultPathError
-from spellbook.vault.crashpoints import crash_point
 from spellbook.vault.paths import OVERVIEW_NAME, is_ignored, with_suffix_number
-from spellbook.vault.store import Vault, atomic_write
+from spellbook.vault.store import Vault
 
 log = logging.getLogger(__name__)
 

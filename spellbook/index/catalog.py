@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from spellbook.crashpoints import crash_point
+from spellbook.files import private_file, private_folder
 from spellbook.index.browse import BrowseQueries
 from spellbook.index.filters import HIDDEN_SQL, NOW_SQL
 from spellbook.index.fulltext import KeywordChange, KeywordIndex
@@ -38,8 +40,6 @@ from spellbook.index.rows import (
     note_row,
 )
 from spellbook.index.schema import ADDED_COLUMNS, LATE_INDEXES, SCHEMA
-from spellbook.vault.crashpoints import crash_point
-from spellbook.vault.private import private_file, private_folder
 
 FILTER_CACHE_SIZE = 32
 REFILTER_LIMIT = 2_000  # (paths written) x (filters kept) above which the kept answers are dropped

@@ -21,13 +21,13 @@ from typing import Any
 
 import numpy as np
 
+from spellbook.crashpoints import crash_point
+from spellbook.files import private_folder
 from spellbook.index.chroma_import import http_client
 from spellbook.index.chroma_local import LocalChroma
 from spellbook.index.heap import trim_heap
 from spellbook.index.matrix import VectorMatrix
 from spellbook.index.snapshot import SnapshotKeeper, VectorSnapshot
-from spellbook.vault.crashpoints import crash_point
-from spellbook.vault.private import private_folder
 
 log = logging.getLogger(__name__)
 

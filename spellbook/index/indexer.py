@@ -23,20 +23,21 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from itertools import chain
 from typing import Any
 
 import numpy as np
 
+from spellbook.crashpoints import crash_point
 from spellbook.errors import EmbedderInputError, IndexUnavailableError, InvalidInputError, VaultPathError
 from spellbook.index.analysis import Prepared, analyse_note, embed_text, embed_texts
 from spellbook.index.catalog import Catalog, ChunkRow, FileRow
 from spellbook.index.chunker import CHUNKER_VERSION, MAX_CHUNK_CHARS
 from spellbook.index.claims import Claims
-from spellbook.index.embedding import BatchEmbedder
-from spellbook.index.report import StagedBatch, SyncReport
+from spellbook.index.embedding import BatchEmbedder, Vectors
+from spellbook.index.report import SyncReport
 from spellbook.index.rows import NoteRow, file_changed  # file_changed: imported from here too
-from spellbook.vault.crashpoints import crash_point
 from spellbook.vault.paths import MAX_FILE_BYTES
 from spellbook.vault.store import Vault, decode_note
 
@@ -51,6 +52,20 @@ RECENTLY_REMOVED_MAX = 20_000  # vectors of removed chunks kept in memory for mo
 FILL_BATCH = 256  # chunks embedded per round when filling in missing vectors
 
 Progress = Callable[[int, int], None]
+
+
+@dataclass
+class StagedBatch:
+    """A batch read and analysed, its vectors reused or being embedded (``Indexer._stage``)."""
+
+    size: int  # paths in the batch
+    report: SyncReport
+    prepared: list[Prepared]
+    gone: list[str]
+    chunks: list[tuple[Any, str]]  # (IndexedChunk, the text embedded for it)
+    vectors: dict[str, list[float]]  # chunk id -> the vector it reuses
+    to_embed: list[tuple[str, str]]  # (chunk id, text) for the model
+    embedded: Callable[[], Vectors] | None = None  # waits for the vectors of ``to_embed``
 
 
 class Indexer:

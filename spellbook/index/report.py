@@ -1,15 +1,9 @@
 """What a sync did (``SyncReport``: counts, the files it could not index and why, the embedder's
-last error), and a batch on its way through one (``StagedBatch``)."""
+last error)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from spellbook.index.analysis import Prepared
-    from spellbook.index.embedding import Vectors
 
 
 @dataclass
@@ -30,17 +24,3 @@ class SyncReport:
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.problems.extend(other.problems)
         self.embedder_error = other.embedder_error or self.embedder_error
-
-
-@dataclass
-class StagedBatch:
-    """A batch read and analysed, its vectors reused or being embedded (``Indexer._stage``)."""
-
-    size: int  # paths in the batch
-    report: SyncReport
-    prepared: list[Prepared]
-    gone: list[str]
-    chunks: list[tuple[Any, str]]  # (IndexedChunk, the text embedded for it)
-    vectors: dict[str, list[float]]  # chunk id -> the vector it reuses
-    to_embed: list[tuple[str, str]]  # (chunk id, text) for the model
-    embedded: Callable[[], Vectors] | None = None  # waits for the vectors of ``to_embed``

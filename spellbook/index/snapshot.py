@@ -27,7 +27,6 @@ import json
 import logging
 import os
 import sqlite3
-import tempfile
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import closing, contextmanager
@@ -36,13 +35,17 @@ from urllib.parse import quote
 
 import numpy as np
 
+from spellbook.files import atomic_output, fsync_dir
 from spellbook.index.matrix import VectorMatrix, zero_rows
-from spellbook.vault.store import fsync_dir
 
 log = logging.getLogger(__name__)
 
 MAGIC = b"spellbook-vectors 1\n"
 ROW_TYPE = np.dtype("<f4")
+
+
+class _NotSaved(Exception):
+    """A save given blocks that do not add up, or overtaken by a change to the vectors."""
 
 
 class VectorSnapshot:
@@ -112,32 +115,29 @@ class VectorSnapshot:
         ``still()`` answers True once it is written (no vector changed meanwhile)."""
         for left in self.file.parent.glob(f".{self.file.name}.*.tmp"):  # a save cut short (kill -9)
             left.unlink(missing_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=self.file.parent, prefix=f".{self.file.name}.", suffix=".tmp")
         try:
-            ids: list[str] = []
-            with os.fdopen(fd, "wb") as out:
+            with atomic_output(self.file) as out:
+                ids: list[str] = []
                 head = {"stamp": stamp, "count": count, "dimensions": dimensions}
                 out.write(MAGIC + json.dumps(head).encode() + b"\n")
                 for block_ids, rows in blocks:
                     if rows.shape != (len(block_ids), dimensions):
-                        return False
+                        raise _NotSaved
                     out.write(np.ascontiguousarray(rows, dtype=ROW_TYPE).data)  # no copy of a float32 block
                     ids += block_ids
                 if len(ids) != count or any("\n" in i for i in ids):
-                    return False
+                    raise _NotSaved
                 out.write("".join(f"{i}\n" for i in ids).encode("utf-8"))
                 out.flush()
-                os.fsync(out.fileno())
-            if not still():
-                return False
-            os.replace(tmp, self.file)
-            fsync_dir(self.file.parent)
+                os.fsync(out.fileno())  # on disk before asking, so ``still`` is asked last (the rename is next)
+                if not still():
+                    raise _NotSaved
             return True
+        except _NotSaved:
+            return False
         except OSError as exc:
             log.warning("could not save the vector snapshot %s: %s", self.file, exc)
             return False
-        finally:
-            Path(tmp).unlink(missing_ok=True)
 
     def discard(self) -> None:
         """Delete the file (before a change to Chroma), and make the deletion stick."""

@@ -32,12 +32,11 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from starlette.requests import Request
 
-from spellbook import __version__
 from spellbook.errors import SpellbookError
+from spellbook.files import atomic_write, private_folder
 from spellbook.server.hub import Hub
 from spellbook.server.web import Guard, web_app
-from spellbook.vault.private import private_folder
-from spellbook.vault.store import atomic_write
+from spellbook.version import __version__
 
 LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 SSE_PATH = "/sse"

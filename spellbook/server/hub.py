@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from spellbook.engine.operations import OPERATIONS, operation
 from spellbook.errors import FileChangedError, IndexUnavailableError, RemoteError
+from spellbook.files import atomic_write
 from spellbook.scope import Actor, Scope, acting, actor, resolve, scoped
 from spellbook.server import channel
 from spellbook.vault.fields import new_id
@@ -302,12 +303,7 @@ class Hub:
     def _serve_followers(self) -> None:
         self._channel = channel.ChannelServer(self.index_dir, self._call_local, frozenset(OPERATIONS), self.transport)
         info = {"pid": os.getpid(), **self._channel.start()}
-        target = self.index_dir / "owner.json"
-        tmp = self.index_dir / f".owner.{os.getpid()}.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as f:
-            json.dump(info, f)
-        os.replace(tmp, target)
+        atomic_write(self.index_dir / "owner.json", json.dumps(info), mode=0o600)
 
 
 def _actor_of(value: Any) -> Actor:

@@ -18,7 +18,7 @@ from mcp.server.stdio import stdio_server
 from mcp.types import CallToolResult
 from pydantic import Field
 
-from spellbook import __version__
+from spellbook.version import __version__
 from spellbook.errors import SpellbookError
 from spellbook.index.filter_model import Filter
 from spellbook.scope import Actor, acting

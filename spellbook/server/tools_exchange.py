@@ -9,7 +9,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
-from spellbook.engine.exchange_formats import ExportFormat, ImportFormat, OnConflict, import_summary
+from spellbook.engine.formats.spellbook_export import ExportFormat, ImportFormat, OnConflict, import_summary
 from spellbook.index.filter_model import Filter
 from spellbook.server.tools_common import Call, ScopeContext, ScopeUser, tool, tool_result
 

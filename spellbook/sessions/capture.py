@@ -20,10 +20,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from spellbook.files import private_folder
 from spellbook.sessions.digest import Digest
 from spellbook.sessions.notes import CATEGORY, SessionNote, part_of, render_session
 from spellbook.sessions.transcript import Session
-from spellbook.vault.private import private_folder
 
 
 def capture(hub: Any, session: Session, lock_dir: Path, digested: Digest | None = None) -> dict[str, Any]:

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from spellbook.files import atomic_write
 from spellbook.vault.note import parse_note
-from spellbook.vault.store import atomic_write
 
 STATE = "claude-memory.json"
 MAX_FILE_BYTES = 200_000

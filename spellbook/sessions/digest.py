@@ -15,7 +15,7 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from spellbook.sessions.transcript import Exchange, Session
+from spellbook.sessions.transcript import Session, Turn
 
 ITEM_CHARS = 240
 LIMITS = {"asked": 4, "outcome": 5, "decided": 5, "fixed": 5, "open": 6, "ran": 8, "files": 12}
@@ -110,7 +110,7 @@ def sentences(text: str) -> list[str]:
     return [p for p in parts if len(p) > 1]
 
 
-def _read_exchange(out: Digest, x: Exchange) -> None:
+def _read_exchange(out: Digest, x: Turn) -> None:
     prompt = _one_line(x.prompt, 140)
     if _weight(prompt) > 20:
         out.asked.append(prompt)
@@ -143,7 +143,7 @@ def _weight(text: str) -> int:
     return len(text) + 2 * len(_CJK.findall(text))
 
 
-def _commands(exchanges: list[Exchange]) -> list[str]:
+def _commands(exchanges: list[Turn]) -> list[str]:
     """Each command with how it went: its last run, and whether an earlier run had failed."""
     runs: dict[str, list[bool | None]] = {}
     for x in exchanges:

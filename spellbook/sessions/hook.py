@@ -32,7 +32,7 @@ from typing import Any
 
 from spellbook.config import settings_from
 from spellbook.errors import SpellbookError
-from spellbook.vault.private import private_file, private_folder
+from spellbook.files import private_file, private_folder
 
 log = logging.getLogger("spellbook.hook")
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from spellbook.errors import SpellbookError
-from spellbook.vault.store import atomic_write, backup_copy
+from spellbook.files import atomic_write, backup_copy
 
 CAPTURE_EVENTS = ("Stop", "PreCompact", "SessionEnd")
 TIMEOUTS = {"SessionStart": 30, "UserPromptSubmit": 10, "Stop": 30, "PreCompact": 30, "SessionEnd": 30}

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from spellbook.sessions.digest import Digest, digest, render
-from spellbook.sessions.transcript import Exchange, Session
+from spellbook.sessions.transcript import Session, Turn
 
 SEP = " · "  # as spellbook.index.filters.EVENT_SEPARATOR (not imported: keeps the hook's imports light)
 PART_CHARS = 30_000  # a part's body stays under this (the vault's default limit is 50,000)
@@ -120,7 +120,7 @@ def _summary(session: Session, digested: Digest) -> str:
     return "\n" + render(digested) + "\n" + line + "\n"
 
 
-def _exchange_md(x: Exchange) -> str:
+def _exchange_md(x: Turn) -> str:
     out = [_section("prompt", x.prompt_time, x.prompt, PROMPT_CHARS)]
     if x.tools:
         counts = Counter(name for name, _ in x.tools)

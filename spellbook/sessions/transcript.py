@@ -5,7 +5,7 @@ Claude Code appends one JSON object a line to ``~/.claude/projects/<project>/<se
 results of tools (``tool_result`` blocks); ``type: "assistant"`` entries hold text and
 ``tool_use`` blocks (one entry per block, several per API message); other types (attachments,
 hook summaries, queue operations, summaries) carry no conversation. Sidechains (sub-agents) and
-meta entries (slash-command plumbing) are left out. Each prompt opens an ``Exchange``: the tools
+meta entries (slash-command plumbing) are left out. Each prompt opens a ``Turn``: the tools
 that followed, the files they changed, the scribes to Spellbook (insights), and the last text the
 assistant wrote before the next prompt (its final answer).
 """
@@ -29,7 +29,9 @@ _PLUMBING = ("<command-", "<local-command", "<bash-", "<system-reminder>", "Cave
 
 
 @dataclass
-class Exchange:
+class Turn:
+    """One exchange of a session: a prompt, the tools that followed, and the answer."""
+
     prompt: str
     prompt_time: str
     tools: list[tuple[str, str]] = field(default_factory=list)  # (tool name, one-line summary)
@@ -48,7 +50,7 @@ class Session:
     branch: str | None = None
     started: str | None = None
     ended: str | None = None
-    exchanges: list[Exchange] = field(default_factory=list)
+    exchanges: list[Turn] = field(default_factory=list)
     source: str = "claude-code"  # the agent that wrote the transcript: claude-code, codex, gemini
 
 
@@ -113,8 +115,8 @@ def _lines(file: Path) -> Iterator[bytes]:
 
 def parse_entries(entries: list[dict[str, Any]], session_id: str) -> Session:
     session = Session(session_id)
-    current: Exchange | None = None
-    pending: dict[str, tuple[Exchange, int]] = {}  # a Bash tool_use id -> its command, until its result
+    current: Turn | None = None
+    pending: dict[str, tuple[Turn, int]] = {}  # a Bash tool_use id -> its command, until its result
     for entry in entries:
         kind, when = entry.get("type"), entry.get("timestamp")
         if kind not in ("user", "assistant") or entry.get("isSidechain"):
@@ -129,7 +131,7 @@ def parse_entries(entries: list[dict[str, Any]], session_id: str) -> Session:
             _command_results(content, pending)
             prompt = _prompt_text(entry, content)
             if prompt:
-                current = Exchange(prompt=prompt, prompt_time=when or "")
+                current = Turn(prompt=prompt, prompt_time=when or "")
                 session.exchanges.append(current)
             continue
         if current is None or not isinstance(content, list):
@@ -148,7 +150,7 @@ def parse_entries(entries: list[dict[str, Any]], session_id: str) -> Session:
     return session
 
 
-def _command_results(content: Any, pending: dict[str, tuple[Exchange, int]]) -> None:
+def _command_results(content: Any, pending: dict[str, tuple[Turn, int]]) -> None:
     """Mark the Bash commands whose results ``content`` holds passed or failed (``is_error``)."""
     if not isinstance(content, list):
         return
@@ -173,7 +175,7 @@ def _prompt_text(entry: dict[str, Any], content: Any) -> str:
     return "" if not text or text.startswith(_PLUMBING) else text
 
 
-def _add_tool(exchange: Exchange, name: str, params: dict[str, Any], when: str | None) -> None:
+def _add_tool(exchange: Turn, name: str, params: dict[str, Any], when: str | None) -> None:
     exchange.tool_time = exchange.tool_time or when
     target = next((str(params[k]) for k in ("file_path", "notebook_path", "path", "pattern", "url", "query")
                    if isinstance(params.get(k), str)), "")

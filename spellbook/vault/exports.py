@@ -27,8 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from spellbook.errors import InvalidInputError
-from spellbook.vault.private import private_folder
-from spellbook.vault.store import atomic_write
+from spellbook.files import atomic_write, private_folder
 
 EXPORTS_DIR = "exports"
 LEDGER_NAME = "exports.ledger"

@@ -13,6 +13,7 @@ import unicodedata
 from pathlib import Path, PurePosixPath
 
 from spellbook.errors import VaultPathError
+from spellbook.text import cut_utf8
 
 NOTE_SUFFIX = ".md"
 MAX_FILE_BYTES = 5 * 1024 * 1024  # the largest note Spellbook indexes (and imports)
@@ -20,9 +21,6 @@ MAX_SEGMENT_CHARS = 80
 # File systems allow 255 bytes a name. A note's name also carries ".md", then " 2"... when taken,
 # and the store's temp file adds ".<name>.<8 random>.tmp": 200 bytes of title leaves room for all.
 MAX_SEGMENT_BYTES = 200
-# Code points that belong to the character before them: combining marks are found by
-# unicodedata; these are the joiners, variation selectors and emoji skin tones.
-_JOINED = re.compile("[\u200c\u200d\ufe00-\ufe0f\U0001f3fb-\U0001f3ff\U000e0020-\U000e007f\U000e0100-\U000e01ef]")
 
 # Folders that are never notes: tool state, Obsidian's config and trash, git.
 IGNORED_DIRS = frozenset({".git", ".obsidian", ".trash", ".spellbook", "node_modules", ".stfolder"})
@@ -54,22 +52,6 @@ def sanitize_segment(text: str, fallback: str = "untitled") -> str:
     if not name or name.split(".")[0].lower() in _WINDOWS_RESERVED:
         name = f"{name} note".strip() if name else fallback
     return name
-
-
-def cut_utf8(text: str, max_bytes: int) -> str:
-    """The longest start of ``text`` that fits in ``max_bytes`` of UTF-8 and ends between two
-    characters as a reader sees them (never inside a code point, nor between a letter and its
-    combining accent, an emoji and its joiner, variation selector or skin tone)."""
-    if len(text.encode("utf-8")) <= max_bytes:
-        return text
-    end = len(text.encode("utf-8")[:max_bytes].decode("utf-8", "ignore"))
-    while end > 0 and (_continues(text[end]) or text[end - 1] == "\u200d"):
-        end -= 1
-    return text[:end]
-
-
-def _continues(char: str) -> bool:
-    return bool(unicodedata.combining(char)) or _JOINED.match(char) is not None
 
 
 def is_ignored(path: str) -> bool:

@@ -1,7 +1,7 @@
 """The vault store: the ONLY code that writes note files.
 
-Every write is atomic (a unique dotfile temp, fsync, then rename), so a crash leaves either the old
-file or the new one, never half of one. The engine's vault makes its temp files in the index's
+Every write is atomic (``spellbook/files.py``: a unique dotfile temp, fsync, then rename), so a
+crash leaves either the old file or the new one, never half of one. The engine's vault makes its temp files in the index's
 ``tmp`` folder when the index is in the vault (the default) and on the note's file system, so
 nothing transient appears beside a person's notes (for Obsidian, a sync tool or ``git add``), and
 the vault watcher sees one event per write instead of six (it cost the owner ~2 ms of CPU a scribe,
@@ -19,23 +19,20 @@ from __future__ import annotations
 import os
 import re
 import stat
-import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from spellbook.crashpoints import crash_point
 from spellbook.errors import FileChangedError, InvalidInputError, VaultPathError
-from spellbook.vault.crashpoints import crash_point
+from spellbook.files import atomic_write, fsync_dir, new_file_mode, place, write_temp
 from spellbook.vault.note import content_version
 from spellbook.vault.paths import (
-    ARCHIVE_DIR, IGNORED_DIRS, cut_utf8, first_symlink, is_ignored, resolve_path, with_suffix_number,
+    ARCHIVE_DIR, IGNORED_DIRS, first_symlink, is_ignored, resolve_path, with_suffix_number,
 )
 from spellbook.vault.syncing import sync_files
 
 TRASH_DIR = ".trash"
-_UMASK = os.umask(0o022)  # read once, at import (before any thread), and put back
-os.umask(_UMASK)
-TEMP_NAME_BYTES = 200  # of the target's name kept in its temp file's name (255 - dots - 8 random - .tmp)
 _TEMP_NAME = re.compile(r"^\..+\.md\.[A-Za-z0-9_]+\.tmp$")  # what atomic_write creates
 
 
@@ -156,7 +153,7 @@ class Vault:
                     if target.parent not in modes:
                         self._make_folders(target.parent)
                         modes[target.parent] = new_file_mode(target.parent), self._temp_folder(target.parent)
-                    temps.append((i, path, target, _write_temp(target, text, *modes[target.parent])))
+                    temps.append((i, path, target, write_temp(target, text, *modes[target.parent])))
                 except (OSError, VaultPathError) as exc:
                     results[i] = exc
             try:
@@ -181,7 +178,7 @@ class Vault:
         """Link ``tmp`` at ``path``, or at the first free numbered name after it; the path used."""
         n = 2
         candidate = path
-        while not _place(Path(tmp), target):
+        while not place(Path(tmp), target):
             candidate, n = with_suffix_number(path, n), n + 1
             target = self.file(candidate)
         crash_point("file-written")
@@ -223,7 +220,7 @@ class Vault:
         place meanwhile (False then: it stays in the trash)."""
         source, target = self.file(trash_path), self.file(path)
         self._make_folders(target.parent)
-        if not _place(source, target):
+        if not place(source, target):
             return False
         source.unlink(missing_ok=True)  # linked: the trash copy goes
         return True
@@ -308,110 +305,3 @@ def decode_note(path: str, data: bytes, st: os.stat_result) -> FileState:
     except UnicodeDecodeError as exc:
         raise InvalidInputError(f"{path} is not UTF-8 ({exc.reason} at byte {exc.start}); save it as UTF-8.") from exc
     return FileState(path, text, content_version(data), st.st_mtime_ns, st.st_size)
-
-
-def atomic_write(
-    target: Path, text: str | bytes, exclusive: bool = False, mode: int | None = None, temp_folder: Path | None = None
-) -> bool:
-    """Write ``text`` (or bytes, as they are) to ``target`` atomically (unique dotfile temp, fsync, rename). With
-    ``exclusive``, never replace an existing file (returns False when the name is taken). ``mode``
-    sets the file's permissions; without it a file that exists keeps its mode and a new one gets
-    ``new_file_mode`` of its folder (the temp file is created 0600, then set). The temp file goes in
-    ``temp_folder`` (on the target's file system), by default the target's own folder."""
-    if mode is None:
-        try:
-            mode = stat.S_IMODE(target.stat().st_mode)
-        except FileNotFoundError:
-            mode = new_file_mode(target.parent)
-    fd, tmp = tempfile.mkstemp(dir=temp_folder or target.parent, prefix=_temp_prefix(target.name), suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(text if isinstance(text, bytes) else text.encode("utf-8"))
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, mode)
-        if exclusive:
-            if not _place(tmp, target):
-                return False
-        else:
-            os.replace(tmp, target)
-        fsync_dir(target.parent)
-        crash_point("file-written")
-        return True
-    finally:
-        Path(tmp).unlink(missing_ok=True)
-
-
-def _write_temp(target: Path, text: str, mode: int, folder: Path) -> str:
-    """A new temp file for ``target`` in ``folder`` holding ``text`` with ``mode``, not yet synced."""
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=_temp_prefix(target.name), suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(text.encode("utf-8"))
-            os.fchmod(f.fileno(), mode)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return tmp
-
-
-def _place(source: Path, target: Path) -> bool:
-    """Put ``source``'s file at ``target`` unless that name is taken (False): a hard link, atomic and
-    refused when the name exists (``source`` stays, for the caller to remove), or a rename on file
-    systems without hard links."""
-    try:
-        os.link(source, target)
-    except FileExistsError:
-        return False
-    except OSError:  # file systems without hard links
-        if target.exists():
-            return False
-        os.replace(source, target)
-    return True
-
-
-def backup_copy(file: Path) -> Path:
-    """Copy ``file`` byte for byte (and its mode) to ``<file>.bak``, or ``<file>.<YYYYmmdd-HHMMSS>[-n].bak``
-    when that is taken: never over an earlier backup, even one made the same second."""
-    from datetime import datetime
-
-    data, mode = file.read_bytes(), stat.S_IMODE(file.stat().st_mode)
-    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    names = [f"{file.name}.bak", f"{file.name}.{stamp}.bak", *(f"{file.name}.{stamp}-{i}.bak" for i in range(1, 100))]
-    for name in names:
-        try:
-            fd = os.open(file.with_name(name), os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), mode)
-        except FileExistsError:
-            continue
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        return file.with_name(name)
-    raise FileExistsError(f"Too many backups of {file} this second; delete old *.bak files next to it and retry.")
-
-
-def new_file_mode(folder: Path) -> int:
-    """The mode of a new file in ``folder``: the folder's read/write bits, limited by the umask."""
-    return folder.stat().st_mode & 0o666 & ~_UMASK
-
-
-def _temp_prefix(name: str) -> str:
-    """``.<name>.``, with a long name cut (by bytes, whole characters) so that the temp file's name
-    fits in 255 bytes too; a note's temp keeps its ``.md.`` so stale ones are found."""
-    if len(name.encode("utf-8")) <= TEMP_NAME_BYTES:
-        return f".{name}."
-    stem, dot, suffix = name.rpartition(".")
-    if not dot or len(suffix) > 8:
-        stem, suffix = name, ""
-    return f".{cut_utf8(stem, TEMP_NAME_BYTES - len(suffix) - 1)}{'.' + suffix if suffix else ''}."
-
-
-def fsync_dir(folder: Path) -> None:
-    if os.name != "posix":
-        return
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

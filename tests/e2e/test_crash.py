@@ -76,7 +76,7 @@ def test_kill_9_in_a_loop_loses_nothing(tmp_path: Path) -> None:
     assert len(acknowledged) > 20  # the writer really wrote between kills
 
 
-# --- kill points: the owner dies at a chosen point of the write path (spellbook/vault/crashpoints.py) ---
+# --- kill points: the owner dies at a chosen point of the write path (spellbook/crashpoints.py) ---
 
 POINT_WRITER = """
 import itertools, sys, time

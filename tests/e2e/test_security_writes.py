@@ -117,7 +117,7 @@ def test_long_titles_in_any_script_are_stored_and_revised_over_mcp(tmp_path: Pat
 
 
 def test_cut_by_bytes_never_splits_a_character() -> None:
-    from spellbook.vault.paths import cut_utf8
+    from spellbook.text import cut_utf8
 
     for title in LONG_TITLES:
         for limit in range(1, 60):

@@ -11,8 +11,9 @@ import pytest
 from mcp import Client
 
 from spellbook.config import Settings
-from spellbook.engine import Engine, exchange, exchange_formats
-from spellbook.engine.memory_graph import graph_id
+from spellbook.engine import Engine, exchange
+from spellbook.engine.formats import spellbook_export
+from spellbook.engine.formats.mcp_memory import graph_id
 from spellbook.errors import InvalidInputError
 from spellbook.vault.note import parse_note
 from tests.helpers.engine import open_engine
@@ -132,7 +133,7 @@ def test_overwrite_never_clobbers_a_concurrent_edit(engine: Engine, vault: Path,
     assert report["counts"]["failed"] == 1
     assert "changed on disk" in report["failed"][0]["error"] and report["failed"][0]["where"].startswith("memories[")
     assert tea.read_text(encoding="utf-8").endswith("A person's line.")
-    assert "Failed memories[" in exchange_formats.import_summary(report)
+    assert "Failed memories[" in spellbook_export.import_summary(report)
 
 
 def write_export(tmp_path: Path, memories: list, **top) -> str:
@@ -514,14 +515,14 @@ def test_a_note_that_cannot_be_written_is_reported_and_the_rest_are_written(
 ) -> None:
     from spellbook.vault import store
 
-    real = store._write_temp
+    real = store.write_temp
 
     def disk_full_for_note_1(target: Path, text: str, mode: int, folder: Path) -> str:
         if target.name == "Note 1.md":
             raise OSError(28, "No space left on device")
         return real(target, text, mode, folder)
 
-    monkeypatch.setattr(store, "_write_temp", disk_full_for_note_1)
+    monkeypatch.setattr(store, "write_temp", disk_full_for_note_1)
     file = write_export(tmp_path, [good(0), good(1), good(2), good(3, id="id1", metadata={"id": "id1"})])
     report = engine.import_memories(file)
     assert report["counts"] == {"created": 2, "overwritten": 0, "unchanged": 0, "skipped": 1, "failed": 1}
@@ -530,7 +531,7 @@ def test_a_note_that_cannot_be_written_is_reported_and_the_rest_are_written(
     assert not (vault / "t" / "Note 1.md").exists() and not list(vault.rglob("*.tmp"))
     assert engine.check()["consistent"]
 
-    monkeypatch.setattr(store, "_write_temp", real)  # space freed: importing again writes what failed
+    monkeypatch.setattr(store, "write_temp", real)  # space freed: importing again writes what failed
     again = engine.import_memories(file)
     assert again["counts"]["created"] == 1 and again["created"][0]["path"] == "t/Note 1.md"
     assert parse_note((vault / "t" / "Note 1.md").read_text(encoding="utf-8")).meta["id"] == "id1"

@@ -189,7 +189,7 @@ def _import_in_child(file: Path) -> dict:
 
 def test_an_import_of_millions_of_empty_entries_is_refused_in_bounded_memory(tmp_path: Path) -> None:
     """7.5 MB of 2.5 M ``{}`` entries: the old reader built them all (peak +470 MB, 19 s)."""
-    from spellbook.engine.exchange_formats import MAX_IMPORT_ENTRIES
+    from spellbook.engine.formats.spellbook_export import MAX_IMPORT_ENTRIES
 
     file = tmp_path / "empty.json"
     file.write_text('{"spellbook_export": 1, "memories": [' + ",".join(["{}"] * 2_500_000) + "]}")

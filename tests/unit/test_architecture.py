@@ -1,12 +1,15 @@
 """The package tree is the architecture: imports point one way, and no module or class grows past
 a size a reader can hold.
 
-    cli -> sessions -> server -> engine -> index -> embedders, git -> vault -> scope -> config -> errors
+    cli -> sessions -> server -> engine -> index -> embedders, git -> vault -> scope, files -> config
+      -> errors, text, crashpoints, version
 
-A module may import its own part of the package and any part below it, never one above. ``config``
-is the ground floor: it imports nothing but the errors (the embedder names it checks are its own
-list, which the embedders' registry must match), so anything may read a setting or a name from it.
-Type-only imports (``if TYPE_CHECKING:`` blocks never run) are not counted here. The checker reads every other
+A module may import its own part of the package and any part below it, never one above. The
+package's ``__init__`` is the public face: it re-exports from above, so nothing inside imports it.
+``config`` is the ground floor: it imports nothing but the errors (the embedder names it checks are
+its own list, which the embedders' registry must match), so anything may read a setting or a name
+from it. Type-only imports (``if TYPE_CHECKING:`` blocks never run) are not counted here (the cycle
+test below counts them). The checker reads every other
 ``import`` in ``spellbook/`` (top-level and inside functions) with ``ast``; the last test plants
 back-edges to show that it catches them.
 """
@@ -20,6 +23,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "spellbook"
 
 # Rank of each top-level part of the package: a module may import parts of a lower rank (or its own).
 RANKS = {
+    "__init__": 11,  # the public face re-exports from above: nothing in the package imports it
     "__main__": 10,
     "cli": 9,
     "sessions": 8,
@@ -28,11 +32,11 @@ RANKS = {
     "index": 5,
     "embedders": 4, "git": 4,
     "vault": 3,
-    "scope": 2,
+    "scope": 2, "files": 2,
     "config": 1,
-    "errors": 0, "__init__": 0,
+    "errors": 0, "text": 0, "crashpoints": 0, "version": 0,
 }
-MAX_MODULE_LINES = 450
+MAX_MODULE_LINES = 600  # a module as long as its concept needs; a class past 450 is usually two
 MAX_CLASS_LINES = 450
 
 
@@ -50,11 +54,14 @@ def module_name(file: Path) -> str:
     return ".".join(parts)
 
 
-def imports_of(source: str, module: str, is_package: bool) -> list[tuple[int, str, list[str]]]:
-    """(line, module imported from, names imported) for each spellbook import that can run."""
+def imports_of(
+    source: str, module: str, is_package: bool, type_only_too: bool = False
+) -> list[tuple[int, str, list[str]]]:
+    """(line, module imported from, names imported) for each spellbook import that can run, and with
+    ``type_only_too`` those under ``if TYPE_CHECKING:`` as well."""
     found: list[tuple[int, str, list[str]]] = []
     tree = ast.parse(source)
-    type_only = {
+    type_only = set() if type_only_too else {
         id(inner)
         for node in ast.walk(tree)
         if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
@@ -105,19 +112,25 @@ def test_imports_point_down_the_layers() -> None:
     assert not errors, "imports against the layering:\n" + "\n".join(errors)
 
 
-def test_no_import_cycles() -> None:
+def import_graph(sources: dict[str, tuple[str, bool]]) -> dict[str, set[str]]:
+    """module -> the modules it imports, type-only imports included; ``sources`` maps each module
+    to its source and whether it is a package's ``__init__``."""
     graph: dict[str, set[str]] = {}
-    names = {m for m, _ in modules()}
-    for module, file in modules():
+    for module, (source, is_package) in sources.items():
         edges = set()
-        for _, source, imported in imports_of(file.read_text(encoding="utf-8"), module, file.name == "__init__.py"):
+        for _, imported_from, imported in imports_of(source, module, is_package, type_only_too=True):
             # `from spellbook.cli import clients` depends on the module clients, not on the package
-            for target in [f"{source}.{name}" for name in imported if f"{source}.{name}" in names] or [source]:
-                while target and target not in names:  # `from spellbook.x import y` where y is a name
+            for target in [f"{imported_from}.{name}" for name in imported if f"{imported_from}.{name}" in sources] \
+                    or [imported_from]:
+                while target and target not in sources:  # `from spellbook.x import y` where y is a name
                     target = target.rpartition(".")[0]
                 if target and target != module:
                     edges.add(target)
         graph[module] = edges
+    return graph
+
+
+def cycles_in(graph: dict[str, set[str]]) -> list[str]:
     cycles = []
     state: dict[str, int] = {}
     stack: list[str] = []
@@ -136,7 +149,35 @@ def test_no_import_cycles() -> None:
     for node in sorted(graph):
         if node not in state:
             visit(node)
-    assert not cycles, "import cycles:\n" + "\n".join(cycles)
+    return cycles
+
+
+# The one circle left, broken by the settings rework (config stops checking the embedder's name
+# against the embedders' registry); the assertion below fails once it is gone, to empty this.
+BEING_BROKEN: set[str] = set()  # a circle known and being broken, named as the test prints it
+
+
+def test_no_import_cycles_type_only_imports_included() -> None:
+    """No circle among the package's modules, counting ``if TYPE_CHECKING:`` imports too: a circle
+    that only the type checker walks still means two modules that cannot be read apart."""
+    sources = {m: (f.read_text(encoding="utf-8"), f.name == "__init__.py") for m, f in modules()}
+    cycles = cycles_in(import_graph(sources))
+    assert not set(cycles) - BEING_BROKEN, "import cycles:\n" + "\n".join(cycles)
+    assert not BEING_BROKEN - set(cycles), f"no longer a cycle, take it out of BEING_BROKEN: {BEING_BROKEN - set(cycles)}"
+
+
+def test_a_planted_type_only_cycle_is_caught() -> None:
+    planted = {
+        "spellbook.engine.search": ("from spellbook.engine.ranking import rank\n", False),
+        "spellbook.engine.ranking": ("if TYPE_CHECKING:\n    from spellbook.engine.search import Search\n", False),
+        "spellbook.engine.links": ("from spellbook.engine import ranking\n", False),
+        "spellbook.engine": ("", True),
+    }
+    assert cycles_in(import_graph(planted)) == [
+        "spellbook.engine.ranking -> spellbook.engine.search -> spellbook.engine.ranking"
+    ]
+    del planted["spellbook.engine.ranking"]
+    assert not cycles_in(import_graph(planted))
 
 
 def test_modules_and_classes_stay_small() -> None:
@@ -155,7 +196,7 @@ def test_modules_and_classes_stay_small() -> None:
 # Who reads a SPELLBOOK_* variable itself: config, and the start-up tricks that run before it can
 # be imported (the model's name and the cache folder, read before argv is parsed); a test hook.
 READS_THE_ENVIRONMENT = {"spellbook.config", "spellbook.embedders.ahead", "spellbook.server.front",
-                         "spellbook.vault.crashpoints"}
+                         "spellbook.crashpoints"}
 
 
 def environment_reads(source: str) -> list[str]:
@@ -222,3 +263,19 @@ def test_no_test_module_imports_another() -> None:
     assert imports_reaching_into("from .test_mcp_stdio import call\n")  # a planted one is caught
     assert imports_reaching_into("from tests.conftest import open_engine\n")
     assert not imports_reaching_into("from tests.helpers.stdio import call\n")
+
+
+def test_the_public_face_names_engine_settings_and_the_errors_and_loads_nothing_first() -> None:
+    """``from spellbook import Engine, Settings, SpellbookError``; a bare ``import spellbook`` (every
+    command and agent hook starts with it) imports no module of the package but its version."""
+    import subprocess
+    import sys
+
+    code = ("import sys; import spellbook; print(sorted(m for m in sys.modules if m.startswith('spellbook')))\n"
+            "from spellbook import Engine, Settings, SpellbookError\n"
+            "print(Engine.__module__, Settings.__module__, SpellbookError.__module__, spellbook.__all__)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=PACKAGE.parent).stdout.splitlines()
+    assert out[0] == "['spellbook', 'spellbook.version']"
+    assert out[1] == ("spellbook.engine.engine spellbook.config spellbook.errors "
+                      "['Engine', 'Settings', 'SpellbookError', '__version__']")

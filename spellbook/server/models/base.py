@@ -85,7 +85,7 @@ class FileProblem(Out):
     problem: str
 
 
-class SyncReport(Out):
+class SyncReportOut(Out):
     indexed: int
     unchanged: int
     removed: int

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from spellbook.server.models.base import CompactNote, FileProblem, NoteRef, Out, Section, SimilarNote, SyncReport
+from spellbook.server.models.base import CompactNote, FileProblem, NoteRef, Out, Section, SimilarNote, SyncReportOut
 
 
 class ScribeSimilar(SimilarNote):
@@ -242,12 +242,12 @@ class StatsResult(Out):
     vectors_missing: int
     problems: list[FileProblem]
     problems_total: int
-    last_sync: SyncReport | None
+    last_sync: SyncReportOut | None
     setup_warnings: list[str]
     git: GitStats
     summariser: SummariserSpend
     sync: TeamSyncStats | None = None
 
 
-class RebuildResult(SyncReport):
+class RebuildResult(SyncReportOut):
     seconds: float

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import logging
 
+from starlette.convertors import StringConvertor, register_url_convertor
+
 from spellbook.scope import acting
 from spellbook.server.hub import Hub
 from spellbook.server.web import care, graph_page, memory, pages, signin
@@ -16,8 +18,16 @@ from spellbook.server.web.app import WEB_CLIENT, WebApp
 from spellbook.server.web.guard import Guard
 
 log = logging.getLogger(__name__)
-ID = r"(?P<id>[^/]+)"
-ROUTES = [
+
+
+class CommitConvertor(StringConvertor):
+    """A path part that is a commit: 4 to 40 hex digits."""
+
+    regex = "[0-9a-fA-F]{4,40}"
+
+
+register_url_convertor("commit", CommitConvertor())
+ROUTES = [  # (method, path, page); a {name} is anything but a slash
     ("GET", "/signin", signin.redeem),
     ("POST", "/signin", signin.with_token),
     ("GET", "/", pages.overview),
@@ -26,10 +36,10 @@ ROUTES = [
     ("GET", "/graph", graph_page.graph),
     ("GET", "/care", care.care),
     ("POST", "/care/merge", care.merge),
-    ("GET", f"/memory/{ID}", memory.memory),
-    ("POST", f"/memory/{ID}/restore", memory.restore),
-    ("POST", f"/memory/{ID}/erase", memory.erase),
-    ("GET", f"/memory/{ID}/diff/(?P<commit>[0-9a-fA-F]{{4,40}})", memory.diff),
+    ("GET", "/memory/{id}", memory.memory),
+    ("POST", "/memory/{id}/restore", memory.restore),
+    ("POST", "/memory/{id}/erase", memory.erase),
+    ("GET", "/memory/{id}/diff/{commit:commit}", memory.diff),
 ]
 
 

@@ -1,4 +1,5 @@
-"""The web view's ASGI app: the gate (guard.py), the routes, static files, and the hub calls.
+"""The web view's ASGI app: the gate (guard.py) in front of starlette's router, its form parsing
+and static files, and the hub calls.
 
 Every page asks the hub (``hub.call``), never the engine: in ``spellbook ui`` joining a running
 server the owner process answers, and the call runs in this server's scope (``serve --context``
@@ -9,14 +10,17 @@ server the owner process answers, and the call runs in this server's scope (``se
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from importlib import resources
 from typing import Any
-from urllib.parse import parse_qsl
 
 import anyio
+from starlette.formparsers import MultiPartException
+from starlette.middleware.exceptions import ExceptionMiddleware
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Mount, Route, Router
+from starlette.staticfiles import StaticFiles
 
 from spellbook.engine.operations import operation
 from spellbook.errors import ConflictError, NoteNotFoundError, SpellbookError, UnknownOperationError
@@ -27,8 +31,9 @@ from spellbook.server.web.html import message, page, sign_in_form
 
 log = logging.getLogger(__name__)
 
-MAX_FORM_BYTES = 64 * 1024
-STATIC_TYPES = {".css": "text/css; charset=utf-8", ".js": "text/javascript; charset=utf-8"}
+MAX_FORM_BYTES = 64 * 1024  # of a POST's body read; the rest is never read
+MAX_FORM_FIELDS = 1000
+STATIC = "/static/"  # the script and the style sheet: answered before signing in (no secrets in them)
 OPEN_PATHS = frozenset({"/signin"})  # answered before signing in; their handlers check what they need
 WEB_CLIENT = Actor(client="web")
 
@@ -39,6 +44,11 @@ class Answer:
     body: bytes
     content_type: str = "text/html; charset=utf-8"
     headers: list[tuple[bytes, bytes]] | None = None
+
+    def response(self) -> Response:
+        response = Response(self.body, self.status, media_type=self.content_type)
+        response.raw_headers += self.headers or []
+        return response
 
 
 @dataclass
@@ -110,45 +120,61 @@ Handler = Callable[[Ask], Awaitable[Answer]]
 
 
 class WebApp:
-    """ASGI app for the pages; ``routes`` maps (method, path pattern) to a handler."""
+    """ASGI app for the pages: the gate, then starlette's router over ``routes`` ((method, path,
+    handler), the path in starlette's syntax) and the static files. Every answer, the gate's and
+    the static files' included, carries the guard's security headers."""
 
     def __init__(self, hub: Hub, guard: Guard, routes: list[tuple[str, str, Handler]]) -> None:
         self.hub = hub
         self.guard = guard
-        self.routes = [(method, re.compile(f"^{pattern}$"), handler) for method, pattern, handler in routes]
+        self.router = ExceptionMiddleware(Router(  # the static files' 404 is an exception: plain text
+            [Route(path, self._endpoint(handler, path in OPEN_PATHS), methods=[method], name=handler.__name__)
+             for method, path, handler in routes]
+            + [Mount(STATIC.rstrip("/"), StaticFiles(packages=[("spellbook.server.web", "static")]))],
+            redirect_slashes=False,
+            default=_not_found,
+        ))
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
-        answer = await self._answer(scope, receive)
-        headers = [(b"content-type", answer.content_type.encode()), (b"content-length", str(len(answer.body)).encode()),
-                   *self.guard.headers(), *(answer.headers or [])]
-        await send({"type": "http.response.start", "status": answer.status, "headers": headers})
-        await send({"type": "http.response.body", "body": answer.body})
+        async def send_secured(message: dict) -> None:
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": [*message.get("headers", []), *self.guard.headers()]}
+            await send(message)
 
-    async def _answer(self, scope: dict, receive: Any) -> Answer:
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        method, path = scope["method"], scope["path"]
-        query_string = scope.get("query_string", b"").decode("latin-1")
+        refusal = self._gate(scope)
+        if refusal is not None:
+            await refusal.response()(scope, receive, send_secured)
+        else:
+            await self.router(scope, receive, send_secured)
+
+    def _gate(self, scope: dict) -> Answer | None:
+        """The answer for a request the gate stops (wrong Host, not signed in), or None."""
+        headers = _headers(scope)
         if not self.guard.host_ok(headers):
             return _text(421, "Wrong Host header: open the page at http://127.0.0.1:PORT/ (or localhost).")
-        if path.startswith("/static/") and method == "GET":
-            return _static(path.removeprefix("/static/"))
-        open_path = path in OPEN_PATHS
-        if not open_path and not self.guard.signed_in(headers):
+        path = scope["path"]
+        if not path.startswith(STATIC) and path not in OPEN_PATHS and not self.guard.signed_in(headers):
             return _signed_out()
-        for verb, pattern, handler in self.routes:
-            found = pattern.match(path)
-            if found and verb == method:
-                form = await _form(receive) if method == "POST" else {}
-                if method == "POST" and not open_path:
+        return None
+
+    def _endpoint(self, handler: Handler, open_path: bool) -> Callable[[Request], Awaitable[Response]]:
+        async def endpoint(request: Request) -> Response:
+            headers = _headers(request.scope)
+            form: dict[str, str] = {}
+            if request.method == "POST":
+                try:
+                    form = await _form(request)
+                except MultiPartException as exc:
+                    return _text(400, f"The form could not be read: {exc.message}").response()
+                if not open_path:
                     refusal = self.guard.post_refusal(headers, form)
                     if refusal:
-                        return _text(403, refusal)
-                ask = Ask(self.hub, self.guard, headers, dict(parse_qsl(query_string)), form, found.groupdict(),
-                          post=method == "POST")
-                return await self._run(handler, ask)
-        if any(p.match(path) for _, p, _ in self.routes):
-            return _text(405, f"{method} is not allowed here.")
-        return Answer(404, page("Not found", "", message(f"No page at {path}.", "error")).encode())
+                        return _text(403, refusal).response()
+            ask = Ask(self.hub, self.guard, headers, dict(request.query_params), form, request.path_params,
+                      post=request.method == "POST")
+            return (await self._run(handler, ask)).response()
+
+        return endpoint
 
     async def _run(self, handler: Handler, ask: Ask) -> Answer:
         try:
@@ -166,6 +192,10 @@ class WebApp:
             return ask.html("Error", "", message("Something went wrong; the server log has the details.", "error"), 500)
 
 
+def _headers(scope: dict) -> dict[str, str]:
+    return {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+
+
 def _text(status: int, text: str) -> Answer:
     return Answer(status, text.encode(), "text/plain; charset=utf-8")
 
@@ -174,26 +204,26 @@ def _signed_out() -> Answer:
     return Answer(401, page("Sign in", "", sign_in_form()).encode())
 
 
-def _static(name: str) -> Answer:
-    suffix = name[name.rfind("."):] if "." in name else ""
-    if "/" in name or name.startswith(".") or suffix not in STATIC_TYPES:
-        return _text(404, "No such file.")
-    try:
-        data = resources.files("spellbook.server.web").joinpath("static", name).read_bytes()
-    except (FileNotFoundError, IsADirectoryError):
-        return _text(404, "No such file.")
-    return Answer(200, data, STATIC_TYPES[suffix])
+async def _not_found(scope: dict, receive: Any, send: Any) -> None:
+    body = page("Not found", "", message(f"No page at {scope['path']}.", "error")).encode()
+    await Answer(404, body).response()(scope, receive, send)
 
 
-async def _form(receive: Any) -> dict[str, str]:
-    """An urlencoded POST body (at most ``MAX_FORM_BYTES``); repeated names are joined with a newline."""
-    body = b""
-    while True:
-        message_ = await receive()
-        body += message_.get("body", b"")
-        if len(body) > MAX_FORM_BYTES or not message_.get("more_body"):
-            break
-    out: dict[str, str] = {}
-    for key, value in parse_qsl(body[:MAX_FORM_BYTES].decode("utf-8", "replace"), keep_blank_values=True):
-        out[key] = f"{out[key]}\n{value}" if key in out else value
-    return out
+async def _form(request: Request) -> dict[str, str]:
+    """A POST's form (starlette's parser, files refused), from at most ``MAX_FORM_BYTES`` of its
+    body; repeated names are joined with a newline."""
+    read = 0
+
+    async def receive_capped() -> dict:
+        nonlocal read
+        got = await request.receive()
+        if got["type"] != "http.request":
+            return got
+        body = got.get("body", b"")[: MAX_FORM_BYTES - read]
+        read += len(body)
+        return {**got, "body": body, "more_body": got.get("more_body", False) and read < MAX_FORM_BYTES}
+
+    form = await Request(request.scope, receive_capped).form(
+        max_files=0, max_fields=MAX_FORM_FIELDS, max_part_size=MAX_FORM_BYTES
+    )
+    return {key: "\n".join(v for v in form.getlist(key) if isinstance(v, str)) for key in form}

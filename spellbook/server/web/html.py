@@ -16,8 +16,8 @@ from urllib.parse import quote, urlencode
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from spellbook import __version__
 from spellbook.server.web.guard import CSRF_FIELD, TOKEN_FIELD
+from spellbook.version import __version__
 
 PAGES = [("/", "Overview"), ("/activity", "Activity"), ("/search", "Search"), ("/graph", "Graph"),
          ("/care", "Care")]

@@ -17,7 +17,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from spellbook.sessions.transcript import Exchange, Session, _add_tool, json_lines, strip_private
+from spellbook.sessions.transcript import Session, Turn, _add_tool, json_lines, strip_private
 
 _PATCHED = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$", re.MULTILINE)
 _SHELL = {"exec_command", "shell", "local_shell", "container.exec", "shell_command"}
@@ -25,7 +25,7 @@ _SHELL = {"exec_command", "shell", "local_shell", "container.exec", "shell_comma
 
 def read_rollout(file: Path, session_id: str | None = None) -> Session:
     session = Session(session_id or "", source="codex")
-    current: Exchange | None = None
+    current: Turn | None = None
     for entry in json_lines(file):
         if not isinstance(entry.get("payload"), dict):
             continue
@@ -46,14 +46,14 @@ def read_rollout(file: Path, session_id: str | None = None) -> Session:
     return session
 
 
-def _item(session: Session, current: Exchange | None, item: dict[str, Any], when: str | None) -> Exchange | None:
+def _item(session: Session, current: Turn | None, item: dict[str, Any], when: str | None) -> Turn | None:
     kind = item.get("type")
     if kind == "message":
         text = "\n".join(str(b.get("text", "")) for b in item.get("content") or []
                          if isinstance(b, dict) and b.get("type") in ("input_text", "output_text", "text"))
         text = strip_private(text).strip()
         if item.get("role") == "user" and text and not text.startswith(("<", "# AGENTS.md")):
-            current = Exchange(prompt=text, prompt_time=when or "")
+            current = Turn(prompt=text, prompt_time=when or "")
             session.exchanges.append(current)
         elif item.get("role") == "assistant" and text and current is not None:
             current.answer, current.answer_time = text, when

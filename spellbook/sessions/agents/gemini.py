@@ -20,8 +20,8 @@ from typing import Any
 
 from spellbook.sessions.transcript import (
     MAX_TRANSCRIPT_BYTES,
-    Exchange,
     Session,
+    Turn,
     _add_tool,
     open_regular,
     strip_private,
@@ -38,7 +38,7 @@ def read_chat(file: Path, session_id: str | None = None) -> Session:
         text = f.read(MAX_TRANSCRIPT_BYTES).decode("utf-8", "replace")
     meta, messages = _records(text)
     session = Session(session_id or str(meta.get("sessionId") or file.stem), source="gemini")
-    current: Exchange | None = None
+    current: Turn | None = None
     for message in messages:
         when = message.get("timestamp") if isinstance(message.get("timestamp"), str) else None
         if when:
@@ -47,7 +47,7 @@ def read_chat(file: Path, session_id: str | None = None) -> Session:
         if message.get("type") == "user":
             prompt = _prompt(message.get("content"))
             if prompt:
-                current = Exchange(prompt=prompt, prompt_time=when or "")
+                current = Turn(prompt=prompt, prompt_time=when or "")
                 session.exchanges.append(current)
         elif message.get("type") == "gemini" and current is not None:
             for call in message.get("toolCalls") or []:

@@ -18,7 +18,7 @@ A Spellbook export (docs/export.md), version 1::
 The official MCP memory server's knowledge graph (``memory.jsonl`` of
 ``@modelcontextprotocol/server-memory``) is read too: one JSON object a line, entities
 ``{"type": "entity", "name", "entityType", "observations": [...]}`` and relations
-``{"type": "relation", "from", "to", "relationType"}``; ``memory_graph.py`` turns it into the
+``{"type": "relation", "from", "to", "relationType"}``; ``mcp_memory.py`` turns it into the
 same entries a Spellbook export holds.
 """
 

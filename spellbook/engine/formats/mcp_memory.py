@@ -8,7 +8,7 @@ import json
 import re
 from typing import Any
 
-from spellbook.engine.exchange_formats import MAX_IMPORT_DEPTH, MAX_IMPORT_ENTRIES, Entry, lines_of, refuse_if
+from spellbook.engine.formats.spellbook_export import MAX_IMPORT_DEPTH, MAX_IMPORT_ENTRIES, Entry, lines_of, refuse_if
 from spellbook.errors import InvalidInputError
 from spellbook.vault.fields import normalize_tag
 from spellbook.vault.paths import note_path
