@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from spellbook.engine.operations import OPERATIONS, operation
 from spellbook.errors import FileChangedError, IndexUnavailableError, RemoteError
-from spellbook.files import atomic_write
+from spellbook.files import atomic_output
 from spellbook.scope import Actor, Scope, acting, actor, resolve, scoped
 from spellbook.server import channel
 from spellbook.vault.fields import new_id
@@ -303,7 +303,8 @@ class Hub:
     def _serve_followers(self) -> None:
         self._channel = channel.ChannelServer(self.index_dir, self._call_local, frozenset(OPERATIONS), self.transport)
         info = {"pid": os.getpid(), **self._channel.start()}
-        atomic_write(self.index_dir / "owner.json", json.dumps(info), mode=0o600)
+        with atomic_output(self.index_dir / "owner.json", mode=0o600) as file:  # not a note: no crash point
+            file.write(json.dumps(info).encode())
 
 
 def _actor_of(value: Any) -> Actor:

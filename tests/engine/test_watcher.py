@@ -339,7 +339,7 @@ def test_writes_fall_back_to_temp_files_beside_the_note(tmp_path: Path) -> None:
 
     try:
         with pytest.MonkeyPatch.context() as mp:
-            mp.setattr("spellbook.vault.store.tempfile.mkstemp", noting)
+            mp.setattr("tempfile.mkstemp", noting)
             first = engine.scribe("On the index's file system.", title="Here", category="notes")
             engine.vault._temp_device = -1  # as if the index were on another file system
             second = engine.scribe("On another file system.", title="There", category="notes")
