@@ -18,18 +18,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
+from spellbook.defaults import DEFAULT_EMBEDDER, ENV_PREFIX, INDEX_DIRNAME, default_cache_dir
 from spellbook.errors import InvalidInputError
 
-INDEX_DIRNAME = ".spellbook"
-ENV_PREFIX = "SPELLBOOK_"
 _BOOLS = {"1": True, "true": True, "yes": True, "on": True, "t": True, "y": True,
           "0": False, "false": False, "no": False, "off": False, "f": False, "n": False}
 _YES_NO = {"1": "true", "yes": "true", "on": "true", "0": "false", "no": "false", "off": "false"}  # for a choice of true/false
-
-
-def _user_cache() -> Path:
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return Path(xdg) if xdg else Path.home() / ".cache"
 
 
 class SettingsError(InvalidInputError):
@@ -164,7 +158,7 @@ class Settings:
     chroma_url: str | None = setting(
         None, description="Use a Chroma server (http://host:port) instead of the embedded folder."
     )
-    embedder: str = setting("use-m3", description="Embedding model to use (a name in spellbook/embedders/registry.py).")
+    embedder: str = setting(DEFAULT_EMBEDDER, description="Embedding model to use (a name in spellbook/embedders/registry.py).")
     context: str | None = setting(
         None, description="Serve one project: every call sees this context's and shared memories only."
     )
@@ -238,7 +232,7 @@ class Settings:
     )
     sync_remote: str = setting("origin", description="The git remote `spellbook sync` exchanges commits with.")
     cache_dir: Path = setting(
-        factory=lambda: _user_cache() / "spellbook",
+        factory=lambda: Path(default_cache_dir()),
         description="Files Spellbook derives from installed packages (the model's table); default ~/.cache/spellbook.",
     )
     log_level: str = setting("INFO")

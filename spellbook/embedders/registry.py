@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from spellbook.defaults import DEFAULT_EMBEDDER
 from spellbook.embedders.base import Embedder
 from spellbook.errors import EmbedderError
 
@@ -14,11 +15,9 @@ if TYPE_CHECKING:
 
 
 def _use_m3(settings: Settings) -> Embedder:
-    from spellbook.embedders import ahead
     from spellbook.embedders.use import USEEmbedder
 
-    folder = settings.cache_dir.expanduser()
-    return ahead.take(folder) or USEEmbedder(cache_dir=folder)  # ahead: a bulk command's start (ahead.py)
+    return USEEmbedder(cache_dir=settings.cache_dir.expanduser())
 
 
 def _minilm(settings: Settings) -> Embedder:
@@ -55,7 +54,7 @@ def _hashing(settings: Settings) -> Embedder:
 
 # The embedder names, in the order the CLI lists them; the first is the default.
 REGISTRY: dict[str, Callable[[Settings], Embedder]] = {
-    "use-m3": _use_m3,
+    DEFAULT_EMBEDDER: _use_m3,  # "use-m3"
     "minilm": _minilm,
     "ollama": _ollama,
     "openai": _openai,

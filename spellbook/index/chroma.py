@@ -21,11 +21,10 @@ from typing import Any
 
 import numpy as np
 
-from spellbook.index.chroma_import import http_client
-from spellbook.index.chroma_local import LocalChroma
-from spellbook.index.heap import trim_heap
 from spellbook.index.matrix import VectorMatrix
 from spellbook.index.snapshot import SnapshotKeeper, VectorSnapshot
+from spellbook.startup.chroma_import import embedded_client, http_client
+from spellbook.startup.heap import trim_heap
 from spellbook.vault.crashpoints import crash_point
 from spellbook.vault.private import private_folder
 
@@ -76,14 +75,14 @@ class VectorIndex:
 
     @classmethod
     def embedded(cls, folder: Path) -> VectorIndex:
-        """Chroma in ``folder``, through its Rust bindings (``index/chroma_local.py``), opened when first needed."""
+        """Chroma in ``folder`` (through its Rust bindings: ``startup/chroma_local.py``), opened when first needed."""
         private_folder(folder)  # vectors and documents of every note: owner only
         new = not (folder / "chroma.sqlite3").exists()
         snapshot = VectorSnapshot(folder.parent / SNAPSHOT_FILE, folder)
         known = None if new else snapshot.collection_id(COLLECTION)  # read without opening Chroma
 
         def connect() -> Any:
-            return LocalChroma(folder)
+            return embedded_client(folder)
 
         return cls(None if new or known else connect(), connect=connect, snapshot=snapshot, collection_id=known)
 

@@ -1,6 +1,6 @@
 """What an embedded index imports: Chroma's Rust bindings only, never the chromadb package
-(spellbook/index/chroma_local.py), nor gRPC; chromadb, imported for a Chroma server, comes without
-gRPC (spellbook/index/chroma_import.py), and Chroma's tracing, when switched on, still gets the real
+(spellbook/startup/chroma_local.py), nor gRPC; chromadb, imported for a Chroma server, comes without
+gRPC (spellbook/startup/chroma_import.py), and Chroma's tracing, when switched on, still gets the real
 OpenTelemetry exporter. Each case runs in a fresh interpreter, since the test process may have
 imported chromadb already."""
 
@@ -39,7 +39,7 @@ def test_the_embedded_index_works_without_chromadb_or_grpc(tmp_path: Path) -> No
 def test_chroma_tracing_switched_on_gets_the_real_exporter() -> None:
     got = _run("""
         import json, sys
-        from spellbook.index.chroma_import import OTLP_GRPC, import_chromadb
+        from spellbook.startup.chroma_import import OTLP_GRPC, import_chromadb
 
         import_chromadb()
         before = "grpc" in sys.modules

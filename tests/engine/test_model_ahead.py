@@ -1,5 +1,5 @@
 """``spellbook import`` and ``spellbook index`` load the default model in a thread from their first
-line (spellbook/embedders/ahead.py), and the engine's embedder is that one: the model loads beside
+line (spellbook/startup/ahead.py), and the engine's embedder is that one: the model loads beside
 the command's imports instead of after them. Each case runs in a fresh interpreter: what was made
 ahead is the process's."""
 
@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from spellbook.embedders.ahead import cache_dir, embeds_in_bulk
+from spellbook.defaults import cache_dir
+from spellbook.startup.ahead import embeds_in_bulk
 from tests.helpers.processes import child_env
 
 SPELLBOOK = str(Path(sys.executable).with_name("spellbook"))
@@ -43,14 +44,16 @@ def test_the_commands_that_embed_in_bulk_with_the_default_model(argv, env, expec
 _TAKE = """
 import json, sys, time
 from pathlib import Path
-from spellbook.embedders import ahead
+from spellbook.startup import ahead
 ahead.load_ahead()
 ahead.load_ahead()  # once a process
 from spellbook.config import Settings
 from spellbook.embedders.registry import load_embedder
 settings = Settings(vault=Path(sys.argv[1]), cache_dir=Path(sys.argv[2]))
-first = load_embedder(settings)
-second = load_embedder(settings)
+def engines_embedder():  # as Engine makes its own (engine/engine.py)
+    return ahead.take(settings.embedder, settings.cache_dir.expanduser()) or load_embedder(settings)
+first = engines_embedder()
+second = engines_embedder()
 deadline = time.monotonic() + (60 if sys.argv[3] == "wait" else 0)
 while first._model is None and time.monotonic() < deadline:  # nobody here asked it to load
     time.sleep(0.01)
@@ -78,10 +81,10 @@ def test_the_model_made_ahead_is_taken_once_and_only_for_its_cache_folder(tmp_pa
 
 _HOOK = """
 import json, os
-from spellbook.embedders import ahead
+from spellbook.startup import ahead
 _take = ahead.take
-def take(folder):
-    got = _take(folder)
+def take(*args):
+    got = _take(*args)
     with open(os.environ["AHEAD_LOG"], "a") as f:
         f.write(json.dumps(type(got).__name__) + "\\n")
     return got
@@ -140,7 +143,10 @@ def test_a_command_that_fails_early_waits_for_the_model_before_it_leaves(tmp_pat
 
 _ORDER = """
 import json, sys
-from spellbook.embedders import ahead, use_pieces
+from pathlib import Path
+from spellbook.defaults import cache_dir
+from spellbook.embedders import use_pieces
+from spellbook.startup import ahead
 order = []
 class Spy:  # notes the piece model's state when numpy is first looked for
     def find_spec(self, name, path=None, target=None):
@@ -151,7 +157,7 @@ sys.meta_path.insert(0, Spy())
 ahead.load_ahead()
 ahead.settle()
 print(json.dumps({"pieces_before_numpy": order[:1] == [True], "numpy": "numpy" in sys.modules,
-                  "loaded": ahead.take(ahead.cache_dir())._model is not None}))
+                  "loaded": ahead.take("use-m3", Path(cache_dir()))._model is not None}))
 """
 
 

