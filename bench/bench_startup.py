@@ -34,8 +34,8 @@ from pathlib import Path
 
 from bench_core import SPELLBOOK_BIN, compile_package, proc_status
 
-SERVE = ["", "1", "front", "deferred", "chroma_local", "chroma_import", "heap", "blas"]
-INDEX = ["", "1", "ahead", "collector", "chroma_local", "chroma_import", "heap", "blas"]
+SERVE = ["", "1", "front", "deferred", "chroma_local", "heap", "blas"]
+INDEX = ["", "1", "ahead", "collector", "chroma_local", "heap", "blas"]
 WORDS = ("deploy pipeline rollback canary release cache eviction queue retry budget schema migration "
          "index vector search latency owner follower vault note link merge archive topic").split()
 

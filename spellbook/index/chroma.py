@@ -21,9 +21,9 @@ from typing import Any
 
 import numpy as np
 
+from spellbook.index.chroma_clients import embedded_client, http_client
 from spellbook.index.matrix import VectorMatrix
 from spellbook.index.snapshot import SnapshotKeeper, VectorSnapshot
-from spellbook.startup.chroma_import import embedded_client, http_client
 from spellbook.startup.heap import trim_heap
 from spellbook.vault.crashpoints import crash_point
 from spellbook.vault.private import private_folder

@@ -8,7 +8,6 @@ Each trick buys start-up time or memory by knowing how a pinned package is built
     deferred       the SDK's HTTP and crypto packages left unloaded by a stdio server (deferred.py)
     chroma_local   the embedded Chroma through its Rust bindings, without chromadb's Python layer
                    (chroma_local.py)
-    chroma_import  chromadb imported without the gRPC exporter it never uses (chroma_import.py)
     ahead          the default model loaded beside an import's or an index's imports (ahead.py)
     heap           one glibc heap pool, and freed memory given back (heap.py)
     blas           OpenBLAS started with one thread (blas.py)

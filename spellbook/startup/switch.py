@@ -13,7 +13,7 @@ import sys
 import threading
 
 SWITCH = "SPELLBOOK_PLAIN_START"
-TRICKS = ("front", "deferred", "chroma_local", "chroma_import", "ahead", "heap", "blas", "collector")
+TRICKS = ("front", "deferred", "chroma_local", "ahead", "heap", "blas", "collector")
 # The pinned packages whose insides the tricks know: (import name, distribution, version).
 WRITTEN_AGAINST = (
     ("mcp", "mcp", "2.3.0"),

@@ -57,7 +57,7 @@ def test_a_plain_stdio_server_runs_none_of_the_tricks(tmp_path: Path) -> None:
     tricks = serve_once(tmp_path, "tricks", SPELLBOOK_PLAIN_START="")
     assert "start-up tricks off" not in tricks["log"]
     assert "cryptography" not in tricks["mapped"]  # deferred: the SDK's crypto package never loaded
-    assert "cygrpc" not in tricks["mapped"]  # chroma_local and chroma_import: no chromadb, no gRPC
+    assert "cygrpc" not in tricks["mapped"]  # chroma_local: no chromadb package, nor the gRPC it imports
     assert len(tricks["cached"]) == 1  # front: the handshake kept for the next start
 
     plain = serve_once(tmp_path, "plain", SPELLBOOK_PLAIN_START="1")
