@@ -10,9 +10,9 @@ a shuffled order (the machine is shared: the A/B runs are interleaved and median
   serve  ``spellbook serve`` over raw stdio pipes with the default model: process start -> the
          ``tools/list`` answer (after ``initialize``), -> the first hybrid ``memorize`` answer (the
          engine and the model loaded), then one ``scribe`` (which opens Chroma for its write) and,
-         a second later, the server's VmRSS and its peak (VmHWM).
-  index  ``spellbook index --rebuild`` of the vault: process start -> exit (the model loads ahead
-         of the imports, the collector waits), and its peak memory (ru_maxrss of the child).
+         a second later, the server's CPU time so far, its VmRSS and its peak (VmHWM).
+  index  ``spellbook index --rebuild`` of the vault: process start -> exit, its CPU time and peak
+         memory (the command's rusage from wait4).
 
 One warm-up run per configuration comes first and is not counted (the handshake cache, the page
 cache). Prints a table; nothing passes or fails.
@@ -32,10 +32,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench_core import SPELLBOOK_BIN, compile_package, proc_status
+from bench_core import SPELLBOOK_BIN, compile_package, proc_cpu, proc_status
 
 SERVE = ["", "1", "front", "deferred", "chroma_local", "heap", "blas"]
-INDEX = ["", "1", "ahead", "collector", "chroma_local", "heap", "blas"]
+INDEX = ["", "1", "chroma_local", "heap", "blas"]
 WORDS = ("deploy pipeline rollback canary release cache eviction queue retry budget schema migration "
          "index vector search latency owner follower vault note link merge archive topic").split()
 
@@ -82,12 +82,12 @@ def serve_once(vault: Path, value: str, errlog: Path) -> dict[str, float]:
         assert not scribed["result"].get("isError"), scribed
         wrote = time.perf_counter() - wrote
         time.sleep(1.0)  # the vector writer puts it in Chroma, opened for it
-        status = proc_status(proc.pid)
+        status, cpu = proc_status(proc.pid), proc_cpu(proc.pid)
     finally:
         proc.stdin.close()
         proc.wait(timeout=60)
     return {"list_ms": listed * 1000, "call_ms": called * 1000, "scribe_ms": wrote * 1000,
-            "rss_mb": status["VmRSS"] / 1024, "peak_mb": status["VmHWM"] / 1024}
+            "cpu_ms": cpu * 1000, "rss_mb": status["VmRSS"] / 1024, "peak_mb": status["VmHWM"] / 1024}
 
 
 def index_once(vault: Path, value: str, errlog: Path) -> dict[str, float]:
@@ -97,7 +97,8 @@ def index_once(vault: Path, value: str, errlog: Path) -> dict[str, float]:
                                stderr=err, env=env_for(value)).pid
         _, status, usage = os.wait4(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0, f"index failed: see {errlog}"
-    return {"exit_ms": (time.perf_counter() - started) * 1000, "peak_mb": usage.ru_maxrss / 1024}
+    return {"exit_ms": (time.perf_counter() - started) * 1000, "cpu_ms": (usage.ru_utime + usage.ru_stime) * 1000,
+            "peak_mb": usage.ru_maxrss / 1024}
 
 
 def name(value: str) -> str:

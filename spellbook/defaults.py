@@ -1,9 +1,8 @@
 """The defaults that settings (config.py) and the start-up tricks (startup/) both read, written once.
 
 Standard library only, and no ``pathlib``: the stdio front reads the cache folder from here before
-anything else of Spellbook is imported (startup/front.py), and ``spellbook import`` reads the
-default model's name before its own imports (startup/ahead.py). Settings builds its defaults from
-the same names, so a changed default changes both.
+anything else of Spellbook is imported (startup/front.py). Settings builds its defaults from the
+same names, so a changed default changes both.
 """
 
 from __future__ import annotations
@@ -28,7 +27,8 @@ def from_environment(name: str, environ: Mapping[str, str] | None = None) -> str
 
 def default_cache_dir() -> str:
     """The cache folder when none is configured: ``$XDG_CACHE_HOME/spellbook``, else ``~/.cache/spellbook``."""
-    return os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), CACHE_DIRNAME)
+    user_cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(user_cache, CACHE_DIRNAME)
 
 
 def cache_dir() -> str:

@@ -3,8 +3,7 @@ MCP client configuration (clients.py) and the doctor's checks (doctor.py).
 
 ``run`` (the console script) imports nothing heavy before the start-up tricks have run
 (spellbook/startup/: a stdio server has taken the wire and can answer the client's opening
-requests, an import or an index has started loading the default model); ``main`` is imported when
-first asked for."""
+requests); ``main`` is imported when first asked for."""
 
 from __future__ import annotations
 
@@ -18,12 +17,9 @@ def run() -> None:
     from spellbook import startup
 
     startup.begin(sys.argv[1:])  # SPELLBOOK_PLAIN_START=1: nothing
-    try:
-        from spellbook.cli.main import run as run_command
+    from spellbook.cli.main import run as run_command
 
-        run_command()  # an import or an index that succeeds leaves by os._exit, never through here
-    finally:
-        startup.settle()  # an error, Ctrl-C: not out while the model's thread is in C++
+    run_command()
 
 
 def __getattr__(name: str) -> Any:

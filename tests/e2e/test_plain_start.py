@@ -3,8 +3,7 @@ on by itself when a package the tricks were written against is installed at anot
 
 Each case is a real ``spellbook serve`` (or a fresh interpreter) beside the same one with the
 tricks on, so each check can tell the two apart: the libraries the server maps (the SDK's crypto
-package, chromadb's gRPC exporter), the handshake cache the front keeps, the model's thread, the
-collector, OpenBLAS's thread count."""
+package, chromadb's gRPC exporter), the handshake cache the front keeps, OpenBLAS's thread count, the heap's pools."""
 
 from __future__ import annotations
 
@@ -38,7 +37,8 @@ def serve_once(tmp_path: Path, name: str, **env: str) -> dict:
         wire.request(1, "initialize", INITIALIZE)
         wire.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         assert len(wire.request(2, "tools/list")["result"]["tools"]) > 20
-        scribed = wire.request(3, "tools/call", {"name": "scribe", "arguments": {"text": "The boiler is serviced in May."}})
+        scribed = wire.request(3, "tools/call", {"name": "scribe",
+                                                 "arguments": {"text": "The boiler is serviced in May."}})
         assert not scribed["result"]["isError"], scribed
         found = wire.request(4, "tools/call", {"name": "memorize", "arguments": {"query": "boiler service"}})
         assert found["result"]["structuredContent"]["results"], found
@@ -68,26 +68,23 @@ def test_a_plain_stdio_server_runs_none_of_the_tricks(tmp_path: Path) -> None:
 
 
 PROBE = """
-import gc, json, os, sys
+import json, os
 from spellbook import startup
-from spellbook.startup import ahead, heap
-startup.begin(["import", "export.json"])
-seen = {"model_thread": ahead._thread is not None, "collector": gc.isenabled(),
-        "blas": os.environ.get("OPENBLAS_NUM_THREADS"), "heap": heap.limit_arenas(), "plain": startup.plain()}
-startup.settle()
-print(json.dumps(seen))
+from spellbook.startup import heap
+startup.begin(["index"])
+print(json.dumps({"blas": os.environ.get("OPENBLAS_NUM_THREADS"), "heap": heap.limit_arenas(),
+                  "plain": startup.plain()}))
 """
 
 
 @pytest.mark.parametrize(("value", "expected"), [
-    ("", {"model_thread": True, "collector": False, "blas": "1", "heap": True, "plain": False}),
-    ("1", {"model_thread": False, "collector": True, "blas": None, "heap": False, "plain": True}),
-    ("ahead,blas", {"model_thread": False, "collector": False, "blas": None, "heap": True, "plain": False}),
+    ("", {"blas": "1", "heap": True, "plain": False}),
+    ("1", {"blas": None, "heap": False, "plain": True}),
+    ("blas", {"blas": None, "heap": True, "plain": False}),
 ])
-def test_a_bulk_commands_start_with_and_without_the_tricks(value: str, expected: dict) -> None:
+def test_a_commands_process_knobs_with_and_without_the_tricks(value: str, expected: dict) -> None:
     env = child_env(SPELLBOOK_PLAIN_START=value)
     env.pop("OPENBLAS_NUM_THREADS", None)
-    env.pop("SPELLBOOK_EMBEDDER", None)
     done = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(done.stdout) == expected

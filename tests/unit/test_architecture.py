@@ -1,17 +1,17 @@
 """The package tree is the architecture: imports point one way, and no module or class grows past
 a size a reader can hold.
 
-    cli -> sessions -> server -> engine -> index -> config, startup -> embedders, git -> vault -> scope -> errors, defaults
+    cli -> sessions -> server -> engine -> index -> config -> embedders, git -> vault
+        -> scope, startup -> errors, defaults
 
 A module may import its own part of the package and any part below it, never one above. ``config``
 sits above embedders because it checks the embedder's name against their one registry of names;
 what lies below config is handed a ``Settings`` and imports it for type checking alone, which this
 test does not count (``if TYPE_CHECKING:`` blocks never run). ``startup`` (the start-up and memory
-tricks) sits beside config: the command line, the server, the engine and the index use its tricks,
-and the one that loads the model ahead imports the embedder. ``defaults`` (standard library only)
-is read by config and the tricks alike. The checker reads every other
-``import`` in ``spellbook/`` (top-level and inside functions) with ``ast``; the last test plants
-back-edges to show that it catches them.
+tricks) is near the ground: the command line, the server, the engine and the index use its tricks,
+and it imports only ``defaults`` (standard library only), which config reads too. The checker
+reads every other ``import`` in ``spellbook/`` (top-level and inside functions) with ``ast``; the
+last test plants back-edges to show that it catches them.
 """
 
 from __future__ import annotations
@@ -29,10 +29,10 @@ RANKS = {
     "server": 7,
     "engine": 6,
     "index": 5,
-    "config": 4, "startup": 4,
+    "config": 4,
     "embedders": 3, "git": 3,
     "vault": 2,
-    "scope": 1,
+    "scope": 1, "startup": 1,
     "errors": 0, "defaults": 0, "__init__": 0,
 }
 MAX_MODULE_LINES = 450
