@@ -12,6 +12,7 @@ import stat
 import unicodedata
 from pathlib import Path, PurePosixPath
 
+from spellbook.defaults import INDEX_DIRNAME
 from spellbook.errors import VaultPathError
 
 NOTE_SUFFIX = ".md"
@@ -25,7 +26,7 @@ MAX_SEGMENT_BYTES = 200
 _JOINED = re.compile("[\u200c\u200d\ufe00-\ufe0f\U0001f3fb-\U0001f3ff\U000e0020-\U000e007f\U000e0100-\U000e01ef]")
 
 # Folders that are never notes: tool state, Obsidian's config and trash, git.
-IGNORED_DIRS = frozenset({".git", ".obsidian", ".trash", ".spellbook", "node_modules", ".stfolder"})
+IGNORED_DIRS = frozenset({".git", ".obsidian", ".trash", INDEX_DIRNAME, "node_modules", ".stfolder"})
 # Expired memories move here (same relative path); still notes, indexed, hidden unless asked for.
 ARCHIVE_DIR = "_archive"
 # Folder notes: a description a person (or `describe`) writes, and a generated map of content.
