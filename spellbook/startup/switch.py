@@ -43,15 +43,15 @@ def reason() -> str | None:
 def mismatched(path: list[str] | None = None) -> list[str]:
     """The pinned packages not installed at the version the tricks were written against, as
     ``"chromadb 1.6.0 (tricks written for 1.5.9)"``. A package is read where Python would import it
-    from (the first folder on ``path`` that holds it), and its version from the name of the wheel's
+    from (the first folder on ``path`` that holds it as a regular package), and its version from the name of the wheel's
     ``<distribution>-<version>.dist-info`` folder beside it: a few ``stat`` calls, where
     ``importlib.metadata`` takes milliseconds."""
     found = []
     for name, distribution, version in WRITTEN_AGAINST:
         for entry in sys.path if path is None else path:
             folder = entry or "."
-            if not os.path.isdir(os.path.join(folder, name)):
-                continue
+            if not os.path.isfile(os.path.join(folder, name, "__init__.py")):
+                continue  # a folder of that name without it (a namespace) loses to a package further on
             if not os.path.isdir(os.path.join(folder, f"{distribution}-{version}.dist-info")):
                 found.append(f"{name} {_installed(folder, distribution)} (tricks written for {version})")
             break

@@ -107,6 +107,8 @@ def test_the_versions_are_read_where_python_imports_each_package_from(tmp_path: 
     upgraded = fake_upgrade(tmp_path, "1.6.0")
     assert switch.mismatched([str(upgraded), str(SITE)]) == ["chromadb 1.6.0 (tricks written for 1.5.9)"]
     assert switch.mismatched([str(SITE), str(upgraded)]) == []  # the first folder holding it wins
+    (tmp_path / "here" / "chromadb").mkdir(parents=True)  # a folder of that name, not a package: Python passes it
+    assert switch.mismatched([str(tmp_path / "here"), str(SITE)]) == []
     assert switch.mismatched([str(tmp_path / "empty")]) == [
         f"{name} not found (tricks written for {version})" for name, _, version in switch.WRITTEN_AGAINST]
 
