@@ -6,6 +6,9 @@ VENV := .venv
 BIN := $(VENV)/bin
 VAULT ?= vault
 NODE_TOOLS := .cache/node
+# The stdio end-to-end tests, which `make test` runs a second time with every start-up trick off
+# (SPELLBOOK_PLAIN_START=1, spellbook/startup/): a plain start must work as well.
+STDIO_E2E := tests/e2e/test_mcp_stdio.py tests/e2e/test_owner_channel.py tests/e2e/test_security_writes.py tests/e2e/test_cli.py
 
 .PHONY: install node-deps run test test-unit bench clean
 
@@ -31,6 +34,7 @@ run: install
 
 test: install node-deps
 	$(BIN)/python -m pytest -q
+	SPELLBOOK_PLAIN_START=1 $(BIN)/python -m pytest -q $(STDIO_E2E)
 
 test-unit: install
 	$(BIN)/python -m pytest -q tests/unit

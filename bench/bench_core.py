@@ -62,9 +62,8 @@ import anyio
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from spellbook.config import INDEX_DIRNAME
+from spellbook.defaults import INDEX_DIRNAME, cache_dir
 from spellbook.index.analysis import embed_text
-from spellbook.server.front import default_cache_dir
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -950,7 +949,7 @@ def main() -> int:
     try:
         # 1. startup on fresh vaults (the folder does not exist yet: serve creates it from the template)
         runs = []
-        for stale in Path(default_cache_dir()).glob("mcp-front-*.json"):
+        for stale in Path(cache_dir()).glob("mcp-front-*.json"):
             stale.unlink()  # the first start is the first of an install: no handshake cache yet
         for i in range(args.startup_runs):
             vault = tmp / f"fresh{i}" / "vault"

@@ -10,7 +10,7 @@ lock beside the model's load).
 Only what a person sets is a setting (docs/configuration.md holds the table; a test keeps it in
 step): tuning is a named constant in the module that uses it. A variable of a setting there was
 once (``REMOVED``) gets one warning line and is otherwise ignored. The ground floor: this module
-imports nothing of Spellbook's but the errors.
+imports nothing of Spellbook's but the errors and the defaults (standard library only).
 """
 
 from __future__ import annotations
@@ -24,13 +24,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
+from spellbook.defaults import DEFAULT_EMBEDDER, ENV_PREFIX, INDEX_DIRNAME, default_cache_dir
 from spellbook.errors import InvalidInputError
 
-INDEX_DIRNAME = ".spellbook"
-ENV_PREFIX = "SPELLBOOK_"
 # The embedder names, in the order the CLI lists them; embedders/registry.py builds each (and checks
 # that it has exactly these).
-EMBEDDERS = ("use-m3", "minilm", "ollama", "openai", "hashing")
+EMBEDDERS = (DEFAULT_EMBEDDER, "minilm", "ollama", "openai", "hashing")
 # Settings there were and are no longer read: a fixed value in the module that uses it now, or what
 # to do instead. Set, each gets one warning line at start; nothing fails on it.
 _FIXED = "Spellbook uses a fixed value now"
@@ -50,11 +49,6 @@ _warned: set[str] = set()
 _BOOLS = {"1": True, "true": True, "yes": True, "on": True, "t": True, "y": True,
           "0": False, "false": False, "no": False, "off": False, "f": False, "n": False}
 _YES_NO = {"1": "true", "yes": "true", "on": "true", "0": "false", "no": "false", "off": "false"}  # for a choice of true/false
-
-
-def _user_cache() -> Path:
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return Path(xdg) if xdg else Path.home() / ".cache"
 
 
 class SettingsError(InvalidInputError):
@@ -190,7 +184,7 @@ class Settings:
     chroma_url: str | None = setting(
         None, description="Use a Chroma server (http://host:port) instead of the embedded folder."
     )
-    embedder: str = setting("use-m3", description="Embedding model to use.", choices=EMBEDDERS)
+    embedder: str = setting(DEFAULT_EMBEDDER, description="Embedding model to use.", choices=EMBEDDERS)
     context: str | None = setting(
         None, description="Serve one project: every call sees this context's and shared memories only."
     )
@@ -223,7 +217,7 @@ class Settings:
         "each write (docs/sync.md); off when unset.",
     )
     cache_dir: Path = setting(
-        factory=lambda: _user_cache() / "spellbook",
+        factory=lambda: Path(default_cache_dir()),
         description="Files Spellbook derives from installed packages (the model's table); default ~/.cache/spellbook.",
     )
     session_id: str | None = setting(

@@ -17,7 +17,6 @@ __all__ = ["ProgressBar", "open_hub", "running_owner", "settings_from"]
 def open_hub(args: argparse.Namespace, progress: Any = None, embeds: bool = False):
     """The hub for a command; ``embeds``: the command will embed (an import, a first index), so the
     model starts loading as the index opens instead of at the first text."""
-    from spellbook.cli import collector
     from spellbook.server.hub import Hub
 
     settings = settings_from(args, watch=False)
@@ -25,7 +24,6 @@ def open_hub(args: argparse.Namespace, progress: Any = None, embeds: bool = Fals
         raise SpellbookError(f"No vault at {settings.vault_dir}; run `spellbook init {settings.vault_dir}` first.")
     # Otherwise the model loads only if something needs embedding.
     hub = Hub(settings, watch=False, warm_up=False, load_model=embeds, client="cli")
-    collector.resume()  # the start's imports are done: collect again for the work (cli/collector.py)
     hub.start(background=False, progress=progress)
     return hub
 

@@ -47,9 +47,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(argv: list[str] | None) -> tuple[int, bool]:
     """The command's exit code, and whether the process may leave without its teardown."""
-    from spellbook.index.heap import limit_arenas
+    from spellbook.startup.heap import limit_arenas
 
-    limit_arenas()  # before any thread: one C heap pool (spellbook/index/heap.py)
+    limit_arenas()  # before any thread: one C heap pool (spellbook/startup/heap.py)
     parser = _parser()
     args = parser.parse_args(argv)
     if not getattr(args, "command", None):
@@ -213,8 +213,8 @@ def _init(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from spellbook.server import front
     from spellbook.server.hub import Hub
+    from spellbook.startup import front, reason
     from spellbook.vault.template import init_vault
 
     settings = settings_from(args, watch=False if args.no_watch else None)
@@ -223,6 +223,8 @@ def _serve(args: argparse.Namespace) -> int:
     if not settings.vault_dir.exists():
         init_vault(settings.vault_dir)
         log.info("created a new vault at %s from the template", settings.vault_dir)
+    if reason():
+        log.info("start-up tricks off (%s): a plain start (docs/performance.md)", reason())
     # When the front answered the handshake from its cache, nothing waits for the MCP SDK's import
     # (~1 s) but the first tool call, which needs the engine too: open it now, beside the import.
     wire = front.running()
@@ -236,7 +238,7 @@ def _serve(args: argparse.Namespace) -> int:
         if sys.stdin.isatty():
             log.info("this is an MCP server speaking JSON-RPC on stdin/stdout: connect it from an MCP client "
                      "(see README, 'Connect your agent'); Ctrl-C stops it")
-        if sys.platform == "win32":  # the front's wire needs POSIX descriptors
+        if sys.platform == "win32" or not startup.on("front"):  # the front's wire needs POSIX descriptors
             server.run("stdio")
         else:
             server.run_stdio(front.running() or front.start())

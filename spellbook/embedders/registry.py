@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from spellbook.config import EMBEDDERS
+from spellbook.defaults import DEFAULT_EMBEDDER
 from spellbook.embedders.base import Embedder
 from spellbook.errors import EmbedderError
 
@@ -15,11 +16,9 @@ if TYPE_CHECKING:
 
 
 def _use_m3(settings: Settings) -> Embedder:
-    from spellbook.embedders import ahead
     from spellbook.embedders.use import USEEmbedder
 
-    folder = settings.cache_dir.expanduser()
-    return ahead.take(folder) or USEEmbedder(cache_dir=folder)  # ahead: a bulk command's start (ahead.py)
+    return USEEmbedder(cache_dir=settings.cache_dir.expanduser())
 
 
 def _minilm(settings: Settings) -> Embedder:
@@ -56,7 +55,7 @@ def _hashing(settings: Settings) -> Embedder:
 
 # The embedder names, in the order the CLI lists them (config.EMBEDDERS, which settings check a name against).
 REGISTRY: dict[str, Callable[[Settings], Embedder]] = {
-    "use-m3": _use_m3,
+    DEFAULT_EMBEDDER: _use_m3,  # "use-m3"
     "minilm": _minilm,
     "ollama": _ollama,
     "openai": _openai,

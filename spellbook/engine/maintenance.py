@@ -24,7 +24,7 @@ from spellbook.engine.teamsync import TeamSync
 from spellbook.errors import EmbedderError, SpellbookError
 from spellbook.git.committer import Committer
 from spellbook.index.catalog import Catalog
-from spellbook.index.heap import trim_heap
+from spellbook.startup.heap import trim_heap
 from spellbook.index.indexer import Indexer, Progress, SyncReport
 from spellbook.text import mostly_latin
 from spellbook.vault.note import quote_number_ids

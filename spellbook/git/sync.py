@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from spellbook.crashpoints import crash_point
+from spellbook.defaults import INDEX_DIRNAME
 from spellbook.errors import VaultPathError
 from spellbook.files import atomic_write
 from spellbook.git.committer import LOCAL_FOLDER, Change, Committer, build_tree, is_local
@@ -44,7 +45,7 @@ log = logging.getLogger(__name__)
 NETWORK_SECONDS = 120.0
 ROUNDS = 5  # a push rejected because the remote moved meanwhile starts the round over, this often
 JOURNAL = "spellbook-sync.json"
-_EXCLUDES = (LOCAL_FOLDER + "/", ".trash/", ".spellbook/")
+_EXCLUDES = (LOCAL_FOLDER + "/", ".trash/", INDEX_DIRNAME + "/")
 _REMOTE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 _EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 _REJECTED = ("[rejected]", "fetch first", "non-fast-forward", "failed to update ref", "cannot lock ref")

@@ -23,11 +23,10 @@ import numpy as np
 
 from spellbook.crashpoints import crash_point
 from spellbook.files import private_folder
-from spellbook.index.chroma_import import http_client
-from spellbook.index.chroma_local import LocalChroma
-from spellbook.index.heap import trim_heap
+from spellbook.index.chroma_clients import embedded_client, http_client
 from spellbook.index.matrix import VectorMatrix
 from spellbook.index.snapshot import SnapshotKeeper, VectorSnapshot
+from spellbook.startup.heap import trim_heap
 
 log = logging.getLogger(__name__)
 
@@ -76,14 +75,14 @@ class VectorIndex:
 
     @classmethod
     def embedded(cls, folder: Path) -> VectorIndex:
-        """Chroma in ``folder``, through its Rust bindings (``index/chroma_local.py``), opened when first needed."""
+        """Chroma in ``folder`` (through its Rust bindings: ``startup/chroma_local.py``), opened when first needed."""
         private_folder(folder)  # vectors and documents of every note: owner only
         new = not (folder / "chroma.sqlite3").exists()
         snapshot = VectorSnapshot(folder.parent / SNAPSHOT_FILE, folder)
         known = None if new else snapshot.collection_id(COLLECTION)  # read without opening Chroma
 
         def connect() -> Any:
-            return LocalChroma(folder)
+            return embedded_client(folder)
 
         return cls(None if new or known else connect(), connect=connect, snapshot=snapshot, collection_id=known)
 

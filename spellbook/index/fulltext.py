@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from spellbook.index.heap import trim_heap
+from spellbook.startup.heap import trim_heap
 from spellbook.index.keyword import STOPWORDS, match_query, query_tokens, tokenize
 from spellbook.index.postings import Postings
 

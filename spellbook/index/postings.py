@@ -36,7 +36,7 @@ from itertools import islice
 
 import numpy as np
 
-from spellbook.index.heap import trim_heap
+from spellbook.startup.heap import trim_heap
 
 log = logging.getLogger(__name__)
 

@@ -22,7 +22,7 @@ from spellbook.version import __version__
 from spellbook.errors import SpellbookError
 from spellbook.index.filter_model import Filter
 from spellbook.scope import Actor, acting
-from spellbook.server.front import Front
+from spellbook.startup.front import Front
 from spellbook.server.hub import Hub
 from spellbook.server.models.base import inline_defs
 from spellbook.server.resources import add_resources_and_prompts
@@ -111,7 +111,7 @@ class _Server(MCPServer):
                 for t in await super().list_tools()]
 
     def run_stdio(self, wire: Front) -> None:
-        """``run("stdio")`` over the wire the front took at start (spellbook/server/front.py): the
+        """``run("stdio")`` over the wire the front took at start (spellbook/startup/front.py): the
         SDK's own stdio transport, reading the client's lines from the front (those it answered
         early under the front's ids) and writing through it."""
 
@@ -129,7 +129,7 @@ class NoRequestState:
     seal, and a ``requestState`` a client sends is refused like a forged one (the SDK answers
     "Invalid or expired requestState"). The SDK's default would derive an AES-GCM key at start,
     which imports ``cryptography`` (a 14 MB native library) into every server for nothing
-    (server/deferred.py)."""
+    (startup/deferred.py)."""
 
     def seal(self, payload: bytes) -> str:
         raise RuntimeError("Spellbook's tools mint no request state; give the server a real codec first")

@@ -12,6 +12,7 @@ import stat
 import unicodedata
 from pathlib import Path, PurePosixPath
 
+from spellbook.defaults import INDEX_DIRNAME
 from spellbook.errors import VaultPathError
 from spellbook.text import cut_utf8
 
@@ -23,7 +24,7 @@ MAX_SEGMENT_CHARS = 80
 MAX_SEGMENT_BYTES = 200
 
 # Folders that are never notes: tool state, Obsidian's config and trash, git.
-IGNORED_DIRS = frozenset({".git", ".obsidian", ".trash", ".spellbook", "node_modules", ".stfolder"})
+IGNORED_DIRS = frozenset({".git", ".obsidian", ".trash", INDEX_DIRNAME, "node_modules", ".stfolder"})
 # Expired memories move here (same relative path); still notes, indexed, hidden unless asked for.
 ARCHIVE_DIR = "_archive"
 # Folder notes: a description a person (or `describe`) writes, and a generated map of content.

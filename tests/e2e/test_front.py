@@ -1,4 +1,4 @@
-"""The stdio front (spellbook/server/front.py): the opening requests answered from the handshake
+"""The stdio front (spellbook/startup/front.py): the opening requests answered from the handshake
 cache before the SDK is loaded, over real pipes, in both protocol eras; what the cache holds is
 always what the SDK answers."""
 
@@ -16,7 +16,7 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from spellbook.server import front
+from spellbook.startup import front
 from tests.helpers.processes import SPELLBOOK, child_env
 from tests.helpers.stdio import Wire
 
@@ -227,22 +227,24 @@ def test_which_commands_take_the_wire(argv: list[str], expected: bool, monkeypat
 
 def test_the_cache_is_in_the_configured_folder(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     from spellbook.config import Settings
+    from spellbook.defaults import cache_dir
 
     for env in ({"SPELLBOOK_CACHE_DIR": str(tmp_path / "mine")}, {"XDG_CACHE_HOME": str(tmp_path / "xdg")}, {}):
         for name in ("SPELLBOOK_CACHE_DIR", "XDG_CACHE_HOME"):
             monkeypatch.delenv(name, raising=False)
         for name, value in env.items():
             monkeypatch.setenv(name, value)
-        assert Path(front.default_cache_dir()) == Settings().cache_dir.expanduser()
+        assert Path(cache_dir()) == Settings().cache_dir.expanduser()
 
 
 def test_the_digest_follows_the_source_files(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     package = tmp_path / "spellbook"
     (package / "server").mkdir(parents=True)
-    (package / "server" / "front.py").write_text("")
+    (package / "startup").mkdir()
+    (package / "startup" / "front.py").write_text("")
     tool = package / "server" / "tools.py"
     tool.write_text("descriptions")
-    monkeypatch.setattr(front, "__file__", str(package / "server" / "front.py"))
+    monkeypatch.setattr(front, "__file__", str(package / "startup" / "front.py"))
     before = front.cache_digest()
     assert front.cache_digest() == before
     tool.write_text("other descriptions")  # a new version, an edit in a checkout
@@ -254,13 +256,13 @@ def test_the_digest_follows_the_source_files(monkeypatch: pytest.MonkeyPatch, tm
 
 def test_the_heap_is_one_pool_before_the_fronts_thread_starts(monkeypatch: pytest.MonkeyPatch) -> None:
     """The front's thread is the process's first: glibc gives a thread that allocates while another
-    holds the heap's lock a pool of its own unless the limit is set before (index/heap.py); a pool
+    holds the heap's lock a pool of its own unless the limit is set before (startup/heap.py); a pool
     of its own left the owner 6-8 MB larger after a 10k-note scribe session."""
     import sys
 
     import spellbook.cli
     import spellbook.cli.main
-    from spellbook.index import heap
+    from spellbook.startup import heap
 
     calls: list[str] = []
     monkeypatch.setattr(sys, "argv", ["spellbook", "serve"])
@@ -274,7 +276,7 @@ def test_the_heap_is_one_pool_before_the_fronts_thread_starts(monkeypatch: pytes
 
 def test_a_stdio_server_runs_without_the_sdks_http_and_crypto_packages(tmp_path: Path) -> None:
     """``spellbook serve`` over stdio never loads sse_starlette, uvicorn or cryptography, which the
-    SDK imports for HTTP and request-state encryption (server/deferred.py; ~11 MB of a server), and
+    SDK imports for HTTP and request-state encryption (startup/deferred.py; ~11 MB of a server), and
     it refuses a ``requestState`` it never issued, as the SDK refuses a forged one."""
     wire = Wire(tmp_path / "vault", tmp_path / "cache", tmp_path / "stderr.log")
     try:

@@ -1,4 +1,4 @@
-"""Every ``spellbook`` command starts OpenBLAS with one thread (spellbook/embedders/blas.py): the
+"""Every ``spellbook`` command starts OpenBLAS with one thread (spellbook/startup/blas.py): the
 model caps BLAS at one thread anyway, and the worker threads OpenBLAS starts as numpy loads spin on
 the other core while the command's start needs it. Each case runs in a fresh interpreter: the
 setting only counts before numpy's first import."""

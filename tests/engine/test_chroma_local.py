@@ -1,4 +1,4 @@
-"""The embedded Chroma without the chromadb package (spellbook/index/chroma_local.py), checked
+"""The embedded Chroma without the chromadb package (spellbook/startup/chroma_local.py), checked
 against chromadb's own PersistentClient on the same folders: what one writes the other reads, the
 collection is made with the configuration chromadb would give it, and queries agree."""
 
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from chromadb.config import Settings
 
-from spellbook.index.chroma_local import COSINE, LocalChroma
+from spellbook.startup.chroma_local import COSINE, LocalChroma
 
 
 def _chromadb(folder: Path):

@@ -1,4 +1,4 @@
-"""spellbook/server/deferred.py: the SDK's HTTP and request-state dependencies stay unloaded in a
+"""spellbook/startup/deferred.py: the SDK's HTTP and request-state dependencies stay unloaded in a
 process that defers them, and every way of using one loads the real package and puts the real
 objects where stand-ins were bound. Each case runs in a fresh interpreter (this one has imported
 them already)."""
@@ -17,7 +17,7 @@ LOADED = "sorted(m for m in sys.modules if m.split('.')[0] in deferred.HTTP_ONLY
 
 PRELUDE = f"""
 import os, sys
-from spellbook.server import deferred
+from spellbook.startup import deferred
 assert deferred.defer()
 from mcp.server.request_state import InvalidRequestState, RequestStateSecurity
 from spellbook.server.tools import NoRequestState, _Server
@@ -93,7 +93,7 @@ def test_a_class_may_derive_from_a_stand_in() -> None:
 
 
 def test_nothing_is_deferred_once_a_package_is_imported() -> None:
-    code = "import cryptography\nfrom spellbook.server import deferred\nassert not deferred.defer()\nassert deferred.deferred() == []"
+    code = "import cryptography\nfrom spellbook.startup import deferred\nassert not deferred.defer()\nassert deferred.deferred() == []"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=child_env(), timeout=60)
     assert done.returncode == 0, done.stderr[-2000:]
 

@@ -290,7 +290,7 @@ def test_the_count_comes_from_the_matrix_once_it_is_loaded(tmp_path: Path, monke
     index = VectorIndex.embedded(folder)
     try:
         index.matrix()
-        from spellbook.index.chroma_local import LocalCollection
+        from spellbook.startup.chroma_local import LocalCollection
 
         asked: list[int] = []
         real_count = LocalCollection.count
@@ -318,8 +318,8 @@ def test_a_restart_leaves_chroma_closed_until_a_call_needs_it(tmp_path: Path, mo
     folder = tmp_path / "chroma"
     ids, rows = _fill(folder)
     opened: list[Path] = []
-    real = chroma_module.LocalChroma
-    monkeypatch.setattr(chroma_module, "LocalChroma", lambda path: opened.append(path) or real(path))
+    real = chroma_module.embedded_client
+    monkeypatch.setattr(chroma_module, "embedded_client", lambda path: opened.append(path) or real(path))
     _no_chroma_reads(monkeypatch)
     index = VectorIndex.embedded(folder)
     try:

@@ -30,7 +30,9 @@ def tuned(constants: dict[str, object]) -> list[str]:
 
 
 def child_env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SPELLBOOK_")}
+    """The test run's environment without its settings; ``SPELLBOOK_PLAIN_START`` is kept (``make
+    test`` runs the stdio end-to-end tests again with it on)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SPELLBOOK_") or k == "SPELLBOOK_PLAIN_START"}
     env.update(extra)
     return env
 

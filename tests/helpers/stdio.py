@@ -66,11 +66,11 @@ def stdio_server(vault: Path, constants: dict[str, object] | None = None, **env:
 class Wire:
     """``spellbook serve`` on raw pipes: JSON-RPC lines each way, every line the server wrote kept."""
 
-    def __init__(self, vault: Path, cache: Path, stderr: Path) -> None:
+    def __init__(self, vault: Path, cache: Path, stderr: Path, **env: str) -> None:
         self.proc = subprocess.Popen(
             [SPELLBOOK, "serve", "--vault", str(vault), "--embedder", "hashing"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr.open("w"),
-            env=child_env(SPELLBOOK_CACHE_DIR=str(cache)),
+            env=child_env(SPELLBOOK_CACHE_DIR=str(cache), **env),
         )
         self.received: list[dict[str, Any]] = []
 

@@ -1,15 +1,17 @@
 """The package tree is the architecture: imports point one way, and no module or class grows past
 a size a reader can hold.
 
-    cli -> sessions -> server -> engine -> index -> embedders, git -> vault -> scope, files -> config
-      -> errors, text, crashpoints, version
+    cli -> sessions -> server -> engine -> index -> embedders, git -> vault -> scope, files, startup
+      -> config -> errors, defaults, text, crashpoints, version
 
 A module may import its own part of the package and any part below it, never one above. The
 package's ``__init__`` is the public face: it re-exports from above, so nothing inside imports it.
-``config`` is the ground floor: it imports nothing but the errors (the embedder names it checks are
-its own list, which the embedders' registry must match), so anything may read a setting or a name
-from it. Type-only imports (``if TYPE_CHECKING:`` blocks never run) are not counted here (the cycle
-test below counts them). The checker reads every other
+``config`` is the ground floor: it imports nothing but the errors and ``defaults`` (the embedder
+names it checks are its own list, which the embedders' registry must match), so anything may read a
+setting or a name from it. ``startup`` (the start-up and memory tricks) is near the ground: the
+command line, the server, the engine and the index use its tricks, and it imports only ``defaults``
+(standard library only), which config reads too. Type-only imports (``if TYPE_CHECKING:`` blocks
+never run) are not counted here (the cycle test below counts them). The checker reads every other
 ``import`` in ``spellbook/`` (top-level and inside functions) with ``ast``; the last test plants
 back-edges to show that it catches them.
 """
@@ -32,9 +34,9 @@ RANKS = {
     "index": 5,
     "embedders": 4, "git": 4,
     "vault": 3,
-    "scope": 2, "files": 2,
+    "scope": 2, "files": 2, "startup": 2,
     "config": 1,
-    "errors": 0, "text": 0, "crashpoints": 0, "version": 0,
+    "errors": 0, "defaults": 0, "text": 0, "crashpoints": 0, "version": 0,
 }
 MAX_MODULE_LINES = 600  # a module as long as its concept needs; a class past 450 is usually two
 MAX_CLASS_LINES = 450

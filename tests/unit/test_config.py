@@ -144,7 +144,7 @@ def test_config_is_the_ground_floor_and_names_the_embedders_the_registry_builds(
     done = subprocess.run([sys.executable, "-c", code], env=child_env(), capture_output=True, text=True, timeout=60)
     assert done.stdout.splitlines() == [
         "embedder='word2vec': embedder takes use-m3, minilm, ollama, openai or hashing - Embedding model to use",
-        "['spellbook.config', 'spellbook.errors', 'spellbook.version']",  # the package's __init__ names its version
+        "['spellbook.config', 'spellbook.defaults', 'spellbook.errors', 'spellbook.version']",  # the package's __init__ names its version
     ], done.stderr[-800:]
     from spellbook.config import EMBEDDERS
     from spellbook.embedders.registry import REGISTRY

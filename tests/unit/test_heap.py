@@ -1,4 +1,4 @@
-"""One C heap pool for the process (spellbook/index/heap.py): threads that allocate at once share
+"""One C heap pool for the process (spellbook/startup/heap.py): threads that allocate at once share
 it instead of each getting a pool of its own, where freed memory piles up."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ pytestmark = pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="glibc
 
 POOLS = """
 import ctypes, os, re, sys, tempfile, threading
-from spellbook.index.heap import limit_arenas
+from spellbook.startup.heap import limit_arenas
 if sys.argv[1] == "limit":
     assert limit_arenas()
 libc = ctypes.CDLL("libc.so.6")
@@ -59,7 +59,7 @@ def test_threads_share_one_pool_once_limited() -> None:
 def test_the_cli_limits_the_pools_before_it_does_anything(monkeypatch) -> None:
     import importlib
 
-    from spellbook.index import heap
+    from spellbook.startup import heap
 
     cli = importlib.import_module("spellbook.cli.main")
 

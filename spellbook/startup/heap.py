@@ -14,12 +14,16 @@ from __future__ import annotations
 
 import ctypes
 
+from spellbook.startup import switch
+
 M_ARENA_MAX = -8  # glibc's mallopt parameter
 ARENAS = 1
 
 
 def limit_arenas(count: int = ARENAS) -> bool:
     """Keep the C heap in ``count`` pools; call before threads start (pools made already stay)."""
+    if not switch.on("heap"):
+        return False
     try:
         return bool(ctypes.CDLL("libc.so.6").mallopt(M_ARENA_MAX, count))
     except (OSError, AttributeError):
@@ -29,6 +33,8 @@ def limit_arenas(count: int = ARENAS) -> bool:
 def trim_heap() -> None:
     """Give the memory freed after a large read back to the system (glibc keeps it otherwise:
     ~35 MB after loading 10k vectors and a start-up reconcile)."""
+    if not switch.on("heap"):
+        return
     try:
         ctypes.CDLL("libc.so.6").malloc_trim(0)
     except (OSError, AttributeError):

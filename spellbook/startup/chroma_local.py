@@ -7,7 +7,8 @@ The layer adds validation, telemetry and pydantic models, and importing it costs
 waits too) and 38 MB of resident memory; the bindings alone import in 0.04 s and 5 MB.
 Spellbook uses six calls of one collection, so ``LocalChroma`` makes those calls itself, with the
 arguments ``chromadb.api.rust.RustBindingsAPI`` passes for them (chromadb is pinned in
-pyproject.toml: tests/engine/test_chroma_local.py checks both ends against chromadb's own client).
+pyproject.toml, and another installed version turns this off: spellbook/startup/__init__.py;
+tests/engine/test_chroma_local.py checks both ends against chromadb's own client).
 The files on disk are Chroma's own, so a ``PersistentClient`` opens the same folder.
 
 A Chroma server (``chroma_url``) still goes through chromadb's ``HttpClient``.

@@ -1,8 +1,6 @@
 """What an embedded index imports: Chroma's Rust bindings only, never the chromadb package
-(spellbook/index/chroma_local.py), nor gRPC; chromadb, imported for a Chroma server, comes without
-gRPC (spellbook/index/chroma_import.py), and Chroma's tracing, when switched on, still gets the real
-OpenTelemetry exporter. Each case runs in a fresh interpreter, since the test process may have
-imported chromadb already."""
+(spellbook/startup/chroma_local.py), nor the gRPC it imports. Each case runs in a fresh interpreter,
+since the test process may have imported chromadb already."""
 
 from __future__ import annotations
 
@@ -34,27 +32,6 @@ def test_the_embedded_index_works_without_chromadb_or_grpc(tmp_path: Path) -> No
                           "loaded": sorted(m for m in ("grpc", "google.protobuf") if m in sys.modules)}}))
     """)
     assert got == {"nearest": "a", "chromadb": False, "loaded": []}
-
-
-def test_chroma_tracing_switched_on_gets_the_real_exporter() -> None:
-    got = _run("""
-        import json, sys
-        from spellbook.index.chroma_import import OTLP_GRPC, import_chromadb
-
-        import_chromadb()
-        before = "grpc" in sys.modules
-        from chromadb.telemetry.opentelemetry import OpenTelemetryGranularity, otel_init
-        from opentelemetry import trace
-
-        otel_init("spellbook-test", "http://127.0.0.1:9", {}, OpenTelemetryGranularity.OPERATION)  # what Chroma calls
-        provider = trace.get_tracer_provider()
-        exporter = provider._active_span_processor._span_processors[0].span_exporter
-        provider.shutdown()
-        print(json.dumps({"before": before, "after": "grpc" in sys.modules, "exporter": type(exporter).__module__,
-                          "module_is_real": getattr(sys.modules[OTLP_GRPC], "__file__", None) is not None}))
-    """)
-    assert got == {"before": False, "after": True, "exporter": "opentelemetry.exporter.otlp.proto.grpc.trace_exporter",
-                   "module_is_real": True}
 
 
 def test_a_new_index_opens_chroma_only_when_a_vector_is_written(tmp_path: Path) -> None:

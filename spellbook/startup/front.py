@@ -4,7 +4,7 @@ A client (Claude Code, Claude Desktop, Cursor) starts ``spellbook serve`` and wa
 handshake and the tool list before its session begins. Importing the MCP SDK takes ~1 s of a
 start on a 2-core machine (its protocol types are pydantic models), and those answers are the
 same on every start of one installation. So a stdio server's first step is this module (standard
-library only, before the rest of Spellbook is imported): ``start`` takes the wire (fds 0 and 1 are
+library only, before the rest of Spellbook is imported; ``spellbook.startup.begin``): ``start`` takes the wire (fds 0 and 1 are
 pointed at ``/dev/null`` and stderr, so a stray print or a child process never writes into it),
 reads the client's messages on a thread of its own and answers ``initialize`` (the handshake of
 the protocol versions up to 2025-11-25), ``server/discover`` (2026-07-28) and ``tools/list`` with
@@ -41,6 +41,8 @@ import threading
 import time
 from typing import Any
 
+from spellbook.defaults import cache_dir as configured_cache_dir
+
 try:
     import fcntl
     import termios
@@ -72,23 +74,15 @@ def serves_stdio(argv: list[str]) -> bool:
 
 def start(cache_dir: str | None = None) -> Front:
     """Take the wire and start reading it (once a process). Without ``cache_dir``: the cache folder
-    (``SPELLBOOK_CACHE_DIR``, else ``$XDG_CACHE_HOME/spellbook`` or ``~/.cache/spellbook``)."""
+    of the settings (``spellbook.defaults.cache_dir``)."""
     global _running
     if _running is None:
-        _running = Front(_take_fd(0, os.O_RDONLY), _take_fd(1, os.O_WRONLY), cache_dir or default_cache_dir())
+        _running = Front(_take_fd(0, os.O_RDONLY), _take_fd(1, os.O_WRONLY), cache_dir or configured_cache_dir())
     return _running
 
 
 def running() -> Front | None:
     return _running
-
-
-def default_cache_dir() -> str:
-    """The same folder as ``Settings.cache_dir`` (which ``spellbook.config`` builds with pydantic)."""
-    configured = os.environ.get("SPELLBOOK_CACHE_DIR")
-    if configured:
-        return os.path.expanduser(configured)
-    return os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "spellbook")
 
 
 def _take_fd(fd: int, mode: int) -> int:
