@@ -140,3 +140,22 @@ def test_the_hits_of_a_query_naming_a_time_are_those_of_scoring_every_candidate(
         assert all(len(r) == 5 for r in every)
     finally:
         engine.close()
+
+
+def test_a_query_naming_a_time_looks_deep_enough_to_find_the_note_of_that_time(vault) -> None:
+    """70 notes of March say "curry" more often than the one of July: without looking twice as deep,
+    the July note is not among the candidates its boost could lift."""
+    for i in range(60):
+        _dated(vault, f"other {i}", "2022-05-01T09:00:00Z", f"Note {i}: {TOPICS[i % 4]}.")
+    for i in range(70):
+        _dated(vault, f"march {i}", f"2022-03-{i % 28 + 1:02d}T09:00:00Z",
+               f"Curry night {i}: the curry, more curry, and {TOPICS[i % 4]}.")
+    _dated(vault, "dinner", "2022-07-04T09:00:00Z",
+           "Nate cooked for his friends after the long walk by the harbour; there was curry, rice, salad and a cake.")
+    engine = Engine(Settings(vault=vault, embedder="hashing", watch=False), embedder=HashingEmbedder())
+    engine.start()
+    try:
+        for mode in ("hybrid", "keyword"):
+            assert engine.memorize("curry in July 2022", limit=5, mode=mode)["results"][0]["title"] == "dinner", mode
+    finally:
+        engine.close()
