@@ -126,8 +126,9 @@ def main() -> None:
         from bench.eval_sessions import UNRELATED
 
         other = [timed(prompt_cmd, {"session_id": "bench", "cwd": str(project), "prompt": p}, env)[1] for p in UNRELATED]
-        rows.append(("UserPromptSubmit, coding prompts on no task here", f"{sum(1 for out in other if out)}/{len(other)} "
-                     "given passages (bench/eval_sessions.py's unrelated prompts)"))
+        given_to = [p for p, out in zip(UNRELATED, other) if out]
+        rows.append(("UserPromptSubmit, coding prompts on no task here", f"{len(given_to)}/{len(other)} "
+                     "given passages (bench/eval_sessions.py's unrelated prompts)" + "".join(f"; {p!r}" for p in given_to)))
         cap = [timed(capture_cmd, {**big_payload, "session_id": f"{big_id}-s{i}"}, env)[0] for i in range(3)]
         rows.append(("capture 200 turns (worker), server running", summary(cap)))
         end_cmd = [SPELLBOOK, "hook", "SessionEnd", "--vault", str(vault)]

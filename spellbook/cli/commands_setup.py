@@ -95,7 +95,8 @@ def install_hooks(args: argparse.Namespace, vault: Path | None = None, remove: b
         return
     if vault is None:  # --http: the hooks still need the vault the server serves
         vault = settings_from(args).vault
-    recall = bool(getattr(args, "prompt_recall", False))
+    # Claude Code: on unless --no-prompt-recall (docs/sessions.md, "Prompt recall"); Codex, Gemini: when asked
+    recall = not getattr(args, "no_prompt_recall", False) and (not agent or bool(getattr(args, "prompt_recall", False)))
     if agent:
         commands = agents.hook_commands(agent, clients.default_command(), vault, prompt_recall=recall)
         changed, backup = hooks.install_hooks(file, commands, agents.TIMEOUTS[agent])

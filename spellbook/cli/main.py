@@ -136,8 +136,10 @@ def _parser() -> argparse.ArgumentParser:
                            help="claude-code: also install the session memory hooks (docs/sessions.md); codex and "
                            "gemini get them always")
             p.add_argument("--prompt-recall", action="store_true",
-                           help="with the hooks: also add the passages that answer each prompt (UserPromptSubmit; "
-                           "off by default, docs/sessions.md says why)")
+                           help="with the hooks: add the passages that answer each prompt (UserPromptSubmit; the "
+                           "default, docs/sessions.md)")
+            p.add_argument("--no-prompt-recall", action="store_true",
+                           help="with the hooks: leave prompt recall off (SessionStart and capture only)")
         p.set_defaults(run=install)
 
     p = sub.add_parser("doctor", help="check settings, embedder, clients, and that the index equals the vault")

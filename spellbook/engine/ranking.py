@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from spellbook.engine.access import Access
 from spellbook.engine.hybrid import blend_parts, coverage, query_terms
+from spellbook.engine.periods import period_of, within
 from spellbook.index.catalog import Catalog, NoteRow
 from spellbook.index.filters import event_type_of
 from spellbook.index.rows import ChunkRow
@@ -27,6 +28,7 @@ Mode = Literal["hybrid", "semantic", "keyword"]
 SUPERSEDED_FACTOR = 0.5
 IMPORTANCE_BOOST = 0.05  # score x (1 + boost x (importance - 3)): importance 5 ranks 10% up, 1 ranks 10% down
 RECENCY_HALF_LIFE_DAYS: float | None = None  # if set, older notes rank lower: x (0.5 + 0.5 x 0.5^(age/half-life))
+PERIOD_FACTOR = 4.0  # a note of the time the query names ("in July 2022"): engine/periods.py
 SEMANTIC_WEIGHT = 0.3  # hybrid = 0.3 * semantic + 0.7 * keyword x coverage; tuned on shared/eval (docs/search.md)
 
 
@@ -41,6 +43,7 @@ class Candidates:
         self._spec = spec
         self._now = expires_key(dt.datetime.now(dt.UTC))
         self._terms = query_terms(query)
+        self.period = period_of(query)
         self.chunks: dict[str, ChunkRow] = {}
         self.notes: dict[str, NoteRow] = {}
         self._asked: set[str] = set()
@@ -91,6 +94,8 @@ def rank(
     else:
         reach = dict(similarity or keyword_scores)
     most, least = boost_range() if mode != "keyword" else (1.0, 1.0)
+    if rows.period:
+        most *= PERIOD_FACTOR
 
     def ceiling(cid: str) -> float:
         score = reach[cid]
@@ -119,6 +124,8 @@ def rank(
                 if mode != "keyword":
                     score *= boost_factor(note, IMPORTANCE_BOOST, RECENCY_HALF_LIFE_DAYS, now,
                                           note.path in superseded)
+                if rows.period and within(rows.period, happened(note)):
+                    score *= PERIOD_FACTOR
                 best[note.path] = max(best.get(note.path, score), score)
             scores[cid] = score
         if start + batch < len(order) and len(best) >= limit:
@@ -159,6 +166,11 @@ def boost_factor(
             age_days = 0.0
         factor *= 0.5 + 0.5 * 0.5 ** (age_days / half_life_days)
     return factor
+
+
+def happened(note: NoteRow) -> Any:
+    """When what a note tells happened: a captured session's start, else when the note was written."""
+    return note.meta.get("started") or note.created or note.updated
 
 
 def meta_text(meta: dict[str, Any]) -> str:

@@ -145,7 +145,9 @@ class Search:
         self, query: str, limit: int, spec: Filter | None, mode: Mode, per_chunk: bool = False
     ) -> list[dict[str, Any]]:
         where, params = self.access.chunk_where(spec)  # every query below joins chunks as c
-        depth = max(limit * 6, 50)
+        rows = Candidates(self.catalog, self.access, spec, query)
+        # A query naming a time looks twice as deep: the notes of that time may rank low before their boost.
+        depth = max(limit * 6, 50) * (2 if rows.period else 1)
         similarity: dict[str, float] = {}
         keyword_scores: dict[str, float] = {}
         keyword_job = None
@@ -161,7 +163,6 @@ class Search:
             allowed = self.catalog.filtered_chunk_ids(where, params) if filtered or hidden > MAX_SKIPPED else None
             found = self.vectors.query(vector, depth + (hidden if allowed is None else 0), ids=allowed)
             similarity = dict(found)
-        rows = Candidates(self.catalog, self.access, spec, query)
         # The best semantic candidates' rows are read while the keyword side still runs.
         rows.read(sorted(similarity, key=lambda cid: (-similarity[cid], cid))[:ranking.batch_size(limit)])
         if mode in ("hybrid", "keyword"):

@@ -30,9 +30,11 @@ if not STUB.is_file():
                 allow_module_level=True)
 
 
-def run_claude(claude: Path, env: dict, project: Path, stub: Stub, prompt: str) -> subprocess.CompletedProcess:
+def run_claude(claude: Path, env: dict, project: Path, stub: Stub, prompt: str,
+               extra: list[str] | None = None) -> subprocess.CompletedProcess:
     env = dict(env, ANTHROPIC_BASE_URL=f"http://127.0.0.1:{stub.port}", ANTHROPIC_API_KEY="stub-key")
-    return subprocess.run([str(claude), "-p", prompt, "--allowedTools", "mcp__spellbook__*"], cwd=project, env=env,
+    return subprocess.run([str(claude), "-p", prompt, *(extra or []), "--allowedTools", "mcp__spellbook__*"],
+                          cwd=project, env=env,
                           capture_output=True, text=True, timeout=240, check=False)
 
 
@@ -166,6 +168,45 @@ def test_a_failing_hook_leaves_the_session_working(tmp_path: Path, node_bin: Pat
     log = (index / "hooks.log").read_text()
     assert "gave up" in log or "failed" in log, log
     assert seconds < 120
+
+
+def test_prompt_recall_is_on_after_install_and_recall_off_typed_in_a_session_reaches_the_hook(
+        tmp_path: Path, node_bin: Path) -> None:
+    """``install claude-code --hooks`` turns prompt recall on: a question gets the passage that
+    answers it. A prompt starting with ``#recall off`` reaches the UserPromptSubmit hook (Claude Code
+    once took ``#`` for its memory shortcut; this version does not), and the session resumed after
+    it gets no passages."""
+    import uuid
+
+    home, project, vault = tmp_path / "home", tmp_path / "shop", tmp_path / "vault"
+    (home / ".claude").mkdir(parents=True)
+    project.mkdir()
+    env = claude_env(home)
+    subprocess.run([SPELLBOOK, "init", str(vault)], env=env, check=True, capture_output=True)
+    (vault / "ops").mkdir()
+    (vault / "ops" / "billing.md").write_text("---\ntitle: Billing on staging\ncontext: shop\n---\nStaging deploys "
+                                              "from the release branch through ArgoCD; billing listens on port 8443.\n")
+    subprocess.run([SPELLBOOK, "install", "claude-code", "--hooks", "--vault", str(vault)], cwd=project, env=env,
+                   check=True, capture_output=True, timeout=60)
+    claude, session = node_bin / "claude", str(uuid.uuid4())
+    question = "Which port does billing listen on in staging?"
+
+    def last_request(*args: str) -> str:
+        stub = Stub(tmp_path, [{"text": "ok"}])
+        try:
+            result = run_claude(claude, env, project, stub, args[-1], list(args[:-1]))
+            requests = [r for r in stub.requests() if r.get("tools")]
+        finally:
+            stub.close()
+        assert result.returncode == 0, result.stderr
+        return json.dumps(requests[-1]["messages"])
+
+    asked = last_request(question)
+    assert "Passages from Spellbook memory" in asked and "port 8443" in asked
+    off = last_request("--session-id", session, "#recall off")
+    assert "prompt recall is off for this session" in off
+    again = last_request("--resume", session, question)
+    assert "Passages from Spellbook memory" not in again
 
 
 def _tool_result(request: dict) -> str:

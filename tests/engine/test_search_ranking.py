@@ -94,3 +94,70 @@ def test_a_scribes_similar_notes_are_those_of_reading_every_nearest_chunk(engine
             assert gone["id"] not in [h["id"] for h in got]
             checked += 1
     assert checked >= 270
+
+
+def _dated(vault, name: str, when: str, text: str, key: str = "started") -> None:
+    (vault / "sessions").mkdir(exist_ok=True)
+    (vault / "sessions" / f"{name}.md").write_text(
+        f"---\ntitle: {name}\ntype: session\n{key}: {when}\n---\n{text}\n", encoding="utf-8")
+
+
+@pytest.mark.parametrize("key", ["started", "created"])
+def test_a_query_naming_a_time_favours_the_notes_of_that_time(vault, key) -> None:
+    """"Who cooked a curry in July 2022?": the note of July 2022 first, though another holds the same
+    words more often; a session's start (else when the note was written) is its time."""
+    _dated(vault, "first", "2022-03-10T09:00:00Z", "Nate cooked a curry. Nate cooked a curry again, the curry was good.", key)
+    _dated(vault, "second", "2022-07-04T09:00:00Z", "Nate cooked a curry for his friends after the long walk.", key)
+    for topic in TOPICS:
+        _dated(vault, f"about {topic.split()[0]}", "2022-07-06T09:00:00Z", f"Joanna wrote about {topic}.", key)
+    engine = Engine(Settings(vault=vault, embedder="hashing", watch=False), embedder=HashingEmbedder())
+    engine.start()
+    try:
+        for mode in ("hybrid", "keyword"):
+            def titles(query: str) -> list[str]:
+                return [h["title"] for h in engine.memorize(query, mode=mode)["results"]]
+
+            assert titles("Who cooked a curry?")[:2] == ["first", "second"], mode
+            assert titles("Who cooked a curry in July 2022?")[:2] == ["second", "first"], mode
+            assert titles("Who cooked a curry on 1 March, 2022?")[:2] == ["first", "second"], mode
+    finally:
+        engine.close()
+
+
+def test_the_hits_of_a_query_naming_a_time_are_those_of_scoring_every_candidate(vault, monkeypatch) -> None:
+    rng = random.Random(5)
+    for i in range(60):
+        words = " ".join(rng.sample(" ".join(TOPICS[:4]).split(), 6))
+        _dated(vault, f"n{i}", f"2022-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}T10:00:00Z", f"Note {i}: {words}.")
+    engine = Engine(Settings(vault=vault, embedder="hashing", watch=False), embedder=HashingEmbedder())
+    engine.start()
+    try:
+        queries = [" ".join(rng.sample(" ".join(TOPICS[:4]).split(), 3)) + f" in {month} 2022"
+                   for month in ("March", "July", "October")]
+        monkeypatch.setattr(ranking, "batch_size", lambda limit: 1)
+        early = [engine.memorize(q, limit=5, mode=m)["results"] for q in queries for m in ("hybrid", "keyword")]
+        _all_scored(monkeypatch)
+        every = [engine.memorize(q, limit=5, mode=m)["results"] for q in queries for m in ("hybrid", "keyword")]
+        assert early == every
+        assert all(len(r) == 5 for r in every)
+    finally:
+        engine.close()
+
+
+def test_a_query_naming_a_time_looks_deep_enough_to_find_the_note_of_that_time(vault) -> None:
+    """70 notes of March say "curry" more often than the one of July: without looking twice as deep,
+    the July note is not among the candidates its boost could lift."""
+    for i in range(60):
+        _dated(vault, f"other {i}", "2022-05-01T09:00:00Z", f"Note {i}: {TOPICS[i % 4]}.")
+    for i in range(70):
+        _dated(vault, f"march {i}", f"2022-03-{i % 28 + 1:02d}T09:00:00Z",
+               f"Curry night {i}: the curry, more curry, and {TOPICS[i % 4]}.")
+    _dated(vault, "dinner", "2022-07-04T09:00:00Z",
+           "Nate cooked for his friends after the long walk by the harbour; there was curry, rice, salad and a cake.")
+    engine = Engine(Settings(vault=vault, embedder="hashing", watch=False), embedder=HashingEmbedder())
+    engine.start()
+    try:
+        for mode in ("hybrid", "keyword"):
+            assert engine.memorize("curry in July 2022", limit=5, mode=mode)["results"][0]["title"] == "dinner", mode
+    finally:
+        engine.close()
