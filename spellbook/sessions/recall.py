@@ -45,7 +45,7 @@ def prompt_context(hub: Any, project: str, prompt: str, min_relevance: float, bu
     seen: set[str] = set()
     lines = ["Passages from Spellbook memory that may answer this prompt (get_memories with the id for the rest):"]
     for h in hits:
-        text = one_line(h.get("passage") or h.get("snippet") or "", 480)
+        text = one_line(h.get("passage") or h.get("snippet") or "", 600)
         key = " ".join(text.lower().split())
         if not text or key in seen:
             continue

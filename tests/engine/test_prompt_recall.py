@@ -209,3 +209,44 @@ def test_of_a_captured_session_only_what_was_said_is_given_not_its_digest_nor_it
     said = _Found([_hit(1, None, digest), _hit(3, "response", FACT)])
     given = prompt_context(said, "shop", "which port does billing listen on in staging", 0.1)
     assert FACT in given and "Keys rotate" not in given
+
+
+def _session_with_a_question(folder: Path) -> Path:
+    """A coding session where the assistant asks which version to pin and the next prompt answers."""
+    import random
+
+    from tests.helpers.sessions import Entries
+
+    entries = Entries(random.Random(7), "pin-session", str(folder / "shop"), datetime(2026, 11, 2, 9, tzinfo=UTC))
+    said = [("The CI build uses whatever Node the runner happens to have. Make it reproducible.",
+             "I added an .nvmrc file and the setup-node step of the workflow now reads it. "
+             "Which Node version should the CI build pin?"),
+            ("Pin 20.11.1, the same as production runs.", "Done: .nvmrc holds 20.11.1 and the CI run passed."),
+            ("Show me the current git status", "Two files changed: .nvmrc and .github/workflows/ci.yml.")]
+    for prompt, answer in said:
+        entries.add({"type": "user", "message": {"role": "user", "content": prompt}})
+        entries.add({"type": "assistant", "message": {"role": "assistant", "content": [{"type": "text", "text": answer}]}})
+    return entries.write(folder / "pin-session.jsonl")
+
+
+def test_a_passage_that_asks_a_question_carries_the_opening_of_the_reply(tmp_path: Path) -> None:
+    """The prompt's words find the question ("Which Node version should the CI build pin?"); the
+    answer is what was said next, in words the prompt does not use."""
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    hub = Hub(Settings(vault=vault, embedder="hashing", watch=False), watch=False, warm_up=False)
+    hub.start(background=False)
+    try:
+        capture(hub, read_transcript(_session_with_a_question(tmp_path)), tmp_path / "locks")
+        found = hub.call("recall", {"query": "which Node version does the CI build pin", "limit": 8,
+                                    "context": "shop"})["results"]
+        asked = next(h for h in found if "Which Node version should the CI build pin?" in h["passage"])
+        assert asked["event"] == "response"
+        assert asked["passage"].endswith("pin? → Pin 20.11.1, the same as production runs.")
+        done = next(h for h in found if h["passage"].startswith("Done: .nvmrc"))
+        assert "→" not in done["passage"]  # not a question: no reply
+        text = prompt_context(hub, "shop", "which Node version does the CI build pin", 0.0, 600)
+        assert "pin? → Pin 20.11.1" in text
+    finally:
+        hub.close()
+
