@@ -250,3 +250,37 @@ def test_a_passage_that_asks_a_question_carries_the_opening_of_the_reply(tmp_pat
     finally:
         hub.close()
 
+
+def test_a_sessions_relative_dates_are_given_with_the_day_they_mean_a_memorys_are_not() -> None:
+    said = "I raised the worker timeout from 30 s to 45 s yesterday, after the deploy of last Friday."
+    memory = {**_hit(2, None, "Yesterday we agreed on the timeout."), "type": "note", "title": "timeouts"}
+    given = prompt_context(_Found([_hit(1, "response", said), memory]), "shop", "when did the worker timeout change", 0.1)
+    assert "45 s yesterday (1 November 2026), after the deploy of last Friday (30 October 2026)." in given
+    assert "[2 November 2026, response; id s1]" in given
+    assert "Yesterday we agreed on the timeout." in given  # a memory's date is its last change, not when it was said
+
+
+def test_a_passage_already_given_within_another_is_not_given_again() -> None:
+    """A question's line carries its reply: the reply's own hit, further down, adds nothing."""
+    asked = _hit(1, "response", "Which Node version should the CI build pin? → Pin 20.11.1, the same as production runs.")
+    reply = {**_hit(1, "prompt", "Pin 20.11.1, the same as production runs."), "score": 0.8}
+    given = prompt_context(_Found([asked, reply]), "shop", "which Node version does the CI build pin", 0.1)
+    assert given.count("Pin 20.11.1") == 1 and "pin? → Pin 20.11.1" in given
+
+
+def test_a_prompt_naming_a_day_gets_that_days_passages_first_and_the_day_counts_as_its_words() -> None:
+    older = {**_hit(1, "response", "The worker timeout is 30 s, set in deploy/worker.yaml."), "date": "2026-10-01"}
+    newer = {**_hit(2, "response", "I raised the worker timeout to 45 s after the load test."), "score": 0.5,
+             "date": "2026-11-03"}
+    prompt = "What did we do about the worker timeout on 3 November 2026?"
+    given = prompt_context(_Found([older, newer]), "shop", prompt, 0.1, budget=125)
+    assert "45 s" in given and "30 s" not in given  # room for one line: the named day's
+    both = prompt_context(_Found([older, newer]), "shop", prompt, 0.1)
+    assert both.index("45 s") < both.index("30 s")
+    # "... yesterday" said on 4 November is about the 3rd: it counts as that day's too
+    said = {**_hit(3, "response", "The worker timeout went up to 45 s yesterday, after the load test failed."), "score": 0.5,
+            "date": "2026-11-04"}
+    assert "45 s yesterday (3 November 2026)" in prompt_context(_Found([older, said]), "shop", prompt, 0.1, budget=125)
+    # Found by words alone (meaning 0): the line's day holds "November 2026", so 4 of the 4 terms are there
+    plain = {**newer, "meaning": 0.0, "passage": "I raised the worker timeout to 45 s."}
+    assert "45 s" in prompt_context(_Found([plain]), "shop", "worker timeout November 2026", 0.1)
