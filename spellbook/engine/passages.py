@@ -5,9 +5,9 @@ space, ``。！？`` with or without one, as Japanese and Chinese write them, an
 window of one to three consecutive sentences holding the most of the query's terms (words, CJK
 bigrams: ``hybrid.query_terms``) wins, the shorter on a tie; a chunk holding none of them (a hit
 found by meaning alone) gives its opening. A window past ``limit`` characters is cut there (a third
-of them in CJK text, whose characters are a token each). A passage that ends in a question is
-followed by the opening of the reply (``opening``): "What's your favorite dish from the show?" is
-found by a prompt's words, and the answer is what was said next.
+of them in CJK text, whose characters are a token each). A session's passage that ends in a
+question comes with the opening of the reply (``opening``): "What's your favorite dish from the
+show?" is found by a prompt's words, and the answer is what was said next.
 """
 
 from __future__ import annotations

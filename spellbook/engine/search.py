@@ -80,7 +80,8 @@ class Search:
     ) -> dict[str, Any]:
         """``memorize`` by passage: the ``limit`` best chunks (several may be of one note), each with
         its ``passage``, ``event`` (a session's event type, else its heading), ``date`` (a session's
-        start, else the note's last change) and ``session``: what a prompt is given (sessions/recall.py)."""
+        start, else the note's last change), ``session``, and for a session's passage that ends in a
+        question the opening of what was said next (``reply``): what a prompt is given (sessions/recall.py)."""
         return self._find(query, limit, filter, mode, min_score, per_chunk=True)
 
     def _find(
@@ -187,7 +188,7 @@ class Search:
                 started = note.meta.get("started")
                 event = event_type_of(chunk.heading)
                 if event in REPLIED and asks(text) and (reply := self._reply(chunk, notes_chunks)):
-                    text = f"{text} → {reply}"
+                    hit["reply"] = reply
                 hit.update(passage=text, event=event or chunk.heading or None,
                            date=str(started or hit["updated"] or "")[:10], session=note.meta.get("session"))
             meaning = 0.0

@@ -51,7 +51,9 @@ def prompt_context(hub: Any, project: str, prompt: str, min_relevance: float, bu
     seen: list[str] = []
     lines = ["Passages from Spellbook memory that may answer this prompt (get_memories with the id for the rest):"]
     for h in hits:
-        text = one_line(h.get("passage") or h.get("snippet") or "", 600)
+        text = one_line(h.get("passage") or h.get("snippet") or "", 480)
+        if h.get("reply"):  # a question, and what was said next
+            text += " → " + one_line(h["reply"], 220)
         key = " ".join(text.lower().split())
         if not text or any(key.removesuffix(" …") in given for given in seen):
             continue  # given already, or within a passage given (a question's reply, a longer window)
@@ -85,7 +87,8 @@ def answers(hits: list[dict[str, Any]], prompt: str) -> bool:
     "Run the unit tests" is close to any coding prompt and answers none) is closer in meaning to the
     prompt than the vault's notes are to each other on average (``meaning`` > 0, calibrated per
     embedder: docs/search.md), or one holds, as whole words, most of the prompt's terms (two at least;
-    its day, as the line shows it, counts).
+    its day, as the line shows it, and the reply it carries count). The length and meaning are the
+    passage's own: a short question is close to any coding prompt, whatever its reply says.
     Measured with bench/eval_sessions.py: 0 of 315 unrelated coding prompts pass, 90% of questions."""
     if any(h.get("meaning", 0) > 0 and estimate_tokens(str(h.get("passage") or "")) >= SUBSTANCE for h in hits):
         return True
@@ -97,7 +100,7 @@ def answers(hits: list[dict[str, Any]], prompt: str) -> bool:
         return False
     for h in hits:  # the passage's day counts: "what did Tim say on 16 November 2023"
         day = _date(h.get("date"))
-        text = normalize(f"{day_text(day) if day else ''} {h.get('passage') or ''}")
+        text = normalize(f"{day_text(day) if day else ''} {h.get('passage') or ''} {h.get('reply') or ''}")
         words = set(_WORD.findall(text))
         if sum(1 for t in terms if (t in words if t.isascii() else t in text)) >= WORDS_SHARE * len(terms):
             return True

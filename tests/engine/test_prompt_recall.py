@@ -242,9 +242,9 @@ def test_a_passage_that_asks_a_question_carries_the_opening_of_the_reply(tmp_pat
                                     "context": "shop"})["results"]
         asked = next(h for h in found if "Which Node version should the CI build pin?" in h["passage"])
         assert asked["event"] == "response"
-        assert asked["passage"].endswith("pin? → Pin 20.11.1, the same as production runs.")
+        assert asked["reply"] == "Pin 20.11.1, the same as production runs."
         done = next(h for h in found if h["passage"].startswith("Done: .nvmrc"))
-        assert "→" not in done["passage"]  # not a question: no reply
+        assert "reply" not in done  # not a question: no reply
         text = prompt_context(hub, "shop", "which Node version does the CI build pin", 0.0, 600)
         assert "pin? → Pin 20.11.1" in text
     finally:
@@ -262,7 +262,8 @@ def test_a_sessions_relative_dates_are_given_with_the_day_they_mean_a_memorys_ar
 
 def test_a_passage_already_given_within_another_is_not_given_again() -> None:
     """A question's line carries its reply: the reply's own hit, further down, adds nothing."""
-    asked = _hit(1, "response", "Which Node version should the CI build pin? → Pin 20.11.1, the same as production runs.")
+    asked = {**_hit(1, "response", "Which Node version should the CI build pin?"),
+             "reply": "Pin 20.11.1, the same as production runs."}
     reply = {**_hit(1, "prompt", "Pin 20.11.1, the same as production runs."), "score": 0.8}
     given = prompt_context(_Found([asked, reply]), "shop", "which Node version does the CI build pin", 0.1)
     assert given.count("Pin 20.11.1") == 1 and "pin? → Pin 20.11.1" in given
@@ -284,3 +285,12 @@ def test_a_prompt_naming_a_day_gets_that_days_passages_first_and_the_day_counts_
     # Found by words alone (meaning 0): the line's day holds "November 2026", so 4 of the 4 terms are there
     plain = {**newer, "meaning": 0.0, "passage": "I raised the worker timeout to 45 s."}
     assert "45 s" in prompt_context(_Found([plain]), "shop", "worker timeout November 2026", 0.1)
+
+
+def test_the_bar_weighs_the_passage_found_not_the_reply_it_carries() -> None:
+    """A short question ("Can you explain that diff?") is close to any coding prompt; its reply is long
+    but was not what matched: with the reply counted, 2 more of 45 unrelated coding prompts got passages
+    on bench_hooks' vault of coding sessions."""
+    short = {**_hit(1, "prompt", "Can you explain that diff?"), "meaning": 0.2,
+             "reply": "It renames the retry helper, moves the backoff constants into config.py and adds two tests."}
+    assert prompt_context(_Found([short]), "shop", "Fix the failing CI build on the main branch", 0.1) == ""
