@@ -294,3 +294,14 @@ def test_the_bar_weighs_the_passage_found_not_the_reply_it_carries() -> None:
     short = {**_hit(1, "prompt", "Can you explain that diff?"), "meaning": 0.2,
              "reply": "It renames the retry helper, moves the backoff constants into config.py and adds two tests."}
     assert prompt_context(_Found([short]), "shop", "Fix the failing CI build on the main branch", 0.1) == ""
+
+
+def test_a_reply_in_japanese_or_korean_is_cut_at_a_sentence_end_and_questions_end_in_either_mark() -> None:
+    from spellbook.engine.passages import asks, opening
+
+    ja = "デプロイは毎週木曜日です。ステージングで一日確認してから本番に出します。" * 6
+    got = opening("## prompt · 10:00:00 · x\n\n" + ja)
+    assert got.startswith("デプロイは毎週木曜日です。 ステージングで") and got.endswith("。 …") and len(got) < 120
+    ko = "배포는 매주 목요일입니다. 스테이징에서 하루 확인한 뒤 운영에 냅니다. " * 6
+    assert opening(ko).startswith("배포는 매주 목요일입니다. 스테이징에서 하루 확인한 뒤 운영에 냅니다.")
+    assert asks("どのポートを使いますか？") and asks("어느 포트를 쓰나요?") and not asks("ポートは8443です。")
