@@ -281,7 +281,8 @@ def measure(conv: str, turns: list[dict], questions: list[dict], opts: Any, tmp:
             hit_sessions = {number_of.get(note_session.get(h["id"], ""), -1) for h in found}
             injected = set(words(out))
             rows.append({
-                "ms": ms, "chars": len(out), "category": q.get("category"),
+                "ms": ms, "chars": len(out), "category": q.get("category"), "q": q["q"], "gold": q.get("answer"),
+                "turns": [text_of[r] for r in q["relevant"] if r in text_of], "out": out,
                 "evidence": any(holds_turn(injected, text_of[r]) for r in q["relevant"] if r in text_of),
                 "answer": bool(str(q.get("answer") or "").strip()) and squash(str(q["answer"])) in squash(out),
                 "session": any(session_of.get(r) in hit_sessions for r in q["relevant"]),
@@ -349,6 +350,9 @@ def main() -> None:
     ap.add_argument("--convs", type=int, default=0, help="only the first N conversations (0: all)")
     ap.add_argument("--limit", type=int, default=0, help="only the first N questions of each conversation")
     ap.add_argument("--out", type=Path, default=None, help="also write the report here")
+    ap.add_argument("--dump", type=Path, default=None,
+                    help="write every question here as JSON lines: the question, its answer and evidence turns, "
+                         "what was injected and what it held (data-derived: keep it outside the repository)")
     opts = ap.parse_args()
     if not opts.data.exists():
         raise SystemExit(f"no data at {opts.data}: the LoCoMo dev set lives in the workspace's shared/eval/")
@@ -371,6 +375,10 @@ def main() -> None:
     print(text)
     if opts.out:
         opts.out.write_text(text, encoding="utf-8")
+    if opts.dump:
+        keys = ("category", "q", "gold", "turns", "out", "evidence", "answer", "session")
+        opts.dump.write_text("".join(json.dumps({"conv": res["conv"], **{k: r[k] for k in keys}}) + "\n"
+                                     for res in results for r in res["rows"]), encoding="utf-8")
 
 
 if __name__ == "__main__":

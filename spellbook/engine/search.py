@@ -16,7 +16,7 @@ from spellbook.config import Settings
 from spellbook.embedders.base import Embedder
 from spellbook.engine import ranking
 from spellbook.engine.access import Access, Readiness
-from spellbook.engine.passages import passage
+from spellbook.engine.passages import asks, opening, passage
 from spellbook.engine.ranking import Candidates, Mode
 from spellbook.errors import EmbedderError, InvalidInputError
 from spellbook.index.catalog import Catalog, NoteRow
@@ -34,6 +34,7 @@ _POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="spellbook-search")
 
 MAX_QUERY_CHARS = 2_000
 RELEVANCE_SIGMAS = 5.0  # relevance 1.0 = 5 standard deviations above two unrelated notes' similarity
+REPLIED = ("prompt", "response")  # a session's events that a question in the other answers
 MAX_SKIPPED = 1_000  # more hidden (archived, expired) chunks than this: filter the vector query instead
 
 
@@ -79,7 +80,8 @@ class Search:
     ) -> dict[str, Any]:
         """``memorize`` by passage: the ``limit`` best chunks (several may be of one note), each with
         its ``passage``, ``event`` (a session's event type, else its heading), ``date`` (a session's
-        start, else the note's last change) and ``session``: what a prompt is given (sessions/recall.py)."""
+        start, else the note's last change), ``session``, and for a session's passage that ends in a
+        question the opening of what was said next (``reply``): what a prompt is given (sessions/recall.py)."""
         return self._find(query, limit, filter, mode, min_score, per_chunk=True)
 
     def _find(
@@ -173,6 +175,7 @@ class Search:
         baseline = self._similarity_baseline() if similarity else None
         hits: list[dict[str, Any]] = []
         picked = (_best_chunks if per_chunk else _best_per_note)(ranked, rows.chunks, rows.notes, limit)
+        notes_chunks: dict[str, list] = {}  # a note's chunks, read once for the replies to its questions
         for cid, score, chunk, note in picked:
             text = passage(self.access.scrubbed(chunk.text), query)
             hit = {
@@ -184,7 +187,10 @@ class Search:
                 hit["heading"] = chunk.heading
             if per_chunk:
                 started = note.meta.get("started")
-                hit.update(passage=text, event=event_type_of(chunk.heading) or chunk.heading or None,
+                event = event_type_of(chunk.heading)
+                if event in REPLIED and asks(text) and (reply := self._reply(chunk, notes_chunks)):
+                    hit["reply"] = reply
+                hit.update(passage=text, event=event or chunk.heading or None,
                            date=str(started or hit["updated"] or "")[:10], session=note.meta.get("session"))
             meaning = 0.0
             if cid in similarity:
@@ -198,6 +204,20 @@ class Search:
                                if cid in found]
             hits.append(hit)
         return hits
+
+    def _reply(self, chunk: Any, notes_chunks: dict[str, list]) -> str:
+        """The opening of what was said after a session's event that ends in a question: the next
+        prompt or response of its note (tool sections and insights in between are passed over)."""
+        if chunk.path not in notes_chunks:
+            notes_chunks[chunk.path] = self.catalog.chunks_of(chunk.path)
+        for row in notes_chunks[chunk.path]:
+            if row.idx <= chunk.idx:
+                continue
+            if row.heading == chunk.heading:
+                return ""  # the same event goes on: its question is not the last word
+            if event_type_of(row.heading) in REPLIED:
+                return opening(self.access.scrubbed(row.text))
+        return ""
 
     def _similarity_baseline(self) -> tuple[float, float]:
         """(mean, standard deviation) of the cosine similarity between stored chunks, i.e. what

@@ -234,3 +234,100 @@ def test_the_bar_wants_a_passage_clearly_about_the_prompt_or_standing_out_from_t
     clear = [hit(said, 0.2, 0.4, 0.47), *flat[1:]]
     assert answers(clear, "How is the search API rate limited?")  # 0.6: clearly about it
     assert not answers([hit("Run the unit tests", 0.4, 0.5, 0.6), *flat[1:]], "Add a unit test")  # too short
+
+
+def _session_with_a_question(folder: Path) -> Path:
+    """A coding session where the assistant asks which version to pin and the next prompt answers."""
+    import random
+
+    from tests.helpers.sessions import Entries
+
+    entries = Entries(random.Random(7), "pin-session", str(folder / "shop"), datetime(2026, 11, 2, 9, tzinfo=UTC))
+    said = [("The CI build uses whatever Node the runner happens to have. Make it reproducible.",
+             "I added an .nvmrc file and the setup-node step of the workflow now reads it. "
+             "Which Node version should the CI build pin?"),
+            ("Pin 20.11.1, the same as production runs.", "Done: .nvmrc holds 20.11.1 and the CI run passed."),
+            ("Show me the current git status", "Two files changed: .nvmrc and .github/workflows/ci.yml.")]
+    for prompt, answer in said:
+        entries.add({"type": "user", "message": {"role": "user", "content": prompt}})
+        entries.add({"type": "assistant", "message": {"role": "assistant", "content": [{"type": "text", "text": answer}]}})
+    return entries.write(folder / "pin-session.jsonl")
+
+
+def test_a_passage_that_asks_a_question_carries_the_opening_of_the_reply(tmp_path: Path) -> None:
+    """The prompt's words find the question ("Which Node version should the CI build pin?"); the
+    answer is what was said next, in words the prompt does not use."""
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    hub = Hub(Settings(vault=vault, embedder="hashing", watch=False), watch=False, warm_up=False)
+    hub.start(background=False)
+    try:
+        capture(hub, read_transcript(_session_with_a_question(tmp_path)), tmp_path / "locks")
+        found = hub.call("recall", {"query": "which Node version does the CI build pin", "limit": 8,
+                                    "context": "shop"})["results"]
+        asked = next(h for h in found if "Which Node version should the CI build pin?" in h["passage"])
+        assert asked["event"] == "response"
+        assert asked["reply"] == "Pin 20.11.1, the same as production runs."
+        done = next(h for h in found if h["passage"].startswith("Done: .nvmrc"))
+        assert "reply" not in done  # not a question: no reply
+        text = prompt_context(hub, "shop", "which Node version does the CI build pin", 0.0, 600)
+        assert "pin? → Pin 20.11.1" in text
+    finally:
+        hub.close()
+
+
+def test_a_sessions_relative_dates_are_given_with_the_day_they_mean_a_memorys_are_not() -> None:
+    said = "I raised the worker timeout from 30 s to 45 s yesterday, after the deploy of last Friday."
+    memory = {**_hit(2, None, "Yesterday we agreed on the timeout."), "type": "note", "title": "timeouts"}
+    said_hit = {**_hit(1, "response", said), "relevance": 0.3}  # clearly about the prompt (answers())
+    given = prompt_context(_Found([said_hit, memory]), "shop", "when did the worker timeout change", 0.1)
+    assert "45 s yesterday (1 November 2026), after the deploy of last Friday (30 October 2026)." in given
+    assert "[2 November 2026, response; id s1]" in given
+    assert "Yesterday we agreed on the timeout." in given  # a memory's date is its last change, not when it was said
+
+
+def test_a_passage_already_given_within_another_is_not_given_again() -> None:
+    """A question's line carries its reply: the reply's own hit, further down, adds nothing."""
+    asked = {**_hit(1, "response", "Which Node version should the CI build pin?"),
+             "reply": "Pin 20.11.1, the same as production runs."}
+    reply = {**_hit(1, "prompt", "Pin 20.11.1, the same as production runs."), "score": 0.8}
+    given = prompt_context(_Found([asked, reply]), "shop", "which Node version does the CI build pin", 0.1)
+    assert given.count("Pin 20.11.1") == 1 and "pin? → Pin 20.11.1" in given
+
+
+def test_a_prompt_naming_a_day_gets_that_days_passages_first_and_the_day_counts_as_its_words() -> None:
+    older = {**_hit(1, "response", "The worker timeout is 30 s, set in deploy/worker.yaml."), "date": "2026-10-01"}
+    newer = {**_hit(2, "response", "I raised the worker timeout to 45 s after the load test."), "score": 0.5,
+             "date": "2026-11-03"}
+    prompt = "What did we do about the worker timeout on 3 November 2026?"
+    given = prompt_context(_Found([older, newer]), "shop", prompt, 0.1, budget=125)
+    assert "45 s" in given and "30 s" not in given  # room for one line: the named day's
+    both = prompt_context(_Found([older, newer]), "shop", prompt, 0.1)
+    assert both.index("45 s") < both.index("30 s")
+    # "... yesterday" said on 4 November is about the 3rd: it counts as that day's too
+    said = {**_hit(3, "response", "The worker timeout went up to 45 s yesterday, after the load test failed."), "score": 0.5,
+            "date": "2026-11-04"}
+    assert "45 s yesterday (3 November 2026)" in prompt_context(_Found([older, said]), "shop", prompt, 0.1, budget=125)
+    # Found by words alone (meaning 0): the line's day holds "November 2026", so 4 of the 4 terms are there
+    plain = {**newer, "meaning": 0.0, "passage": "I raised the worker timeout to 45 s."}
+    assert "45 s" in prompt_context(_Found([plain]), "shop", "worker timeout November 2026", 0.1)
+
+
+def test_the_bar_weighs_the_passage_found_not_the_reply_it_carries() -> None:
+    """A short question ("Can you explain that diff?") is close to any coding prompt; its reply is long
+    but was not what matched: with the reply counted, 2 more of 45 unrelated coding prompts got passages
+    on bench_hooks' vault of coding sessions."""
+    short = {**_hit(1, "prompt", "Can you explain that diff?"), "meaning": 0.2,
+             "reply": "It renames the retry helper, moves the backoff constants into config.py and adds two tests."}
+    assert prompt_context(_Found([short]), "shop", "Fix the failing CI build on the main branch", 0.1) == ""
+
+
+def test_a_reply_in_japanese_or_korean_is_cut_at_a_sentence_end_and_questions_end_in_either_mark() -> None:
+    from spellbook.engine.passages import asks, opening
+
+    ja = "デプロイは毎週木曜日です。ステージングで一日確認してから本番に出します。" * 6
+    got = opening("## prompt · 10:00:00 · x\n\n" + ja)
+    assert got.startswith("デプロイは毎週木曜日です。 ステージングで") and got.endswith("。 …") and len(got) < 120
+    ko = "배포는 매주 목요일입니다. 스테이징에서 하루 확인한 뒤 운영에 냅니다. " * 6
+    assert opening(ko).startswith("배포는 매주 목요일입니다. 스테이징에서 하루 확인한 뒤 운영에 냅니다.")
+    assert asks("どのポートを使いますか？") and asks("어느 포트를 쓰나요?") and not asks("ポートは8443です。")
