@@ -216,7 +216,7 @@ def _init(args: argparse.Namespace) -> int:
 
 def _serve(args: argparse.Namespace) -> int:
     from spellbook.server.hub import Hub
-    from spellbook.startup import front, reason
+    from spellbook.startup import front, on, reason
     from spellbook.vault.template import init_vault
 
     settings = settings_from(args, watch=False if args.no_watch else None)
@@ -240,7 +240,7 @@ def _serve(args: argparse.Namespace) -> int:
         if sys.stdin.isatty():
             log.info("this is an MCP server speaking JSON-RPC on stdin/stdout: connect it from an MCP client "
                      "(see README, 'Connect your agent'); Ctrl-C stops it")
-        if sys.platform == "win32" or not startup.on("front"):  # the front's wire needs POSIX descriptors
+        if sys.platform == "win32" or not on("front"):  # the front's wire needs POSIX descriptors
             server.run("stdio")
         else:
             server.run_stdio(front.running() or front.start())
