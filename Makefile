@@ -1,6 +1,6 @@
 # Two commands on a fresh machine with Python 3.11 and make:
 #   make run    set up, then serve the default vault (./vault) over MCP stdio with the offline model
-#   make test   set up (incl. the Node test tools: make node-deps), then run every test
+#   make test   set up (incl. the Node test tools: make node-deps), lint (ruff), then run every test
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
@@ -10,7 +10,7 @@ NODE_TOOLS := .cache/node
 # (SPELLBOOK_PLAIN_START=1, spellbook/startup/): a plain start must work as well.
 STDIO_E2E := tests/e2e/test_mcp_stdio.py tests/e2e/test_owner_channel.py tests/e2e/test_security_writes.py tests/e2e/test_cli.py
 
-.PHONY: install node-deps run test test-unit bench clean
+.PHONY: install node-deps run test test-unit lint bench clean
 
 $(BIN)/spellbook: pyproject.toml
 	@test -n "$(PYTHON)" || { echo "need python3.11 on PATH (or make PYTHON=/path/to/python3.11)"; exit 1; }
@@ -32,12 +32,16 @@ node-deps: $(NODE_TOOLS)/.installed
 run: install
 	$(BIN)/spellbook serve --vault $(VAULT)
 
-test: install node-deps
+test: install node-deps lint
 	$(BIN)/python -m pytest -q
 	SPELLBOOK_PLAIN_START=1 $(BIN)/python -m pytest -q $(STDIO_E2E)
 
 test-unit: install
 	$(BIN)/python -m pytest -q tests/unit
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 
 bench: install
 	$(BIN)/python bench/bench_core.py

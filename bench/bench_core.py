@@ -54,7 +54,7 @@ import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -85,100 +85,460 @@ TARGETS = {"startup_s": 1.0}
 # ============================================================================================
 TOPICS: dict[str, dict[str, list[str]]] = {
     "deploy": {
-        "en": ["deploy pipeline", "staging cluster", "canary release", "rollback script", "helm chart",
-               "blue-green switch", "release tag", "build cache", "container image", "load balancer"],
-        "ko": ["배포 파이프라인", "스테이징 클러스터", "카나리 배포", "롤백 스크립트", "헬름 차트",
-               "릴리스 태그", "빌드 캐시", "컨테이너 이미지", "로드 밸런서", "배포 승인"],
-        "ja": ["デプロイパイプライン", "ステージング環境", "カナリアリリース", "ロールバック手順", "ヘルムチャート",
-               "リリースタグ", "ビルドキャッシュ", "コンテナイメージ", "ロードバランサー", "本番切り替え"],
+        "en": [
+            "deploy pipeline",
+            "staging cluster",
+            "canary release",
+            "rollback script",
+            "helm chart",
+            "blue-green switch",
+            "release tag",
+            "build cache",
+            "container image",
+            "load balancer",
+        ],
+        "ko": [
+            "배포 파이프라인",
+            "스테이징 클러스터",
+            "카나리 배포",
+            "롤백 스크립트",
+            "헬름 차트",
+            "릴리스 태그",
+            "빌드 캐시",
+            "컨테이너 이미지",
+            "로드 밸런서",
+            "배포 승인",
+        ],
+        "ja": [
+            "デプロイパイプライン",
+            "ステージング環境",
+            "カナリアリリース",
+            "ロールバック手順",
+            "ヘルムチャート",
+            "リリースタグ",
+            "ビルドキャッシュ",
+            "コンテナイメージ",
+            "ロードバランサー",
+            "本番切り替え",
+        ],
     },
     "database": {
-        "en": ["postgres replica", "slow query log", "index migration", "connection pool", "vacuum job",
-               "backup snapshot", "schema change", "read replica lag", "foreign key", "query planner"],
-        "ko": ["포스트그레스 복제본", "슬로우 쿼리 로그", "인덱스 마이그레이션", "커넥션 풀", "백업 스냅샷",
-               "스키마 변경", "복제 지연", "외래 키", "쿼리 플래너", "테이블 파티션"],
-        "ja": ["レプリカ", "スロークエリログ", "インデックス移行", "コネクションプール", "バックアップ",
-               "スキーマ変更", "レプリケーション遅延", "外部キー", "クエリプランナー", "パーティション"],
+        "en": [
+            "postgres replica",
+            "slow query log",
+            "index migration",
+            "connection pool",
+            "vacuum job",
+            "backup snapshot",
+            "schema change",
+            "read replica lag",
+            "foreign key",
+            "query planner",
+        ],
+        "ko": [
+            "포스트그레스 복제본",
+            "슬로우 쿼리 로그",
+            "인덱스 마이그레이션",
+            "커넥션 풀",
+            "백업 스냅샷",
+            "스키마 변경",
+            "복제 지연",
+            "외래 키",
+            "쿼리 플래너",
+            "테이블 파티션",
+        ],
+        "ja": [
+            "レプリカ",
+            "スロークエリログ",
+            "インデックス移行",
+            "コネクションプール",
+            "バックアップ",
+            "スキーマ変更",
+            "レプリケーション遅延",
+            "外部キー",
+            "クエリプランナー",
+            "パーティション",
+        ],
     },
     "frontend": {
-        "en": ["react component", "bundle size", "css grid", "dark mode", "form validation",
-               "accessibility audit", "service worker", "image lazy loading", "design tokens", "route guard"],
-        "ko": ["리액트 컴포넌트", "번들 크기", "다크 모드", "폼 검증", "접근성 점검",
-               "서비스 워커", "이미지 지연 로딩", "디자인 토큰", "라우트 가드", "상태 관리"],
-        "ja": ["Reactコンポーネント", "バンドルサイズ", "ダークモード", "フォーム検証", "アクセシビリティ監査",
-               "サービスワーカー", "画像の遅延読み込み", "デザイントークン", "ルーティング", "状態管理"],
+        "en": [
+            "react component",
+            "bundle size",
+            "css grid",
+            "dark mode",
+            "form validation",
+            "accessibility audit",
+            "service worker",
+            "image lazy loading",
+            "design tokens",
+            "route guard",
+        ],
+        "ko": [
+            "리액트 컴포넌트",
+            "번들 크기",
+            "다크 모드",
+            "폼 검증",
+            "접근성 점검",
+            "서비스 워커",
+            "이미지 지연 로딩",
+            "디자인 토큰",
+            "라우트 가드",
+            "상태 관리",
+        ],
+        "ja": [
+            "Reactコンポーネント",
+            "バンドルサイズ",
+            "ダークモード",
+            "フォーム検証",
+            "アクセシビリティ監査",
+            "サービスワーカー",
+            "画像の遅延読み込み",
+            "デザイントークン",
+            "ルーティング",
+            "状態管理",
+        ],
     },
     "ml": {
-        "en": ["embedding model", "training run", "eval set", "learning rate", "gpu memory",
-               "tokenizer", "checkpoint", "reranker", "recall metric", "data loader"],
-        "ko": ["임베딩 모델", "학습 실행", "평가 세트", "학습률", "GPU 메모리",
-               "토크나이저", "체크포인트", "리랭커", "재현율 지표", "데이터 로더"],
-        "ja": ["埋め込みモデル", "学習ジョブ", "評価セット", "学習率", "GPUメモリ",
-               "トークナイザー", "チェックポイント", "リランカー", "再現率", "データローダー"],
+        "en": [
+            "embedding model",
+            "training run",
+            "eval set",
+            "learning rate",
+            "gpu memory",
+            "tokenizer",
+            "checkpoint",
+            "reranker",
+            "recall metric",
+            "data loader",
+        ],
+        "ko": [
+            "임베딩 모델",
+            "학습 실행",
+            "평가 세트",
+            "학습률",
+            "GPU 메모리",
+            "토크나이저",
+            "체크포인트",
+            "리랭커",
+            "재현율 지표",
+            "데이터 로더",
+        ],
+        "ja": [
+            "埋め込みモデル",
+            "学習ジョブ",
+            "評価セット",
+            "学習率",
+            "GPUメモリ",
+            "トークナイザー",
+            "チェックポイント",
+            "リランカー",
+            "再現率",
+            "データローダー",
+        ],
     },
     "security": {
-        "en": ["api token", "ssh key", "audit log", "password rotation", "tls certificate",
-               "firewall rule", "oauth scope", "secret vault", "phishing report", "access review"],
-        "ko": ["API 토큰", "SSH 키", "감사 로그", "비밀번호 교체", "TLS 인증서",
-               "방화벽 규칙", "OAuth 권한", "시크릿 저장소", "피싱 신고", "접근 권한 검토"],
-        "ja": ["APIトークン", "SSH鍵", "監査ログ", "パスワード更新", "TLS証明書",
-               "ファイアウォール設定", "OAuthスコープ", "シークレット管理", "フィッシング報告", "権限レビュー"],
+        "en": [
+            "api token",
+            "ssh key",
+            "audit log",
+            "password rotation",
+            "tls certificate",
+            "firewall rule",
+            "oauth scope",
+            "secret vault",
+            "phishing report",
+            "access review",
+        ],
+        "ko": [
+            "API 토큰",
+            "SSH 키",
+            "감사 로그",
+            "비밀번호 교체",
+            "TLS 인증서",
+            "방화벽 규칙",
+            "OAuth 권한",
+            "시크릿 저장소",
+            "피싱 신고",
+            "접근 권한 검토",
+        ],
+        "ja": [
+            "APIトークン",
+            "SSH鍵",
+            "監査ログ",
+            "パスワード更新",
+            "TLS証明書",
+            "ファイアウォール設定",
+            "OAuthスコープ",
+            "シークレット管理",
+            "フィッシング報告",
+            "権限レビュー",
+        ],
     },
     "cooking": {
-        "en": ["sourdough starter", "kimchi batch", "miso soup", "cast iron pan", "bread flour",
-               "fermentation time", "knife sharpening", "rice cooker", "spice rack", "weekly meal prep"],
-        "ko": ["사워도우 스타터", "김치 담그기", "된장찌개", "무쇠 팬", "강력분",
-               "발효 시간", "칼 갈기", "밥솥", "양념장", "주간 밀프렙"],
-        "ja": ["サワードウ", "キムチ作り", "味噌汁", "鉄のフライパン", "強力粉",
-               "発酵時間", "包丁研ぎ", "炊飯器", "出汁", "作り置き"],
+        "en": [
+            "sourdough starter",
+            "kimchi batch",
+            "miso soup",
+            "cast iron pan",
+            "bread flour",
+            "fermentation time",
+            "knife sharpening",
+            "rice cooker",
+            "spice rack",
+            "weekly meal prep",
+        ],
+        "ko": [
+            "사워도우 스타터",
+            "김치 담그기",
+            "된장찌개",
+            "무쇠 팬",
+            "강력분",
+            "발효 시간",
+            "칼 갈기",
+            "밥솥",
+            "양념장",
+            "주간 밀프렙",
+        ],
+        "ja": [
+            "サワードウ",
+            "キムチ作り",
+            "味噌汁",
+            "鉄のフライパン",
+            "強力粉",
+            "発酵時間",
+            "包丁研ぎ",
+            "炊飯器",
+            "出汁",
+            "作り置き",
+        ],
     },
     "travel": {
-        "en": ["flight booking", "rail pass", "hotel check-in", "travel insurance", "packing list",
-               "visa appointment", "airport lounge", "currency exchange", "day trip", "hiking trail"],
-        "ko": ["항공권 예약", "철도 패스", "호텔 체크인", "여행자 보험", "짐 목록",
-               "비자 예약", "공항 라운지", "환전", "당일치기 여행", "등산로"],
-        "ja": ["航空券の予約", "鉄道パス", "ホテルのチェックイン", "旅行保険", "持ち物リスト",
-               "ビザの予約", "空港ラウンジ", "両替", "日帰り旅行", "登山道"],
+        "en": [
+            "flight booking",
+            "rail pass",
+            "hotel check-in",
+            "travel insurance",
+            "packing list",
+            "visa appointment",
+            "airport lounge",
+            "currency exchange",
+            "day trip",
+            "hiking trail",
+        ],
+        "ko": [
+            "항공권 예약",
+            "철도 패스",
+            "호텔 체크인",
+            "여행자 보험",
+            "짐 목록",
+            "비자 예약",
+            "공항 라운지",
+            "환전",
+            "당일치기 여행",
+            "등산로",
+        ],
+        "ja": [
+            "航空券の予約",
+            "鉄道パス",
+            "ホテルのチェックイン",
+            "旅行保険",
+            "持ち物リスト",
+            "ビザの予約",
+            "空港ラウンジ",
+            "両替",
+            "日帰り旅行",
+            "登山道",
+        ],
     },
     "health": {
-        "en": ["sleep schedule", "running plan", "blood test", "knee injury", "protein intake",
-               "stretching routine", "dentist visit", "vitamin d", "posture check", "meditation habit"],
-        "ko": ["수면 패턴", "달리기 계획", "혈액 검사", "무릎 부상", "단백질 섭취",
-               "스트레칭 루틴", "치과 예약", "비타민 D", "자세 교정", "명상 습관"],
-        "ja": ["睡眠リズム", "ランニング計画", "血液検査", "膝のけが", "タンパク質摂取",
-               "ストレッチ", "歯医者の予約", "ビタミンD", "姿勢改善", "瞑想の習慣"],
+        "en": [
+            "sleep schedule",
+            "running plan",
+            "blood test",
+            "knee injury",
+            "protein intake",
+            "stretching routine",
+            "dentist visit",
+            "vitamin d",
+            "posture check",
+            "meditation habit",
+        ],
+        "ko": [
+            "수면 패턴",
+            "달리기 계획",
+            "혈액 검사",
+            "무릎 부상",
+            "단백질 섭취",
+            "스트레칭 루틴",
+            "치과 예약",
+            "비타민 D",
+            "자세 교정",
+            "명상 습관",
+        ],
+        "ja": [
+            "睡眠リズム",
+            "ランニング計画",
+            "血液検査",
+            "膝のけが",
+            "タンパク質摂取",
+            "ストレッチ",
+            "歯医者の予約",
+            "ビタミンD",
+            "姿勢改善",
+            "瞑想の習慣",
+        ],
     },
     "finance": {
-        "en": ["monthly budget", "tax return", "index fund", "invoice template", "expense report",
-               "credit card statement", "savings goal", "subscription audit", "pension plan", "receipt archive"],
-        "ko": ["월 예산", "연말정산", "인덱스 펀드", "청구서 양식", "경비 보고서",
-               "카드 명세서", "저축 목표", "구독 정리", "연금 계획", "영수증 보관"],
-        "ja": ["月の予算", "確定申告", "インデックス投資", "請求書テンプレート", "経費精算",
-               "カード明細", "貯金目標", "サブスク整理", "年金プラン", "領収書の保管"],
+        "en": [
+            "monthly budget",
+            "tax return",
+            "index fund",
+            "invoice template",
+            "expense report",
+            "credit card statement",
+            "savings goal",
+            "subscription audit",
+            "pension plan",
+            "receipt archive",
+        ],
+        "ko": [
+            "월 예산",
+            "연말정산",
+            "인덱스 펀드",
+            "청구서 양식",
+            "경비 보고서",
+            "카드 명세서",
+            "저축 목표",
+            "구독 정리",
+            "연금 계획",
+            "영수증 보관",
+        ],
+        "ja": [
+            "月の予算",
+            "確定申告",
+            "インデックス投資",
+            "請求書テンプレート",
+            "経費精算",
+            "カード明細",
+            "貯金目標",
+            "サブスク整理",
+            "年金プラン",
+            "領収書の保管",
+        ],
     },
     "team": {
-        "en": ["standup notes", "sprint review", "onboarding doc", "hiring loop", "one-on-one",
-               "retro action item", "roadmap draft", "incident postmortem", "on-call rotation", "design review"],
-        "ko": ["스탠드업 메모", "스프린트 리뷰", "온보딩 문서", "채용 면접", "일대일 면담",
-               "회고 액션 아이템", "로드맵 초안", "장애 회고", "온콜 순번", "설계 리뷰"],
-        "ja": ["朝会メモ", "スプリントレビュー", "オンボーディング資料", "採用面接", "1on1",
-               "振り返りのアクション", "ロードマップ案", "障害ポストモーテム", "オンコール当番", "設計レビュー"],
+        "en": [
+            "standup notes",
+            "sprint review",
+            "onboarding doc",
+            "hiring loop",
+            "one-on-one",
+            "retro action item",
+            "roadmap draft",
+            "incident postmortem",
+            "on-call rotation",
+            "design review",
+        ],
+        "ko": [
+            "스탠드업 메모",
+            "스프린트 리뷰",
+            "온보딩 문서",
+            "채용 면접",
+            "일대일 면담",
+            "회고 액션 아이템",
+            "로드맵 초안",
+            "장애 회고",
+            "온콜 순번",
+            "설계 리뷰",
+        ],
+        "ja": [
+            "朝会メモ",
+            "スプリントレビュー",
+            "オンボーディング資料",
+            "採用面接",
+            "1on1",
+            "振り返りのアクション",
+            "ロードマップ案",
+            "障害ポストモーテム",
+            "オンコール当番",
+            "設計レビュー",
+        ],
     },
     "home": {
-        "en": ["boiler service", "garden bed", "tomato seedlings", "leaky faucet", "wifi router",
-               "bike repair", "window insulation", "recycling schedule", "bookshelf", "smart thermostat"],
-        "ko": ["보일러 점검", "텃밭", "토마토 모종", "수도꼭지 누수", "와이파이 공유기",
-               "자전거 수리", "창문 단열", "분리수거 요일", "책장 정리", "스마트 온도조절기"],
-        "ja": ["給湯器の点検", "家庭菜園", "トマトの苗", "蛇口の水漏れ", "Wi-Fiルーター",
-               "自転車の修理", "窓の断熱", "ゴミ出しの日", "本棚の整理", "スマートサーモスタット"],
+        "en": [
+            "boiler service",
+            "garden bed",
+            "tomato seedlings",
+            "leaky faucet",
+            "wifi router",
+            "bike repair",
+            "window insulation",
+            "recycling schedule",
+            "bookshelf",
+            "smart thermostat",
+        ],
+        "ko": [
+            "보일러 점검",
+            "텃밭",
+            "토마토 모종",
+            "수도꼭지 누수",
+            "와이파이 공유기",
+            "자전거 수리",
+            "창문 단열",
+            "분리수거 요일",
+            "책장 정리",
+            "스마트 온도조절기",
+        ],
+        "ja": [
+            "給湯器の点検",
+            "家庭菜園",
+            "トマトの苗",
+            "蛇口の水漏れ",
+            "Wi-Fiルーター",
+            "自転車の修理",
+            "窓の断熱",
+            "ゴミ出しの日",
+            "本棚の整理",
+            "スマートサーモスタット",
+        ],
     },
     "language": {
-        "en": ["korean grammar", "kanji flashcards", "listening practice", "vocabulary deck", "tutor session",
-               "honorific forms", "reading club", "pronunciation drill", "jlpt mock test", "topik exam"],
-        "ko": ["한국어 문법", "한자 카드", "듣기 연습", "단어장", "과외 수업",
-               "존댓말", "독서 모임", "발음 연습", "일본어 모의고사", "토픽 시험"],
-        "ja": ["韓国語の文法", "漢字カード", "リスニング練習", "単語帳", "家庭教師",
-               "敬語", "読書会", "発音練習", "JLPT模試", "TOPIK試験"],
+        "en": [
+            "korean grammar",
+            "kanji flashcards",
+            "listening practice",
+            "vocabulary deck",
+            "tutor session",
+            "honorific forms",
+            "reading club",
+            "pronunciation drill",
+            "jlpt mock test",
+            "topik exam",
+        ],
+        "ko": [
+            "한국어 문법",
+            "한자 카드",
+            "듣기 연습",
+            "단어장",
+            "과외 수업",
+            "존댓말",
+            "독서 모임",
+            "발음 연습",
+            "일본어 모의고사",
+            "토픽 시험",
+        ],
+        "ja": [
+            "韓国語の文法",
+            "漢字カード",
+            "リスニング練習",
+            "単語帳",
+            "家庭教師",
+            "敬語",
+            "読書会",
+            "発音練習",
+            "JLPT模試",
+            "TOPIK試験",
+        ],
     },
 }
 TOPIC_NAMES = list(TOPICS)
@@ -193,8 +553,22 @@ DAYS = {
     "ko": ["월요일", "화요일", "수요일", "목요일", "금요일", "주말", "어젯밤", "오늘 아침"],
     "ja": ["月曜日", "火曜日", "水曜日", "木曜日", "金曜日", "週末", "昨夜", "今朝"],
 }
-EN_VERBS = ["migrate", "review", "benchmark", "debug", "document", "schedule", "refactor", "compare", "monitor",
-            "clean up", "double-check", "simplify", "automate", "pin"]
+EN_VERBS = [
+    "migrate",
+    "review",
+    "benchmark",
+    "debug",
+    "document",
+    "schedule",
+    "refactor",
+    "compare",
+    "monitor",
+    "clean up",
+    "double-check",
+    "simplify",
+    "automate",
+    "pin",
+]
 EN_ADJ = ["stable", "slow", "flaky", "fast", "expensive", "confusing", "reliable", "noisy", "fragile", "cheap"]
 KO_VERBS = ["점검한다", "정리한다", "비교해 본다", "자동화한다", "문서로 남긴다", "다시 확인한다", "단순하게 만든다"]
 KO_ADJ = ["불안정했다", "느려졌다", "빨라졌다", "비쌌다", "헷갈렸다", "안정적이었다", "복잡했다"]
@@ -283,8 +657,14 @@ class TextGen:
             n2 = r.choice(TOPICS[r.choice(TOPIC_NAMES)][lang])
         num = r.randint(2, 90)
         return r.choice(TEMPLATES[lang]).format(
-            n1=n1, n2=n2, verb=r.choice(VERBS[lang]), adj=r.choice(ADJS[lang]), person=r.choice(PEOPLE[lang]),
-            day=r.choice(DAYS[lang]), num=num, num2=max(1, num - r.randint(1, num)),
+            n1=n1,
+            n2=n2,
+            verb=r.choice(VERBS[lang]),
+            adj=r.choice(ADJS[lang]),
+            person=r.choice(PEOPLE[lang]),
+            day=r.choice(DAYS[lang]),
+            num=num,
+            num2=max(1, num - r.randint(1, num)),
         )
 
     def paragraph(self, lang: str, topic: str, words: int) -> str:
@@ -322,7 +702,10 @@ class TextGen:
                 text = text[: cut + 1] + "\n\n" + text[cut + 2 :]
         category = "bench" if i % 2 == 0 else r.choice(OTHER_CATEGORIES)
         return {
-            "text": text, "title": self.title(lang, topic), "category": category, "topic": topic,
+            "text": text,
+            "title": self.title(lang, topic),
+            "category": category,
+            "topic": topic,
             "tags": [topic, lang, r.choice(KINDS["en"])],
         }
 
@@ -355,14 +738,32 @@ class TextGen:
         topic = r.choice(TOPIC_NAMES)
         n1, n2 = r.sample(TOPICS[topic][lang], 2)
         if lang == "en":
-            forms = [f"how did we {r.choice(EN_VERBS)} the {n1}", f"{n1} {n2}", f"why was the {n1} so slow",
-                     f"what changed in the {n2}", f"checklist for {n1}", f"{n1} problem fix"]
+            forms = [
+                f"how did we {r.choice(EN_VERBS)} the {n1}",
+                f"{n1} {n2}",
+                f"why was the {n1} so slow",
+                f"what changed in the {n2}",
+                f"checklist for {n1}",
+                f"{n1} problem fix",
+            ]
         elif lang == "ko":
-            forms = [f"{n1} {n2} 관련 메모", f"{n1} 문제 해결 방법", f"{n2} 일정이 늦어진 이유",
-                     f"{n1} 체크리스트", f"{n1}", f"{n2} 설정 변경"]
+            forms = [
+                f"{n1} {n2} 관련 메모",
+                f"{n1} 문제 해결 방법",
+                f"{n2} 일정이 늦어진 이유",
+                f"{n1} 체크리스트",
+                f"{n1}",
+                f"{n2} 설정 변경",
+            ]
         else:
-            forms = [f"{n1}と{n2}について", f"{n1}の問題はどう解決した", f"{n2}の予定が遅れた理由",
-                     f"{n1}のチェックリスト", f"{n1}", f"{n2}の変更"]
+            forms = [
+                f"{n1}と{n2}について",
+                f"{n1}の問題はどう解決した",
+                f"{n2}の予定が遅れた理由",
+                f"{n1}のチェックリスト",
+                f"{n1}",
+                f"{n2}の変更",
+            ]
         return r.choice(forms)
 
 
@@ -380,8 +781,10 @@ def against(rate: float, alone: dict[str, Any], key: str) -> str:
     server embeds a large batch on."""
     out = f"{alone[key]:.0f} texts/s on one thread -> {rate / alone[key] * 100:.0f}%"
     if alone.get(key + "_par"):
-        out += (f"; {alone[key + '_par']:.0f} texts/s on {alone['parallel']} threads at once -> "
-                f"{rate / alone[key + '_par'] * 100:.0f}%")
+        out += (
+            f"; {alone[key + '_par']:.0f} texts/s on {alone['parallel']} threads at once -> "
+            f"{rate / alone[key + '_par'] * 100:.0f}%"
+        )
     return out
 
 
@@ -389,8 +792,10 @@ def against_now(rate: float, step: dict[str, Any]) -> str:
     """``rate`` as a share of the embedder alone measured right before and after the step."""
     before, after = step["alone_now"]
     mean = (before + after) / 2
-    return (f"the embedder alone right before / after it: {before:.0f} / {after:.0f} texts/s at once -> "
-            f"{rate / mean * 100:.0f}% of their mean (the figure the target is read from)")
+    return (
+        f"the embedder alone right before / after it: {before:.0f} / {after:.0f} texts/s at once -> "
+        f"{rate / mean * 100:.0f}% of their mean (the figure the target is read from)"
+    )
 
 
 def runs_line(step: dict[str, Any]) -> str | None:
@@ -398,19 +803,26 @@ def runs_line(step: dict[str, Any]) -> str | None:
     shares = step.get("shares", [])
     if len(shares) < 2:
         return None
-    return (f"the median of {len(shares)} runs, each against the model right before and after it: "
-            + ", ".join(f"{x:.0%}" for x in shares))
+    return f"the median of {len(shares)} runs, each against the model right before and after it: " + ", ".join(
+        f"{x:.0%}" for x in shares
+    )
 
 
-def embedder_alone(name: str, scribe_texts: list[str], queries: list[str], index_texts: list[str],
-                   import_texts: list[str]) -> dict[str, Any]:
+def embedder_alone(
+    name: str, scribe_texts: list[str], queries: list[str], index_texts: list[str], import_texts: list[str]
+) -> dict[str, Any]:
     """The embedder's own cost for the texts the server embeds: its model, its thread count, in
     this process, nothing else around it. Loading and resident memory in a child process."""
     from spellbook.config import Settings
     from spellbook.embedders.registry import load_embedder
 
     child = subprocess.run(
-        [sys.executable, "-c", _EMBEDDER_RSS, name], capture_output=True, text=True, env=dict(os.environ), timeout=300
+        [sys.executable, "-c", _EMBEDDER_RSS, name],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ),
+        timeout=300,
+        check=False,
     )
     out: dict[str, Any] = {"rss": child.stdout.strip() or child.stderr.strip()[-200:]}
     started = time.perf_counter()
@@ -516,8 +928,10 @@ async def sdk_round_trip(calls: int = 300) -> list[float]:
 def client_check_line(checks: list[float]) -> str:
     """The client's check of each answer against the tool's output schema, beside the no-op's."""
     noop = f" (the SDK's no-op tool: {pct(SDK_CHECK_MS, 50):.2f})" if SDK_CHECK_MS else ""
-    return (f"of which the MCP client's check of each answer against the tool's output schema (Python SDK, "
-            f"jsonschema): p50 {pct(checks, 50):.2f} ms{noop}")
+    return (
+        f"of which the MCP client's check of each answer against the tool's output schema (Python SDK, "
+        f"jsonschema): p50 {pct(checks, 50):.2f} ms{noop}"
+    )
 
 
 def embed_rate(embedder: Any, texts: list[str], threads: int = 1) -> float:
@@ -622,9 +1036,12 @@ def compile_package() -> int:
     import compileall
     import importlib.util
 
-    stale = sum(1 for f in (REPO / "spellbook").rglob("*.py")
-                if not Path(importlib.util.cache_from_source(str(f))).exists()
-                or Path(importlib.util.cache_from_source(str(f))).stat().st_mtime < f.stat().st_mtime)
+    stale = sum(
+        1
+        for f in (REPO / "spellbook").rglob("*.py")
+        if not Path(importlib.util.cache_from_source(str(f))).exists()
+        or Path(importlib.util.cache_from_source(str(f))).stat().st_mtime < f.stat().st_mtime
+    )
     compileall.compile_dir(str(REPO / "spellbook"), quiet=1)
     return stale
 
@@ -679,15 +1096,16 @@ async def wait_ready(client: Client, timeout: float = 600.0) -> dict[str, Any]:
 def _error_text(result: Any) -> str:
     try:
         return " ".join(getattr(c, "text", "") for c in result.content)[:300]
-    except Exception:  # noqa: BLE001
+    except Exception:
         return repr(result)[:300]
 
 
 # ============================================================================================
 # Sections
 # ============================================================================================
-async def bench_startup(vault: Path, embedder: str, logs: ServerLogs, name: str,
-                        queries: list[str] | None = None) -> dict[str, Any]:
+async def bench_startup(
+    vault: Path, embedder: str, logs: ServerLogs, name: str, queries: list[str] | None = None
+) -> dict[str, Any]:
     """Process start -> tools/list answer; then -> index ready; then client close (process exit).
     With ``queries``: the owner's memory after them (a restart on a populated vault)."""
     with logs.new(name) as errlog:
@@ -710,15 +1128,24 @@ async def bench_startup(vault: Path, embedder: str, logs: ServerLogs, name: str,
             t_close0 = time.perf_counter()
         t_close = time.perf_counter() - t_close0
     return {
-        "tools_list_s": t_list, "first_call_s": t_call, "ready_s": t_ready, "close_s": t_close, "tools": len(tools.tools),
-        "first_memorize_ms": first_query * 1000, "first_memorize_error": r.is_error,
-        "notes": stats.get("notes"), "chunks": stats.get("chunks"), "embedder": stats.get("embedder"),
-        "rss_after_queries": rss, "queries": len(queries or []),
+        "tools_list_s": t_list,
+        "first_call_s": t_call,
+        "ready_s": t_ready,
+        "close_s": t_close,
+        "tools": len(tools.tools),
+        "first_memorize_ms": first_query * 1000,
+        "first_memorize_error": r.is_error,
+        "notes": stats.get("notes"),
+        "chunks": stats.get("chunks"),
+        "embedder": stats.get("embedder"),
+        "rss_after_queries": rss,
+        "queries": len(queries or []),
     }
 
 
-async def bench_session(vault: Path, embedder: str, notes: list[dict[str, Any]], queries: list[str],
-                        logs: ServerLogs) -> dict[str, Any]:
+async def bench_session(
+    vault: Path, embedder: str, notes: list[dict[str, Any]], queries: list[str], logs: ServerLogs
+) -> dict[str, Any]:
     """One server: N scribes, then the queries per mode, then memory figures."""
     out: dict[str, Any] = {"scribe_errors": [], "memorize_errors": []}
     with logs.new("session") as errlog:
@@ -731,8 +1158,10 @@ async def bench_session(vault: Path, embedder: str, notes: list[dict[str, Any]],
             out["owner_pid"] = pid
             out["embedder"] = stats.get("embedder")
             out["rss_ready"] = proc_status(pid)
-            log(f"server pid {pid} ready in {out['ready_s']:.2f} s ({stats.get('embedder')}); "
-                f"RSS {out['rss_ready'].get('VmRSS', 0) / 1024:.0f} MB")
+            log(
+                f"server pid {pid} ready in {out['ready_s']:.2f} s ({stats.get('embedder')}); "
+                f"RSS {out['rss_ready'].get('VmRSS', 0) / 1024:.0f} MB"
+            )
 
             # --- scribe ---------------------------------------------------------------------
             lat: list[float] = []
@@ -746,8 +1175,7 @@ async def bench_session(vault: Path, embedder: str, notes: list[dict[str, Any]],
                     out["scribe_errors"].append(_error_text(r))
                 if i % 200 == 0 or i == len(notes):
                     el = time.perf_counter() - started
-                    log(f"scribe {i}/{len(notes)}: {i / el:.1f} notes/s, last-200 p50 "
-                        f"{pct(lat[-200:], 50):.1f} ms")
+                    log(f"scribe {i}/{len(notes)}: {i / el:.1f} notes/s, last-200 p50 {pct(lat[-200:], 50):.1f} ms")
             out["scribe_wall_s"] = time.perf_counter() - started
             out["scribe_lat_ms"] = lat
             out["scribe_check_ms"] = checks
@@ -778,10 +1206,16 @@ async def bench_session(vault: Path, embedder: str, notes: list[dict[str, Any]],
                         hits.append(len(res))
                         if "filter" in extra and any(h.get("category") != "bench" for h in res):
                             out["memorize_errors"].append(f"{label}: a hit outside category bench for {q!r}")
-                out["memorize"][label] = {"lat": lat, "hits": hits, "langs": [lang_of(q) for q in queries],
-                                          "checks": checks}
-                log(f"memorize {label:15s}: p50 {pct(lat, 50):6.1f} ms  p95 {pct(lat, 95):6.1f} ms  "
-                    f"mean hits {statistics.fmean(hits) if hits else 0:.2f}")
+                out["memorize"][label] = {
+                    "lat": lat,
+                    "hits": hits,
+                    "langs": [lang_of(q) for q in queries],
+                    "checks": checks,
+                }
+                log(
+                    f"memorize {label:15s}: p50 {pct(lat, 50):6.1f} ms  p95 {pct(lat, 95):6.1f} ms  "
+                    f"mean hits {statistics.fmean(hits) if hits else 0:.2f}"
+                )
             # An agent's session mixes the two: each query right after a write (untimed) to another
             # note; those notes are erased after, so what follows sees the vault of ``notes``.
             later = TextGen(SEED + 1)
@@ -799,7 +1233,11 @@ async def bench_session(vault: Path, embedder: str, notes: list[dict[str, Any]],
                     out["memorize_errors"].append(f"after a scribe: {_error_text(r)}")
                 else:
                     hits.append(len((r.structured_content or {}).get("results", [])))
-            out["memorize"]["hybrid, each after a scribe"] = {"lat": lat, "hits": hits, "langs": [lang_of(q) for q in queries]}
+            out["memorize"]["hybrid, each after a scribe"] = {
+                "lat": lat,
+                "hits": hits,
+                "langs": [lang_of(q) for q in queries],
+            }
             log(f"memorize hybrid after a scribe: p50 {pct(lat, 50):6.1f} ms  p95 {pct(lat, 95):6.1f} ms")
             for note_id in extra:
                 r = await client.call_tool("erase", {"id": note_id})
@@ -824,8 +1262,12 @@ def bench_cli_index(vault: Path, embedder: str, logs: ServerLogs, name: str) -> 
     logs.files.append(err_path)
     with err_path.open("wb") as err, open(os.devnull, "wb") as devnull:
         t0 = time.perf_counter()
-        proc = subprocess.Popen([SPELLBOOK_BIN, "index", "--vault", str(vault), "--embedder", embedder],
-                                stdout=devnull, stderr=err, env=dict(os.environ))
+        proc = subprocess.Popen(
+            [SPELLBOOK_BIN, "index", "--vault", str(vault), "--embedder", embedder],
+            stdout=devnull,
+            stderr=err,
+            env=dict(os.environ),
+        )
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - t0
         proc.returncode = os.waitstatus_to_exitcode(status)
@@ -837,9 +1279,14 @@ def bench_cli_index(vault: Path, embedder: str, logs: ServerLogs, name: str) -> 
             break
     m = re.search(r"(\d+) notes, (\d+) chunks", summary)
     return {
-        "wall_s": wall, "rc": proc.returncode, "summary": summary, "maxrss_kb": usage.ru_maxrss,
-        "user_s": usage.ru_utime, "sys_s": usage.ru_stime,
-        "notes": int(m.group(1)) if m else None, "chunks": int(m.group(2)) if m else None,
+        "wall_s": wall,
+        "rc": proc.returncode,
+        "summary": summary,
+        "maxrss_kb": usage.ru_maxrss,
+        "user_s": usage.ru_utime,
+        "sys_s": usage.ru_stime,
+        "notes": int(m.group(1)) if m else None,
+        "chunks": int(m.group(2)) if m else None,
         "stderr_tail": text[-600:] if proc.returncode else "",
     }
 
@@ -847,8 +1294,12 @@ def bench_cli_index(vault: Path, embedder: str, logs: ServerLogs, name: str) -> 
 def bench_cli_import(vault: Path, export: Path, embedder: str, notes: int) -> dict[str, Any]:
     """Run ``spellbook import`` of ``export`` into ``vault`` as a subprocess: process start to exit."""
     t = time.perf_counter()
-    proc = subprocess.Popen([SPELLBOOK_BIN, "import", "--vault", str(vault), str(export), "--embedder", embedder],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=dict(os.environ))
+    proc = subprocess.Popen(
+        [SPELLBOOK_BIN, "import", "--vault", str(vault), str(export), "--embedder", embedder],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=dict(os.environ),
+    )
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t
     if os.waitstatus_to_exitcode(status):
@@ -876,8 +1327,9 @@ def proc_cpu(pid: int) -> float:
     return sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
 
 
-async def bench_mcp_import(vault: Path, export: Path, embedder: str, notes: int, logs: ServerLogs,
-                           name: str) -> dict[str, Any]:
+async def bench_mcp_import(
+    vault: Path, export: Path, embedder: str, notes: int, logs: ServerLogs, name: str
+) -> dict[str, Any]:
     """The ``import`` tool of a server on a fresh vault, over MCP stdio: the call, timed from the
     request to the answer (the server started and ready before), and the server's CPU meanwhile."""
     with logs.new(name) as errlog:
@@ -917,21 +1369,30 @@ def main() -> int:
     ap.add_argument("--keep", action="store_true", help="keep the temporary vaults and server logs")
     ap.add_argument("--out", type=Path, help="summary file (default bench/results/core_<embedder>_<N>k.txt)")
     ap.add_argument("--skip-index", action="store_true", help="skip section 5 (hand-written vault)")
-    ap.add_argument("--batch-runs", type=int, default=0,
-                    help="imports and first indexes to run, the model measured between them (default 5 up to "
-                         "2,000 notes, else 1); the median run is reported")
+    ap.add_argument(
+        "--batch-runs",
+        type=int,
+        default=0,
+        help="imports and first indexes to run, the model measured between them (default 5 up to "
+        "2,000 notes, else 1); the median run is reported",
+    )
     args = ap.parse_args()
 
     tmp = Path(tempfile.mkdtemp(prefix="spellbook-bench-"))
     logs = ServerLogs(tmp)
-    log(f"bench_core: notes={args.notes} queries={args.queries} embedder={args.embedder}; "
-        f"bin={SPELLBOOK_BIN}; work dir {tmp}")
+    log(
+        f"bench_core: notes={args.notes} queries={args.queries} embedder={args.embedder}; "
+        f"bin={SPELLBOOK_BIN}; work dir {tmp}"
+    )
     gen = TextGen(SEED)
     notes = [gen.scribe_note(i) for i in range(args.notes)]
     queries = [gen.query() for _ in range(args.queries)]
     handwritten = [gen.handwritten_note(i) for i in range(args.notes)]
-    res: dict[str, Any] = {"source_before": source_stamp(), "load_before": os.getloadavg(),
-                           "compiled": compile_package()}
+    res: dict[str, Any] = {
+        "source_before": source_stamp(),
+        "load_before": os.getloadavg(),
+        "compiled": compile_package(),
+    }
     time_client_checks()
     scribe_texts = [embed_text(n["title"], None, n["text"]) for n in notes]
     index_texts = chunk_texts(handwritten[:1000]) if not args.skip_index else []
@@ -939,12 +1400,14 @@ def main() -> int:
     res["alone"] = embedder_alone(args.embedder, scribe_texts[:300], queries, index_texts, scribe_texts[:1000])
     res["alone"]["scribe_langs"] = [lang_of(t) for t in scribe_texts[:300]]
     res["alone"]["query_langs"] = [lang_of(q) for q in queries]
-    log(f"   load {res['alone']['load_s']:.2f} s; a note p50 {pct(res['alone']['scribe_ms'], 50):.1f} ms; "
-        f"a query p50 {pct(res['alone']['query_ms'], 50):.2f} ms; {res['alone']['index_texts_per_s']:.0f} texts/s")
+    log(
+        f"   load {res['alone']['load_s']:.2f} s; a note p50 {pct(res['alone']['scribe_ms'], 50):.1f} ms; "
+        f"a query p50 {pct(res['alone']['query_ms'], 50):.2f} ms; {res['alone']['index_texts_per_s']:.0f} texts/s"
+    )
     try:
         res["sdk_ms"] = anyio.run(sdk_round_trip)
         log(f"   the MCP SDK's round trip for a tool that does nothing: p50 {pct(res['sdk_ms'], 50):.2f} ms")
-    except Exception as exc:  # noqa: BLE001 - a figure to print beside the others, not one to stop for
+    except Exception as exc:
         log(f"   the MCP SDK's round trip not measured: {type(exc).__name__}: {exc}")
     try:
         # 1. startup on fresh vaults (the folder does not exist yet: serve creates it from the template)
@@ -956,8 +1419,11 @@ def main() -> int:
             vault.parent.mkdir()
             r = anyio.run(bench_startup, vault, args.embedder, logs, f"startup{i}")
             runs.append(r)
-            log(f"startup {i + 1}/{args.startup_runs}: tools/list {r['tools_list_s']:.2f} s, "
-                f"first tool call {r['first_call_s']:.2f} s, ready {r['ready_s']:.2f} s, close {r['close_s']:.2f} s ({r['tools']} tools)")
+            log(
+                f"startup {i + 1}/{args.startup_runs}: tools/list {r['tools_list_s']:.2f} s, "
+                f"first tool call {r['first_call_s']:.2f} s, ready {r['ready_s']:.2f} s, "
+                f"close {r['close_s']:.2f} s ({r['tools']} tools)"
+            )
             shutil.rmtree(vault.parent, ignore_errors=True)
         res["startup"] = runs
 
@@ -969,14 +1435,20 @@ def main() -> int:
         # 1b. restart on the now-populated vault
         r = anyio.run(bench_startup, vault, args.embedder, logs, "restart", queries)
         res["restart"] = r
-        log(f"restart with {r['notes']} notes: tools/list {r['tools_list_s']:.2f} s, ready {r['ready_s']:.2f} s, "
-            f"first memorize {r['first_memorize_ms']:.0f} ms")
+        log(
+            f"restart with {r['notes']} notes: tools/list {r['tools_list_s']:.2f} s, ready {r['ready_s']:.2f} s, "
+            f"first memorize {r['first_memorize_ms']:.0f} ms"
+        )
 
         # 6. export the scribed notes, import them into a fresh vault
         export = tmp / "export.json"
-        subprocess.run([SPELLBOOK_BIN, "export", "--vault", str(vault), "--out", str(export), "--embedder",
-                        args.embedder], check=True,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=dict(os.environ))
+        subprocess.run(
+            [SPELLBOOK_BIN, "export", "--vault", str(vault), "--out", str(export), "--embedder", args.embedder],
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env=dict(os.environ),
+        )
         runs = args.batch_runs or (5 if args.notes <= 2000 else 1)  # a run's share moves by 3-4 points
         import_texts = scribe_texts[:1000]
         alone = [embedder_now(args.embedder, import_texts)]
@@ -1014,8 +1486,10 @@ def main() -> int:
                 f.parent.mkdir(parents=True, exist_ok=True)
                 f.write_text(text, encoding="utf-8")
                 total_bytes += len(text.encode())
-            log(f"wrote {len(handwritten)} hand-written files ({total_bytes / 1e6:.1f} MB) in "
-                f"{time.perf_counter() - t:.1f} s")
+            log(
+                f"wrote {len(handwritten)} hand-written files ({total_bytes / 1e6:.1f} MB) in "
+                f"{time.perf_counter() - t:.1f} s"
+            )
             res["hand_bytes"] = total_bytes
             alone = [embedder_now(args.embedder, index_texts)]
             firsts = []
@@ -1051,7 +1525,7 @@ def _version() -> str:
         from spellbook import __version__
 
         return __version__
-    except Exception:  # noqa: BLE001
+    except Exception:
         return "?"
 
 
@@ -1061,34 +1535,48 @@ def render_summary(args: argparse.Namespace, res: dict[str, Any], logs: ServerLo
     ms = "ms"
     add("=" * 78)
     add(f"Spellbook core benchmark  embedder={args.embedder}  notes={args.notes}  queries={args.queries}")
-    add(f"{datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}  {platform.platform()}  "
+    add(
+        f"{datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}  {platform.platform()}  "
         f"python {platform.python_version()}  cpus={os.cpu_count()}  "
-        f"load(1m) at start {res['load_before'][0]:.2f}, at end {os.getloadavg()[0]:.2f}")
+        f"load(1m) at start {res['load_before'][0]:.2f}, at end {os.getloadavg()[0]:.2f}"
+    )
     src_t, src_f = res["source_before"]
-    add(f"spellbook {_version()} source as of {datetime.fromtimestamp(src_t, timezone.utc):%H:%M:%S UTC} ({src_f}); "
-        f"bytecode written before the runs, as an install leaves it ({res.get('compiled', 0)} module(s) were stale)")
+    add(
+        f"spellbook {_version()} source as of {datetime.fromtimestamp(src_t, UTC):%H:%M:%S UTC} ({src_f}); "
+        f"bytecode written before the runs, as an install leaves it ({res.get('compiled', 0)} module(s) were stale)"
+    )
     if res.get("source_after", res["source_before"])[0] != src_t:
         t2, f2 = res["source_after"]
-        add(f"!! spellbook/ changed during the run ({f2} at {datetime.fromtimestamp(t2, timezone.utc):%H:%M:%S UTC}): "
-            "sections run after that use newer code")
-    add("Targets (issue 15): scribe p50 < 25 ms @10k; memorize p50 < 12 ms @1k, < 20 ms @10k; startup to "
-        "tools/list < 1.0 s; RSS < 250 MB @10k; import and first index >= 80% of the embedder's texts/s")
+        add(
+            f"!! spellbook/ changed during the run ({f2} at {datetime.fromtimestamp(t2, UTC):%H:%M:%S UTC}): "
+            "sections run after that use newer code"
+        )
+    add(
+        "Targets (issue 15): scribe p50 < 25 ms @10k; memorize p50 < 12 ms @1k, < 20 ms @10k; startup to "
+        "tools/list < 1.0 s; RSS < 250 MB @10k; import and first index >= 80% of the embedder's texts/s"
+    )
     add("=" * 78)
     a = res.get("alone")
     if a:
-        add(f"0. The embedder alone ({args.embedder}, this process, same threads): load {a['load_s']:.2f} s; "
-            f"resident {a['rss']}")
+        add(
+            f"0. The embedder alone ({args.embedder}, this process, same threads): load {a['load_s']:.2f} s; "
+            f"resident {a['rss']}"
+        )
         add(f"   a note {by_lang(a['scribe_ms'], a['scribe_langs'])}")
         add(f"   a query {by_lang(a['query_ms'], a['query_langs'])}")
         hand = f"{a['index_texts_per_s']:.0f} texts/s (hand-written sections), " if a["index_texts_per_s"] else ""
         add(f"   batches of 64: {hand}{a['import_texts_per_s']:.0f} texts/s (the scribed notes)")
         if a.get("import_texts_per_s_par"):
             both = f"{a['index_texts_per_s_par']:.0f} and " if a.get("index_texts_per_s_par") else ""
-            add(f"   the same on {a['parallel']} threads at once: {both}{a['import_texts_per_s_par']:.0f} texts/s "
-                "(the server embeds a first index or an import so)")
+            add(
+                f"   the same on {a['parallel']} threads at once: {both}{a['import_texts_per_s_par']:.0f} texts/s "
+                "(the server embeds a first index or an import so)"
+            )
     if res.get("sdk_ms"):
-        add(f"   the MCP SDK alone (its stdio server, a tool that does nothing, this client): p50 "
-            f"{pct(res['sdk_ms'], 50):.2f} ms a call, in every figure over MCP below")
+        add(
+            f"   the MCP SDK alone (its stdio server, a tool that does nothing, this client): p50 "
+            f"{pct(res['sdk_ms'], 50):.2f} ms a call, in every figure over MCP below"
+        )
 
     runs = res.get("startup", [])
     if runs:
@@ -1096,26 +1584,36 @@ def render_summary(args: argparse.Namespace, res: dict[str, Any], logs: ServerLo
         rd = [r["ready_s"] for r in runs]
         fc = [r["first_call_s"] for r in runs[1:]] or [runs[0]["first_call_s"]]
         add(f"1. Startup, fresh vault ({len(runs)} runs; process start -> answer)")
-        add(f"   tools/list           min {min(tl):.2f} s   median {statistics.median(tl):.2f} s   "
+        add(
+            f"   tools/list           min {min(tl):.2f} s   median {statistics.median(tl):.2f} s   "
             f"max {max(tl):.2f} s   (target < {TARGETS['startup_s']} s; runs 2-{len(runs)}, answered from the "
-            "handshake cache)")
+            "handshake cache)"
+        )
         add(f"   tools/list, first start of an install (no handshake cache) {runs[0]['tools_list_s']:.2f} s")
-        add(f"   first tool call      min {min(fc):.2f} s   median {statistics.median(fc):.2f} s   "
+        add(
+            f"   first tool call      min {min(fc):.2f} s   median {statistics.median(fc):.2f} s   "
             "(waits for the MCP SDK's import; the first start: "
-            f"{runs[0]['first_call_s']:.2f} s)")
-        add(f"   index ready (stats)  min {min(rd):.2f} s   median {statistics.median(rd):.2f} s   "
-            f"(model loaded + template notes indexed)")
+            f"{runs[0]['first_call_s']:.2f} s)"
+        )
+        add(
+            f"   index ready (stats)  min {min(rd):.2f} s   median {statistics.median(rd):.2f} s   "
+            f"(model loaded + template notes indexed)"
+        )
         if a:
             add(f"   (the model loads after tools/list, in the background: {a['load_s']:.2f} s alone)")
         add(f"   first memorize after ready  median {statistics.median(r['first_memorize_ms'] for r in runs):.0f} ms")
         add(f"   shutdown (stdin closed -> exit) median {statistics.median(r['close_s'] for r in runs):.2f} s")
     r = res.get("restart")
     if r:
-        add(f"   restart, existing vault of {r['notes']} notes / {r['chunks']} chunks: tools/list "
-            f"{r['tools_list_s']:.2f} s, ready {r['ready_s']:.2f} s, first memorize {r['first_memorize_ms']:.0f} {ms}")
+        add(
+            f"   restart, existing vault of {r['notes']} notes / {r['chunks']} chunks: tools/list "
+            f"{r['tools_list_s']:.2f} s, ready {r['ready_s']:.2f} s, first memorize {r['first_memorize_ms']:.0f} {ms}"
+        )
         if r.get("rss_after_queries"):
-            add(f"   the restarted owner after {r['queries']} memorize: VmRSS "
-                f"{r['rss_after_queries'].get('VmRSS', 0) / 1024:.0f} MB")
+            add(
+                f"   the restarted owner after {r['queries']} memorize: VmRSS "
+                f"{r['rss_after_queries'].get('VmRSS', 0) / 1024:.0f} MB"
+            )
 
     s = res.get("session")
     if s:
@@ -1123,8 +1621,10 @@ def render_summary(args: argparse.Namespace, res: dict[str, Any], logs: ServerLo
         n = len(lat)
         add(f"2. scribe over MCP stdio ({n} notes, sequential; serve defaults, vault watcher on)")
         add(f"   throughput {n / s['scribe_wall_s']:.1f} notes/s ({s['scribe_wall_s']:.1f} s total)")
-        add(f"   latency p50 {pct(lat, 50):.1f} {ms}   p95 {pct(lat, 95):.1f} {ms}   p99 {pct(lat, 99):.1f} {ms}   "
-            f"max {max(lat):.0f} {ms}")
+        add(
+            f"   latency p50 {pct(lat, 50):.1f} {ms}   p95 {pct(lat, 95):.1f} {ms}   p99 {pct(lat, 99):.1f} {ms}   "
+            f"max {max(lat):.0f} {ms}"
+        )
         if a:
             add(f"   by language: {by_lang(lat, s['scribe_langs'])}")
             own = pct(a["scribe_ms"], 50)
@@ -1133,7 +1633,7 @@ def render_summary(args: argparse.Namespace, res: dict[str, Any], logs: ServerLo
             add(f"   the embedder alone on these notes: p50 {own:.1f} ms -> Spellbook's part {part:.1f} ms{sdk}")
         if s.get("scribe_check_ms"):
             add(f"   {client_check_line(s['scribe_check_ms'])}")
-        first, last = lat[: max(1, n // 10)], lat[-max(1, n // 10):]
+        first, last = lat[: max(1, n // 10)], lat[-max(1, n // 10) :]
         add(f"   first 10% p50 {pct(first, 50):.1f} {ms} vs last 10% p50 {pct(last, 50):.1f} {ms}")
         add(f"   errors {len(s['scribe_errors'])}; index after: {s['stats_after_scribe']}")
         add(f"3. memorize at {s['stats_after_scribe'].get('notes')} notes ({args.queries} queries each, limit 5)")
@@ -1142,12 +1642,17 @@ def render_summary(args: argparse.Namespace, res: dict[str, Any], logs: ServerLo
             if label == "hybrid, each after a scribe":
                 add("   hybrid, each query right after a scribe to another note (untimed; erased after):")
                 label = ""
-            add(f"   {label:16s} p50 {pct(m['lat'], 50):6.1f} {ms}   p95 {pct(m['lat'], 95):6.1f} {ms}   "
-                f"max {max(m['lat']):6.0f} {ms}   mean hits {statistics.fmean(hits) if hits else 0:.2f}")
+            add(
+                f"   {label:16s} p50 {pct(m['lat'], 50):6.1f} {ms}   p95 {pct(m['lat'], 95):6.1f} {ms}   "
+                f"max {max(m['lat']):6.0f} {ms}   mean hits {statistics.fmean(hits) if hits else 0:.2f}"
+            )
             if label == "hybrid" and a:
                 add(f"   {'':16s} by language: {by_lang(m['lat'], m['langs'])}")
         if a:
-            add(f"   the embedder alone on these queries: p50 {pct(a['query_ms'], 50):.2f} ms (keyword mode embeds nothing)")
+            add(
+                f"   the embedder alone on these queries: p50 {pct(a['query_ms'], 50):.2f} ms "
+                "(keyword mode embeds nothing)"
+            )
         if res.get("sdk_ms"):
             add(f"   the MCP SDK's round trip alone: p50 {pct(res['sdk_ms'], 50):.2f} ms (in each figure above)")
         hybrid = s["memorize"].get("hybrid", {})
@@ -1156,32 +1661,46 @@ def render_summary(args: argparse.Namespace, res: dict[str, Any], logs: ServerLo
         add("   (filter = {'category': 'bench'}, ~half the notes)")
         add(f"   errors {len(s['memorize_errors'])}")
         add(f"4. Server process memory (pid {s['owner_pid']}, /proc/<pid>/status)")
-        for label, key in (("after ready", "rss_ready"), ("after scribes", "rss_after_scribe"),
-                           ("at end", "rss_end"), (f"{REST_WAIT_S} s later", "rss_rested")):
+        for label, key in (
+            ("after ready", "rss_ready"),
+            ("after scribes", "rss_after_scribe"),
+            ("at end", "rss_end"),
+            (f"{REST_WAIT_S} s later", "rss_rested"),
+        ):
             st = s[key]
-            add(f"   {label:14s} VmRSS {st.get('VmRSS', 0) / 1024:6.0f} MB   VmHWM {st.get('VmHWM', 0) / 1024:6.0f} MB"
-                f"   threads {st.get('Threads', '?')}")
+            add(
+                f"   {label:14s} VmRSS {st.get('VmRSS', 0) / 1024:6.0f} MB   VmHWM {st.get('VmHWM', 0) / 1024:6.0f} MB"
+                f"   threads {st.get('Threads', '?')}"
+            )
         if a:
             add(f"   of which the embedder: {a['rss']}")
 
     i1, i2 = res.get("index1"), res.get("index2")
     if i1:
         rate = (i1["notes"] or args.notes) / i1["wall_s"]
-        add(f"5. `spellbook index` of a hand-written vault ({args.notes} files, 2-4 ## sections, "
-            f"{res.get('hand_bytes', 0) / 1e6:.1f} MB)")
-        add(f"   first index  {i1['wall_s']:6.1f} s  {rate:6.1f} notes/s  cpu {i1['user_s'] + i1['sys_s']:.1f} s  "
-            f"peak RSS {i1['maxrss_kb'] / 1024:.0f} MB  rc {i1['rc']}")
+        add(
+            f"5. `spellbook index` of a hand-written vault ({args.notes} files, 2-4 ## sections, "
+            f"{res.get('hand_bytes', 0) / 1e6:.1f} MB)"
+        )
+        add(
+            f"   first index  {i1['wall_s']:6.1f} s  {rate:6.1f} notes/s  cpu {i1['user_s'] + i1['sys_s']:.1f} s  "
+            f"peak RSS {i1['maxrss_kb'] / 1024:.0f} MB  rc {i1['rc']}"
+        )
         if a and i1["chunks"]:
             chunks_s = i1["chunks"] / i1["wall_s"]
-            add(f"                {chunks_s:.0f} sections/s against the embedder alone on the same kind of sections: "
-                + against(chunks_s, a, "index_texts_per_s"))
+            add(
+                f"                {chunks_s:.0f} sections/s against the embedder alone on the same kind of sections: "
+                + against(chunks_s, a, "index_texts_per_s")
+            )
             add("                " + against_now(chunks_s, i1))
             if runs_line(i1):
                 add("                " + runs_line(i1))
         add(f"                -> {i1['summary']}")
     if i2:
-        add(f"   no-op rerun  {i2['wall_s']:6.2f} s  cpu {i2['user_s'] + i2['sys_s']:.1f} s  "
-            f"peak RSS {i2['maxrss_kb'] / 1024:.0f} MB  rc {i2['rc']}")
+        add(
+            f"   no-op rerun  {i2['wall_s']:6.2f} s  cpu {i2['user_s'] + i2['sys_s']:.1f} s  "
+            f"peak RSS {i2['maxrss_kb'] / 1024:.0f} MB  rc {i2['rc']}"
+        )
         add(f"                -> {i2['summary']}")
         for r in (i1, i2):
             if r and r["rc"]:
@@ -1190,9 +1709,11 @@ def render_summary(args: argparse.Namespace, res: dict[str, Any], logs: ServerLo
     imp = res.get("import")
     if imp:
         rate = imp["notes"] / imp["wall_s"]
-        add(f"6. `spellbook import` of the {imp['notes']} scribed notes into a fresh vault (process start to exit): "
+        add(
+            f"6. `spellbook import` of the {imp['notes']} scribed notes into a fresh vault (process start to exit): "
             f"{imp['wall_s']:.1f} s, {rate:.1f} notes/s, cpu {imp['cpu_s']:.1f} s with the processes it embedded in "
-            f"(load {imp['load']:.2f})")
+            f"(load {imp['load']:.2f})"
+        )
         if a:
             add(f"   the embedder alone on those texts: {against(rate, a, 'import_texts_per_s')}")
             add("   " + against_now(rate, imp))
@@ -1200,31 +1721,46 @@ def render_summary(args: argparse.Namespace, res: dict[str, Any], logs: ServerLo
                 add("   " + runs_line(imp))
             mean = sum(imp["alone_now"]) / 2
             with_load = imp["notes"] / (a["load_s"] + imp["notes"] / mean)
-            add(f"   (this wall time holds the model's own load too, {a['load_s']:.2f} s in step 0; the embedder alone "
-                f"with its load, {with_load:.0f} texts/s -> {rate / with_load:.0%})")
+            add(
+                f"   (this wall time holds the model's own load too, {a['load_s']:.2f} s in step 0; the embedder alone "
+                f"with its load, {with_load:.0f} texts/s -> {rate / with_load:.0%})"
+            )
             own = imp["notes"] / a["import_texts_per_s"]  # the model's own CPU seconds for these texts
-            add(f"   CPU: the model's own {own:.1f} s of {imp['cpu_s']:.1f} s ({own / imp['cpu_s']:.0%}); the rest, "
-                f"{(imp['cpu_s'] - own) / imp['notes'] * 1000:.1f} ms a note, is Spellbook's (start-up, files, catalog, Chroma)")
+            add(
+                f"   CPU: the model's own {own:.1f} s of {imp['cpu_s']:.1f} s ({own / imp['cpu_s']:.0%}); the rest, "
+                f"{(imp['cpu_s'] - own) / imp['notes'] * 1000:.1f} ms a note, "
+                "is Spellbook's (start-up, files, catalog, Chroma)"
+            )
         if res.get("file_making_ms"):
             before, *after = res["file_making_ms"]
-            add(f"   making an empty file in the bench's folder: {before:.3f} ms before these imports"
-                + (f", {after[0]:.3f} ms after" if after else "") + " (0.02 ms here normally; 0.3-0.6 ms within minutes "
-                "of many deletes nearby, as this VM's ext4 has no journal: then the imports pay ~0.3-0.6 s of CPU a 1,000 notes)")
+            add(
+                f"   making an empty file in the bench's folder: {before:.3f} ms before these imports"
+                + (f", {after[0]:.3f} ms after" if after else "")
+                + " (0.02 ms here normally; 0.3-0.6 ms within minutes "
+                "of many deletes nearby, as this VM's ext4 has no journal: "
+                "then the imports pay ~0.3-0.6 s of CPU a 1,000 notes)"
+            )
 
     imp = res.get("import_mcp")
     if imp:
         rate = imp["notes"] / imp["wall_s"]
-        add(f"6b. the `import` tool of a running server over MCP stdio, the same file into a fresh vault (the call): "
-            f"{imp['wall_s']:.1f} s, {rate:.1f} notes/s, server cpu {imp['cpu_s']:.1f} s with the processes it embedded "
-            f"in (load {imp['load']:.2f})")
+        add(
+            f"6b. the `import` tool of a running server over MCP stdio, the same file into a fresh vault (the call): "
+            f"{imp['wall_s']:.1f} s, {rate:.1f} notes/s, "
+            f"server cpu {imp['cpu_s']:.1f} s with the processes it embedded "
+            f"in (load {imp['load']:.2f})"
+        )
         if a:
             add(f"   the embedder alone on those texts: {against(rate, a, 'import_texts_per_s')}")
             add("   " + against_now(rate, imp))
             if runs_line(imp):
                 add("   " + runs_line(imp))
             own = imp["notes"] / a["import_texts_per_s"]
-            add(f"   CPU: the model's own {own:.1f} s of {imp['cpu_s']:.1f} s ({own / imp['cpu_s']:.0%}); the rest, "
-                f"{(imp['cpu_s'] - own) / imp['notes'] * 1000:.1f} ms a note, is Spellbook's (files, catalog, Chroma, watcher)")
+            add(
+                f"   CPU: the model's own {own:.1f} s of {imp['cpu_s']:.1f} s ({own / imp['cpu_s']:.0%}); the rest, "
+                f"{(imp['cpu_s'] - own) / imp['notes'] * 1000:.1f} ms a note, "
+                "is Spellbook's (files, catalog, Chroma, watcher)"
+            )
 
     odd: list[str] = []
     if s:

@@ -26,9 +26,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from spellbook.config import Settings  # noqa: E402
-from spellbook.embedders.hashing import HashingEmbedder  # noqa: E402
-from spellbook.engine import Engine  # noqa: E402
+from spellbook.config import Settings
+from spellbook.embedders.hashing import HashingEmbedder
+from spellbook.engine import Engine
 
 WRITER = """
 import sys
@@ -41,7 +41,8 @@ print("ready", flush=True)
 n = 0
 while True:
     n += 1
-    out = engine.scribe(f"Round {sys.argv[2]} note {n} body " * (5 + n % 40), title=f"r{sys.argv[2]} n{n}", category="crash")
+    out = engine.scribe(f"Round {sys.argv[2]} note {n} body " * (5 + n % 40), \
+title=f"r{sys.argv[2]} n{n}", category="crash")
     if n % 3 == 0:
         engine.revise(out["id"], text=f"Revised round {sys.argv[2]} note {n}")
     print(out["id"], flush=True)
@@ -71,8 +72,9 @@ def main() -> int:
         print("round  acked  lost  files  notes  doctor")
         while rounds < args.rounds and time.monotonic() < deadline:
             rounds += 1
-            writer = subprocess.Popen([sys.executable, "-c", WRITER, str(vault), str(rounds)],
-                                      stdout=subprocess.PIPE, text=True, cwd=ROOT)
+            writer = subprocess.Popen(
+                [sys.executable, "-c", WRITER, str(vault), str(rounds)], stdout=subprocess.PIPE, text=True, cwd=ROOT
+            )
             assert writer.stdout is not None
             if writer.stdout.readline().strip() != "ready":
                 writer.kill()
@@ -85,8 +87,10 @@ def main() -> int:
             engine = Engine(settings, embedder=HashingEmbedder())
             try:
                 engine.start()
-                lost = sum(len(engine.get_memories(acknowledged[i : i + 20])["not_found"])
-                           for i in range(0, len(acknowledged), 20))
+                lost = sum(
+                    len(engine.get_memories(acknowledged[i : i + 20])["not_found"])
+                    for i in range(0, len(acknowledged), 20)
+                )
                 report = engine.check()
                 files, notes = len(note_files(vault)), engine.stats()["notes"]
                 ok = report["consistent"] and not lost and files == notes
@@ -99,12 +103,16 @@ def main() -> int:
                     for f in note_files(vault):
                         path = f.relative_to(vault).as_posix()
                         if engine.catalog.note_at(path) is None:
-                            print(f"       not a note in the index: {path} (ledger: {engine.catalog.file(path)}, "
-                                  f"listed: {path in indexed})")
+                            print(
+                                f"       not a note in the index: {path} (ledger: {engine.catalog.file(path)}, "
+                                f"listed: {path in indexed})"
+                            )
             finally:
                 engine.close()
-    print(f"\nrounds: {rounds}  acknowledged writes: {len(acknowledged)}  lost: {lost_total}  "
-          f"rounds where the index != the vault: {bad_rounds}")
+    print(
+        f"\nrounds: {rounds}  acknowledged writes: {len(acknowledged)}  lost: {lost_total}  "
+        f"rounds where the index != the vault: {bad_rounds}"
+    )
     return 1 if bad_rounds else 0
 
 

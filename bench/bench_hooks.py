@@ -38,8 +38,9 @@ CPU: list[float] = []  # CPU ms (user + sys) of each timed process: less sensiti
 def timed(args: list[str], payload: dict, env: dict) -> tuple[float, bytes]:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    result = subprocess.run(args, input=json.dumps(payload).encode(), capture_output=True, env=env, timeout=600,
-                            check=False)
+    result = subprocess.run(
+        args, input=json.dumps(payload).encode(), capture_output=True, env=env, timeout=600, check=False
+    )
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     CPU.append((after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime) * 1000)
     return (time.perf_counter() - started) * 1000, result.stdout
@@ -54,8 +55,9 @@ def free_port() -> int:
 def wait_owner(vault: Path, proc: subprocess.Popen, env: dict) -> None:
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline:
-        result = subprocess.run([SPELLBOOK, "stats", "--vault", str(vault), "--json"], capture_output=True, env=env,
-                                check=False)
+        result = subprocess.run(
+            [SPELLBOOK, "stats", "--vault", str(vault), "--json"], capture_output=True, env=env, check=False
+        )
         if result.returncode == 0 and json.loads(result.stdout).get("state") == "ready":
             return
         if proc.poll() is not None:
@@ -90,8 +92,10 @@ def main() -> None:
     big_payload = {"session_id": big_id, "transcript_path": str(big), "cwd": str(project)}
     start_cmd = [SPELLBOOK, "hook", "SessionStart", "--vault", str(vault)]
     start_payload = {"session_id": "bench", "cwd": str(project), "hook_event_name": "SessionStart", "source": "startup"}
-    print(f"vault: {opts.sessions} captured sessions of 12 turns + template; embedder {opts.embedder}; "
-          f"200-turn transcript {big.stat().st_size // 1024} KiB")
+    print(
+        f"vault: {opts.sessions} captured sessions of 12 turns + template; embedder {opts.embedder}; "
+        f"200-turn transcript {big.stat().st_size // 1024} KiB"
+    )
     parsed = read_transcript(big)
     took = []
     for _ in range(5):
@@ -106,44 +110,80 @@ def main() -> None:
     cap = [timed(capture_cmd, {**big_payload, "session_id": f"{big_id}-{i}"}, env)[0] for i in range(3)]
     rows.append(("capture 200 turns (worker), no server", summary(cap)))
 
-    server = subprocess.Popen([SPELLBOOK, "serve", "--http", "--port", str(free_port()), "--vault", str(vault)],
-                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = subprocess.Popen(
+        [SPELLBOOK, "serve", "--http", "--port", str(free_port()), "--vault", str(vault)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         wait_owner(vault, server, env)
         timed(start_cmd, start_payload, env)  # warm the server's caches once
         CPU.clear()
         with_server = [timed(start_cmd, start_payload, env) for _ in range(opts.runs)]
         tokens = estimate_tokens(with_server[-1][1].decode())
-        rows.append(("SessionStart, server running", summary([t for t, _ in with_server]) + f", ~{tokens} tokens; "
-                     f"CPU p50 {statistics.median(CPU):.0f} ms"))
+        rows.append(
+            (
+                "SessionStart, server running",
+                summary([t for t, _ in with_server]) + f", ~{tokens} tokens; CPU p50 {statistics.median(CPU):.0f} ms",
+            )
+        )
         prompt_cmd = [SPELLBOOK, "hook", "UserPromptSubmit", "--vault", str(vault), "--prompt-recall"]
         CPU.clear()
-        prompts = [timed(prompt_cmd, {"session_id": "bench", "cwd": str(project), "hook_event_name": "UserPromptSubmit",
-                                      "prompt": TASKS[i % len(TASKS)][3]}, env) for i in range(max(opts.runs, 12))]
+        prompts = [
+            timed(
+                prompt_cmd,
+                {
+                    "session_id": "bench",
+                    "cwd": str(project),
+                    "hook_event_name": "UserPromptSubmit",
+                    "prompt": TASKS[i % len(TASKS)][3],
+                },
+                env,
+            )
+            for i in range(max(opts.runs, 12))
+        ]
         given = sum(1 for _, out in prompts if out.startswith(b"<spellbook-memory>"))
-        rows.append(("UserPromptSubmit recall, server running", summary([t for t, _ in prompts]) +
-                     f", {given}/{len(prompts)} given passages; CPU p50 {statistics.median(CPU):.0f} ms"))
+        rows.append(
+            (
+                "UserPromptSubmit recall, server running",
+                summary([t for t, _ in prompts])
+                + f", {given}/{len(prompts)} given passages; CPU p50 {statistics.median(CPU):.0f} ms",
+            )
+        )
         from bench.eval_sessions import UNRELATED
 
-        other = [timed(prompt_cmd, {"session_id": "bench", "cwd": str(project), "prompt": p}, env)[1] for p in UNRELATED]
+        other = [
+            timed(prompt_cmd, {"session_id": "bench", "cwd": str(project), "prompt": p}, env)[1] for p in UNRELATED
+        ]
         given_to = [p for p, out in zip(UNRELATED, other) if out]
-        rows.append(("UserPromptSubmit, coding prompts on no task here", f"{len(given_to)}/{len(other)} "
-                     "given passages (bench/eval_sessions.py's unrelated prompts)" + "".join(f"; {p!r}" for p in given_to)))
+        rows.append(
+            (
+                "UserPromptSubmit, coding prompts on no task here",
+                f"{len(given_to)}/{len(other)} "
+                "given passages (bench/eval_sessions.py's unrelated prompts)" + "".join(f"; {p!r}" for p in given_to),
+            )
+        )
         cap = [timed(capture_cmd, {**big_payload, "session_id": f"{big_id}-s{i}"}, env)[0] for i in range(3)]
         rows.append(("capture 200 turns (worker), server running", summary(cap)))
         end_cmd = [SPELLBOOK, "hook", "SessionEnd", "--vault", str(vault)]
-        ends = [timed(end_cmd, {**big_payload, "session_id": f"{big_id}-e{i}", "hook_event_name": "SessionEnd"},
-                      env)[0] for i in range(opts.runs)]
+        ends = [
+            timed(end_cmd, {**big_payload, "session_id": f"{big_id}-e{i}", "hook_event_name": "SessionEnd"}, env)[0]
+            for i in range(opts.runs)
+        ]
         rows.append(("SessionEnd hook (hands off, returns)", summary(ends)))
         time.sleep(20)  # let the detached captures finish before the server stops
     finally:
         server.terminate()
         server.wait(timeout=60)
     modules = "import spellbook.cli, spellbook.server.hub, spellbook.sessions.briefing"
-    imports = subprocess.run([sys.executable, "-X", "importtime", "-c", modules], capture_output=True, text=True,
-                             env=env, check=False).stderr
-    top = sorted((line for line in imports.splitlines() if "|" in line and "cumulative" not in line),
-                 key=lambda line: -int(line.split("|")[1]))[:6]
+    imports = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", modules], capture_output=True, text=True, env=env, check=False
+    ).stderr
+    top = sorted(
+        (line for line in imports.splitlines() if "|" in line and "cumulative" not in line),
+        key=lambda line: -int(line.split("|")[1]),
+    )[:6]
     bare = statistics.median(timed([sys.executable, "-c", "pass"], {}, env)[0] for _ in range(5))
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     for name, value in rows:

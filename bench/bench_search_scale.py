@@ -15,8 +15,8 @@ import argparse
 import gzip
 import json
 import os
-import re
 import random
+import re
 import statistics
 import tempfile
 import time
@@ -54,8 +54,12 @@ def make_vault(root: Path, n: int, seed: int = 1) -> list[str]:
         topic = rng.choice(TOPICS)
         body = " ".join(rng.sample(sentences, rng.randint(2, 4)))
         meta = {
-            "id": f"n{i:06d}", "title": f"{topic} note {i}", "category": rng.choice(["projects", "people", "ops", "life"]),
-            "topic": topic, "tags": rng.sample(TOPICS, 2), "importance": rng.randint(1, 5),
+            "id": f"n{i:06d}",
+            "title": f"{topic} note {i}",
+            "category": rng.choice(["projects", "people", "ops", "life"]),
+            "topic": topic,
+            "tags": rng.sample(TOPICS, 2),
+            "importance": rng.randint(1, 5),
             "created": f"2026-{rng.randint(1, 11):02d}-{rng.randint(1, 28):02d}T10:00:00+00:00",
         }
         folder = root / meta["category"] / topic
@@ -121,8 +125,12 @@ def run(size: int, embedder, label: str, queries: int, keep: Path | None = None)
         built = time.perf_counter() - started
         stats = engine.stats()
         qs = random.Random(7).sample(real_queries, queries)
-        measure(engine, qs, f"{label}: {stats['notes']} notes, {stats['chunks']} chunks (indexed in {built:.0f} s, "
-                            f"{stats['notes'] / built:.0f} notes/s)")
+        measure(
+            engine,
+            qs,
+            f"{label}: {stats['notes']} notes, {stats['chunks']} chunks (indexed in {built:.0f} s, "
+            f"{stats['notes'] / built:.0f} notes/s)",
+        )
         engine.close()
 
 
@@ -141,8 +149,13 @@ def main() -> None:
         model.warm_up()
         run(size, model, f"use-m3 at {size:,}", args.queries, args.keep)
     if args.big:
-        run(args.big, HashingEmbedder(dimensions=512), f"hashing-512 at {args.big:,} (Chroma + SQLite cost)", args.queries,
-            args.keep)
+        run(
+            args.big,
+            HashingEmbedder(dimensions=512),
+            f"hashing-512 at {args.big:,} (Chroma + SQLite cost)",
+            args.queries,
+            args.keep,
+        )
     print(f"\nload {os.getloadavg()[0]:.1f} at end")
 
 

@@ -60,8 +60,9 @@ class Ledger:
 def server_params(vault: Path) -> StdioServerParameters:
     env = {k: v for k, v in os.environ.items() if not k.startswith("SPELLBOOK_")}
     env["PYTHONPATH"] = str(ROOT)
-    return StdioServerParameters(command=SPELLBOOK, args=["serve", "--vault", str(vault), "--embedder", "hashing"],
-                                 env=env)
+    return StdioServerParameters(
+        command=SPELLBOOK, args=["serve", "--vault", str(vault), "--embedder", "hashing"], env=env
+    )
 
 
 async def agent(n: int, vault: Path, ledger: Ledger, deadline: float, rng: random.Random) -> None:
@@ -152,8 +153,9 @@ def storms(vault: Path, stop: threading.Event, every: float, rng: random.Random,
         source, target = (a, b) if a.exists() else (b, a)
         source.rename(target)  # a checkout of a branch where the folder has another name
         for file in rng.sample(sorted(target.glob("*.md")), 10):
-            file.write_text(file.read_text(encoding="utf-8") + f"\nEdited on the branch {rng.random()}.\n",
-                            encoding="utf-8")
+            file.write_text(
+                file.read_text(encoding="utf-8") + f"\nEdited on the branch {rng.random()}.\n", encoding="utf-8"
+            )
         count[0] += 1
 
 
@@ -195,8 +197,11 @@ def verify(vault: Path, ledger: Ledger) -> dict[str, int]:
                 found[memory["id"]] = memory["text"].strip()
     finally:
         engine.close()
-    lost_ids = [i for i, texts in ledger.texts.items() if i not in ledger.erased and found.get(i) not in texts
-                and not (i in ledger.maybe_erased and i not in found)]
+    lost_ids = [
+        i
+        for i, texts in ledger.texts.items()
+        if i not in ledger.erased and found.get(i) not in texts and not (i in ledger.maybe_erased and i not in found)
+    ]
     for i in lost_ids[:5]:
         print(f"  lost: {i} holds {found.get(i)!r}; expected one of {sorted(ledger.texts[i])}")
     lost = len(lost_ids)
@@ -210,8 +215,13 @@ def verify(vault: Path, ledger: Ledger) -> dict[str, int]:
             per_marker[hit.group(0)] = per_marker.get(hit.group(0), 0) + 1
     duplicated = sorted(m for m, c in per_marker.items() if c > 1)
     for marker in duplicated[:5]:
-        files = [str(f.relative_to(vault)) for f in vault.rglob("*.md") if ".trash" not in f.parts
-                 and ".spellbook" not in f.parts and re.search(re.escape(marker) + r"\b", f.read_text(encoding="utf-8"))]
+        files = [
+            str(f.relative_to(vault))
+            for f in vault.rglob("*.md")
+            if ".trash" not in f.parts
+            and ".spellbook" not in f.parts
+            and re.search(re.escape(marker) + r"\b", f.read_text(encoding="utf-8"))
+        ]
         print(f"  duplicated: {marker} in {files}")
     return {"lost": lost, "resurrected": resurrected, "duplicated": len(duplicated)}
 
@@ -245,8 +255,11 @@ def main() -> int:
             runner.start()
             while not (vault / ".spellbook" / "owner.json").exists() and time.monotonic() < started + 60:
                 time.sleep(0.2)
-            for target, extra in ((person, (rng, edits)), (storms, (args.storm_every, rng, storm_count)),
-                                  (killer, (args.kill_every, kills))):
+            for target, extra in (
+                (person, (rng, edits)),
+                (storms, (args.storm_every, rng, storm_count)),
+                (killer, (args.kill_every, kills)),
+            ):
                 helper = threading.Thread(target=target, args=(vault, stop, *extra), daemon=True)
                 helper.start()
                 helpers.append(helper)
@@ -262,8 +275,13 @@ def main() -> int:
             for helper in helpers:
                 helper.join(30)
         time.sleep(3)  # let the last servers exit
-        doctor = subprocess.run([SPELLBOOK, "doctor", "--vault", str(vault), "--embedder", "hashing", "--json"],
-                                capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        doctor = subprocess.run(
+            [SPELLBOOK, "doctor", "--vault", str(vault), "--embedder", "hashing", "--json"],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            check=False,
+        )
         try:
             report = json.loads(doctor.stdout)
         except ValueError:
@@ -274,17 +292,27 @@ def main() -> int:
         for key in ("not_indexed", "changed_since_indexed", "deleted_but_indexed"):
             for path in report.get(key, [])[:3]:
                 file = vault / path
-                age = f"changed {agents_done - file.stat().st_mtime:.0f} s before the agents stopped" if file.exists() else "gone"
+                age = (
+                    f"changed {agents_done - file.stat().st_mtime:.0f} s before the agents stopped"
+                    if file.exists()
+                    else "gone"
+                )
                 print(f"  {key.replace('_', ' ')}: {path} ({age})")
         left = servers_left(vault)
         outcome = verify(vault, ledger)
         minutes = (time.monotonic() - started) / 60
-        print(f"\nminutes: {minutes:.1f}  tool calls: {ledger.calls}  failed calls (server killed): {ledger.failed_calls}")
+        print(
+            f"\nminutes: {minutes:.1f}  tool calls: {ledger.calls}  failed calls (server killed): {ledger.failed_calls}"
+        )
         print(f"owner kills: {kills[0]}  person edits: {edits[0]}  storms: {storm_count[0]}")
-        print(f"acknowledged writes: {ledger.acknowledged}  lost: {outcome['lost']}  "
-              f"resurrected: {outcome['resurrected']}  duplicated notes: {outcome['duplicated']}")
-        print(f"index == vault (doctor): {'yes' if consistent else 'NO'} {counts or ''} (doctor exit {doctor.returncode}"
-              f"{'; failing: ' + '; '.join(failing) if failing else ''})")
+        print(
+            f"acknowledged writes: {ledger.acknowledged}  lost: {outcome['lost']}  "
+            f"resurrected: {outcome['resurrected']}  duplicated notes: {outcome['duplicated']}"
+        )
+        print(
+            f"index == vault (doctor): {'yes' if consistent else 'NO'} {counts or ''} (doctor exit {doctor.returncode}"
+            f"{'; failing: ' + '; '.join(failing) if failing else ''})"
+        )
         print(f"leftover processes: {len(left)}")
         for pid in left:
             os.kill(pid, signal.SIGKILL)

@@ -27,7 +27,6 @@ import random
 import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -36,8 +35,32 @@ from bench_core import SPELLBOOK_BIN, compile_package, proc_cpu, proc_status
 
 SERVE = ["", "1", "front", "deferred", "chroma_local", "heap", "blas"]
 INDEX = ["", "1", "chroma_local", "heap", "blas"]
-WORDS = ("deploy pipeline rollback canary release cache eviction queue retry budget schema migration "
-         "index vector search latency owner follower vault note link merge archive topic").split()
+WORDS = [
+    "deploy",
+    "pipeline",
+    "rollback",
+    "canary",
+    "release",
+    "cache",
+    "eviction",
+    "queue",
+    "retry",
+    "budget",
+    "schema",
+    "migration",
+    "index",
+    "vector",
+    "search",
+    "latency",
+    "owner",
+    "follower",
+    "vault",
+    "note",
+    "link",
+    "merge",
+    "archive",
+    "topic",
+]
 
 
 def make_vault(folder: Path, notes: int) -> None:
@@ -56,8 +79,13 @@ def env_for(value: str) -> dict[str, str]:
 
 def serve_once(vault: Path, value: str, errlog: Path) -> dict[str, float]:
     started = time.perf_counter()
-    proc = subprocess.Popen([SPELLBOOK_BIN, "serve", "--vault", str(vault), "--no-watch"], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=errlog.open("a"), env=env_for(value))
+    proc = subprocess.Popen(
+        [SPELLBOOK_BIN, "serve", "--vault", str(vault), "--no-watch"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=errlog.open("a"),
+        env=env_for(value),
+    )
     assert proc.stdin is not None and proc.stdout is not None
 
     def ask(id_: int, method: str, params: dict) -> dict:
@@ -69,8 +97,15 @@ def serve_once(vault: Path, value: str, errlog: Path) -> dict[str, float]:
                 return message
 
     try:
-        ask(1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
-                              "clientInfo": {"name": "bench-startup", "version": "1"}})
+        ask(
+            1,
+            "initialize",
+            {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "bench-startup", "version": "1"},
+            },
+        )
         proc.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
         ask(2, "tools/list", {})
         listed = time.perf_counter() - started
@@ -86,19 +121,32 @@ def serve_once(vault: Path, value: str, errlog: Path) -> dict[str, float]:
     finally:
         proc.stdin.close()
         proc.wait(timeout=60)
-    return {"list_ms": listed * 1000, "call_ms": called * 1000, "scribe_ms": wrote * 1000,
-            "cpu_ms": cpu * 1000, "rss_mb": status["VmRSS"] / 1024, "peak_mb": status["VmHWM"] / 1024}
+    return {
+        "list_ms": listed * 1000,
+        "call_ms": called * 1000,
+        "scribe_ms": wrote * 1000,
+        "cpu_ms": cpu * 1000,
+        "rss_mb": status["VmRSS"] / 1024,
+        "peak_mb": status["VmHWM"] / 1024,
+    }
 
 
 def index_once(vault: Path, value: str, errlog: Path) -> dict[str, float]:
     started = time.perf_counter()
     with errlog.open("a") as err:
-        pid = subprocess.Popen([SPELLBOOK_BIN, "index", "--vault", str(vault), "--rebuild"], stdout=subprocess.DEVNULL,
-                               stderr=err, env=env_for(value)).pid
+        pid = subprocess.Popen(
+            [SPELLBOOK_BIN, "index", "--vault", str(vault), "--rebuild"],
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            env=env_for(value),
+        ).pid
         _, status, usage = os.wait4(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0, f"index failed: see {errlog}"
-    return {"exit_ms": (time.perf_counter() - started) * 1000, "cpu_ms": (usage.ru_utime + usage.ru_stime) * 1000,
-            "peak_mb": usage.ru_maxrss / 1024}
+    return {
+        "exit_ms": (time.perf_counter() - started) * 1000,
+        "cpu_ms": (usage.ru_utime + usage.ru_stime) * 1000,
+        "peak_mb": usage.ru_maxrss / 1024,
+    }
 
 
 def name(value: str) -> str:
@@ -110,8 +158,12 @@ def main() -> int:
     parser.add_argument("--notes", type=int, default=300)
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--only", choices=["serve", "index"], help="one of the two sections")
-    parser.add_argument("--values", nargs="+", metavar="VALUE",
-                        help="SPELLBOOK_PLAIN_START values to compare instead of the section's list ('' = all on)")
+    parser.add_argument(
+        "--values",
+        nargs="+",
+        metavar="VALUE",
+        help="SPELLBOOK_PLAIN_START values to compare instead of the section's list ('' = all on)",
+    )
     args = parser.parse_args()
     compile_package()
     work = Path(tempfile.mkdtemp(prefix="bench-startup-"))
@@ -130,14 +182,19 @@ def main() -> int:
             for value in random.sample(values, len(values)):
                 runs.setdefault((section, value), []).append(once(vault, value, errlog))
         if section == "index":  # leave the vault indexed as it was
-            subprocess.run([SPELLBOOK_BIN, "index", "--vault", str(vault)], check=True, capture_output=True,
-                           env=env_for(""))
-    print(f"bench_startup: {args.notes} notes, {args.rounds} rounds (medians), {os.cpu_count()} cores, "
-          f"{time.strftime('%Y-%m-%d %H:%M')}")
+            subprocess.run(
+                [SPELLBOOK_BIN, "index", "--vault", str(vault)], check=True, capture_output=True, env=env_for("")
+            )
+    print(
+        f"bench_startup: {args.notes} notes, {args.rounds} rounds (medians), {os.cpu_count()} cores, "
+        f"{time.strftime('%Y-%m-%d %H:%M')}"
+    )
     for (section, value), got in runs.items():
         med = {key: statistics.median(r[key] for r in got) for key in got[0]}
-        print(f"  {section:5s} {name(value):30s} " + "  ".join(
-            f"{key} {v:7.0f}" if key.endswith("ms") else f"{key} {v:5.0f}" for key, v in med.items()))
+        print(
+            f"  {section:5s} {name(value):30s} "
+            + "  ".join(f"{key} {v:7.0f}" if key.endswith("ms") else f"{key} {v:5.0f}" for key, v in med.items())
+        )
     shutil.rmtree(work, ignore_errors=True)
     return 0
 

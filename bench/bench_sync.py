@@ -42,7 +42,7 @@ import sys
 import tempfile
 import threading
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -51,9 +51,9 @@ REPO = HERE.parent
 RESULTS_DIR = HERE / "results"
 sys.path.insert(0, str(REPO))
 
-from spellbook.config import Settings  # noqa: E402
-from spellbook.server.hub import Hub  # noqa: E402
-from spellbook.index.watcher import DEBOUNCE_SECONDS  # noqa: E402
+from spellbook.config import Settings
+from spellbook.index.watcher import DEBOUNCE_SECONDS
+from spellbook.server.hub import Hub
 
 SEED = 20241122
 POLL_SECONDS = 0.010
@@ -61,18 +61,118 @@ EDIT_TIMEOUT = 60.0
 SETTLE_TIMEOUT = 600.0
 SETTLE_POLL = 0.05
 
-WORDS = (
-    "project meeting budget release schedule design review customer feedback server backup "
-    "database migration report invoice travel recipe garden library research paper draft outline "
-    "interview hiring onboarding roadmap sprint retro incident outage alert dashboard metric "
-    "latency storage network firewall certificate renewal contract vendor pricing forecast "
-    "quarter summary decision question answer idea experiment result hypothesis sample survey "
-    "workshop training course lecture chapter exercise practice habit morning evening weekend "
-    "holiday family friend neighbour kitchen bicycle repair invoice receipt warranty manual "
-    "printer laptop monitor keyboard battery charger cable router modem password account "
-    "profile settings preference theme layout template checklist reminder deadline priority "
-    "backlog ticket issue patch upgrade version changelog branch merge conflict rebase commit"
-).split()
+WORDS = [
+    "project",
+    "meeting",
+    "budget",
+    "release",
+    "schedule",
+    "design",
+    "review",
+    "customer",
+    "feedback",
+    "server",
+    "backup",
+    "database",
+    "migration",
+    "report",
+    "invoice",
+    "travel",
+    "recipe",
+    "garden",
+    "library",
+    "research",
+    "paper",
+    "draft",
+    "outline",
+    "interview",
+    "hiring",
+    "onboarding",
+    "roadmap",
+    "sprint",
+    "retro",
+    "incident",
+    "outage",
+    "alert",
+    "dashboard",
+    "metric",
+    "latency",
+    "storage",
+    "network",
+    "firewall",
+    "certificate",
+    "renewal",
+    "contract",
+    "vendor",
+    "pricing",
+    "forecast",
+    "quarter",
+    "summary",
+    "decision",
+    "question",
+    "answer",
+    "idea",
+    "experiment",
+    "result",
+    "hypothesis",
+    "sample",
+    "survey",
+    "workshop",
+    "training",
+    "course",
+    "lecture",
+    "chapter",
+    "exercise",
+    "practice",
+    "habit",
+    "morning",
+    "evening",
+    "weekend",
+    "holiday",
+    "family",
+    "friend",
+    "neighbour",
+    "kitchen",
+    "bicycle",
+    "repair",
+    "invoice",
+    "receipt",
+    "warranty",
+    "manual",
+    "printer",
+    "laptop",
+    "monitor",
+    "keyboard",
+    "battery",
+    "charger",
+    "cable",
+    "router",
+    "modem",
+    "password",
+    "account",
+    "profile",
+    "settings",
+    "preference",
+    "theme",
+    "layout",
+    "template",
+    "checklist",
+    "reminder",
+    "deadline",
+    "priority",
+    "backlog",
+    "ticket",
+    "issue",
+    "patch",
+    "upgrade",
+    "version",
+    "changelog",
+    "branch",
+    "merge",
+    "conflict",
+    "rebase",
+    "commit",
+]
 
 
 # ============================================================================================
@@ -157,14 +257,21 @@ class Probe:
                     self._local.depth = depth
                     with self._lock:
                         self.active -= 1
-                    self.events.append({
-                        "kind": kind, "t0": t0, "t1": t1, "nested": depth > 0, "paths": paths,
-                        "thread": threading.current_thread().name,
-                        "embedded": getattr(report, "embedded_chunks", None),
-                        "reused": getattr(report, "reused_chunks", None),
-                        "indexed": getattr(report, "indexed", None),
-                        "removed": getattr(report, "removed", None),
-                    })
+                    self.events.append(
+                        {
+                            "kind": kind,
+                            "t0": t0,
+                            "t1": t1,
+                            "nested": depth > 0,
+                            "paths": paths,
+                            "thread": threading.current_thread().name,
+                            "embedded": getattr(report, "embedded_chunks", None),
+                            "reused": getattr(report, "reused_chunks", None),
+                            "indexed": getattr(report, "indexed", None),
+                            "removed": getattr(report, "removed", None),
+                        }
+                    )
+
             return wrapped
 
         def embed(texts: Any) -> Any:
@@ -249,8 +356,11 @@ def bench_edits(base: Path, n: int, edits: int, embedder: str, out: list[str], l
         t = time.perf_counter()
         hub.call("reconcile")
         noop_reconcile_s = time.perf_counter() - t
-        print(f"[edits {n}] first index {first:.1f} s ({n / first:.1f} notes/s); check {check_s:.2f} s "
-              f"consistent={chk['consistent']}; no-op reconcile {noop_reconcile_s:.2f} s", flush=True)
+        print(
+            f"[edits {n}] first index {first:.1f} s ({n / first:.1f} notes/s); check {check_s:.2f} s "
+            f"consistent={chk['consistent']}; no-op reconcile {noop_reconcile_s:.2f} s",
+            flush=True,
+        )
         probe = Probe(hub.engine)
         time.sleep(1.0)
         probe.wait_idle(quiet=0.5)
@@ -299,27 +409,44 @@ def bench_edits(base: Path, n: int, edits: int, embedder: str, out: list[str], l
         chk_after = hub.call("check")
         stats_after = hub.call("stats")
         threads_used = {e["thread"] for e in probe.events if e["kind"] == "sync"}
-        out.append(f"1. Edit -> searchable, N={n} hand-written notes ({edits} edits; load(1m) {load_before:.2f} -> {load_after:.2f})")
-        out.append(f"   first index (hub.start: open, model load, scan, index) {first:6.1f} s = {n / first:6.1f} notes/s"
-                   f"   [open+model+scan {opened:.1f} s, indexing {first - opened:.1f} s]")
-        out.append(f"      -> {stats['notes']} notes, {stats['chunks']} chunks, {stats['vectors']} vectors; "
-                   f"check(): consistent={chk['consistent']} in {check_s * 1000:.0f} ms; "
-                   f"original markers found {found_orig}/5; no-op full reconcile {noop_reconcile_s * 1000:.0f} ms")
+        out.append(
+            f"1. Edit -> searchable, N={n} hand-written notes "
+            f"({edits} edits; load(1m) {load_before:.2f} -> {load_after:.2f})"
+        )
+        out.append(
+            f"   first index (hub.start: open, model load, scan, index) {first:6.1f} s = {n / first:6.1f} notes/s"
+            f"   [open+model+scan {opened:.1f} s, indexing {first - opened:.1f} s]"
+        )
+        out.append(
+            f"      -> {stats['notes']} notes, {stats['chunks']} chunks, {stats['vectors']} vectors; "
+            f"check(): consistent={chk['consistent']} in {check_s * 1000:.0f} ms; "
+            f"original markers found {found_orig}/5; no-op full reconcile {noop_reconcile_s * 1000:.0f} ms"
+        )
         if latencies:
-            out.append(f"   latency write -> top hit   p50 {ms(pct(latencies, 50))}   p95 {ms(pct(latencies, 95))}   "
-                       f"max {ms(max(latencies))}   mean {ms(statistics.mean(latencies))}   timeouts {timeouts}")
-            out.append(f"     split (medians): write -> watcher sync starts {ms(pct(to_sync, 50))} "
-                       f"(p95 {ms(pct(to_sync, 95)).strip()}), sync {ms(pct(sync_dur, 50))} "
-                       f"(p95 {ms(pct(sync_dur, 95)).strip()}), sync end -> found {ms(pct(after_sync, 50))}")
-            out.append(f"     syncs touching the edited path before it was found: "
-                       f"{dict(sorted((x, syncs_per_edit.count(x)) for x in set(syncs_per_edit)))} (count: edits); "
-                       f"sync threads {sorted(threads_used)}")
-            out.append(f"     memorize(keyword) poll call p50 {ms(pct(poll_calls, 50))} p95 {ms(pct(poll_calls, 95))} "
-                       f"({len(poll_calls)} calls); chunks embedded during edits {probe.embedded}")
+            out.append(
+                f"   latency write -> top hit   p50 {ms(pct(latencies, 50))}   p95 {ms(pct(latencies, 95))}   "
+                f"max {ms(max(latencies))}   mean {ms(statistics.mean(latencies))}   timeouts {timeouts}"
+            )
+            out.append(
+                f"     split (medians): write -> watcher sync starts {ms(pct(to_sync, 50))} "
+                f"(p95 {ms(pct(to_sync, 95)).strip()}), sync {ms(pct(sync_dur, 50))} "
+                f"(p95 {ms(pct(sync_dur, 95)).strip()}), sync end -> found {ms(pct(after_sync, 50))}"
+            )
+            out.append(
+                f"     syncs touching the edited path before it was found: "
+                f"{dict(sorted((x, syncs_per_edit.count(x)) for x in set(syncs_per_edit)))} (count: edits); "
+                f"sync threads {sorted(threads_used)}"
+            )
+            out.append(
+                f"     memorize(keyword) poll call p50 {ms(pct(poll_calls, 50))} p95 {ms(pct(poll_calls, 95))} "
+                f"({len(poll_calls)} calls); chunks embedded during edits {probe.embedded}"
+            )
         else:
             out.append(f"   no edit became searchable (timeouts {timeouts})")
-        out.append(f"   after: check consistent={chk_after['consistent']} counts={chk_after['counts']}; "
-                   f"notes {stats_after['notes']} chunks {stats_after['chunks']} vectors {stats_after['vectors']}")
+        out.append(
+            f"   after: check consistent={chk_after['consistent']} counts={chk_after['counts']}; "
+            f"notes {stats_after['notes']} chunks {stats_after['chunks']} vectors {stats_after['vectors']}"
+        )
     finally:
         hub.close()
     print("\n".join(out[-8:]), flush=True)
@@ -329,16 +456,26 @@ def bench_edits(base: Path, n: int, edits: int, embedder: str, out: list[str], l
 # 2. git checkout storm
 # ============================================================================================
 GIT_ENV = {
-    "GIT_AUTHOR_NAME": "Bench", "GIT_AUTHOR_EMAIL": "bench@example.invalid",
-    "GIT_COMMITTER_NAME": "Bench", "GIT_COMMITTER_EMAIL": "bench@example.invalid",
-    "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull, "GIT_TERMINAL_PROMPT": "0",
+    "GIT_AUTHOR_NAME": "Bench",
+    "GIT_AUTHOR_EMAIL": "bench@example.invalid",
+    "GIT_COMMITTER_NAME": "Bench",
+    "GIT_COMMITTER_EMAIL": "bench@example.invalid",
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_CONFIG_GLOBAL": os.devnull,
+    "GIT_TERMINAL_PROMPT": "0",
 }
 
 
 def git(repo: Path, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, **GIT_ENV}
-    return subprocess.run(["git", "-c", "commit.gpgsign=false", "-c", "core.autocrlf=false", *args],
-                          cwd=repo, env=env, check=True, capture_output=True, text=True)
+    return subprocess.run(
+        ["git", "-c", "commit.gpgsign=false", "-c", "core.autocrlf=false", *args],
+        cwd=repo,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
 
 
 def bench_storm(base: Path, embedder: str, out: list[str], rounds: int = 3) -> None:
@@ -387,10 +524,16 @@ def bench_storm(base: Path, embedder: str, out: list[str], rounds: int = 3) -> N
     moved_sample = rng.sample(sorted(p for p in main_notes if p.startswith("alpha/")), 5)
     # probes: query -> expected top path, per branch
     probes = {
-        "other": {**{m: p for p, m in other_markers.items()}, **{m: p for p, m in added.items()},
-                  **{main_notes[p][1]: "gamma/" + p[len("alpha/"):] for p in moved_sample}},
-        "main": {**{main_notes[p][1]: p for p in edited}, **{main_notes[p][1]: p for p in deleted},
-                 **{main_notes[p][1]: p for p in moved_sample}},
+        "other": {
+            **{m: p for p, m in other_markers.items()},
+            **{m: p for p, m in added.items()},
+            **{main_notes[p][1]: "gamma/" + p[len("alpha/") :] for p in moved_sample},
+        },
+        "main": {
+            **{main_notes[p][1]: p for p in edited},
+            **{main_notes[p][1]: p for p in deleted},
+            **{main_notes[p][1]: p for p in moved_sample},
+        },
     }
     print(f"[storm] repo ready ({diff}); first index of 2000 notes...", flush=True)
     hub, marks = open_hub(vault, embedder)
@@ -403,16 +546,25 @@ def bench_storm(base: Path, embedder: str, out: list[str], rounds: int = 3) -> N
         noop_reconcile = time.perf_counter() - t
         probe = Probe(hub.engine)
         probe.wait_idle(quiet=0.5)
-        out.append(f"2. git checkout storm (2000-note git vault; branch other: {diff}; "
-                   "alpha/ (1000 notes) moved to gamma/, 20 edited, 20 deleted, 20 added)")
-        out.append(f"   first index {first:.1f} s ({2000 / first:.1f} notes/s); consistent={chk['consistent']}; "
-                   f"{stats0['chunks']} chunks / {stats0['vectors']} vectors; no-op full reconcile {noop_reconcile * 1000:.0f} ms")
-        out.append("   (times from the start of `git checkout`: settled = check() consistent AND every probe marker is the"
-                   " top keyword hit at its path; probes-found = the probes alone; watcher-done = end of the last"
-                   " reconcile/sync; embedded = chunks sent to the embedder; reused = chunks given an existing vector;"
-                   " check() = median duration of the check() calls made while polling)")
-        out.append("   checkout     settled   git  probes-found  watcher-done  reconciles(time)  syncs  "
-                   "embedded reused   check()   load1")
+        out.append(
+            f"2. git checkout storm (2000-note git vault; branch other: {diff}; "
+            "alpha/ (1000 notes) moved to gamma/, 20 edited, 20 deleted, 20 added)"
+        )
+        out.append(
+            f"   first index {first:.1f} s ({2000 / first:.1f} notes/s); consistent={chk['consistent']}; "
+            f"{stats0['chunks']} chunks / {stats0['vectors']} vectors; "
+            f"no-op full reconcile {noop_reconcile * 1000:.0f} ms"
+        )
+        out.append(
+            "   (times from the start of `git checkout`: settled = check() consistent AND every probe marker is the"
+            " top keyword hit at its path; probes-found = the probes alone; watcher-done = end of the last"
+            " reconcile/sync; embedded = chunks sent to the embedder; reused = chunks given an existing vector;"
+            " check() = median duration of the check() calls made while polling)"
+        )
+        out.append(
+            "   checkout     settled   git  probes-found  watcher-done  reconciles(time)  syncs  "
+            "embedded reused   check()   load1"
+        )
         branch = "main"
         settles: list[float] = []
         for r in range(rounds * 2):
@@ -451,24 +603,32 @@ def bench_storm(base: Path, embedder: str, out: list[str], rounds: int = 3) -> N
             rec_time = sum(e["t1"] - e["t0"] for e in recs)
             reused = sum(e["reused"] or 0 for e in top)
             embedded_rep = sum(e["embedded"] or 0 for e in top)
-            line = (f"   {branch:>5}->{target:<5} {settle:6.2f} s {t_git:5.2f} s  "
-                    f"{(t_found or float('nan')):8.2f} s  {work_done:8.2f} s     "
-                    f"{len(recs):2d} ({rec_time:5.2f} s)      {len(syncs):3d}   "
-                    f"{probe.embedded - emb0:5d} {reused:6d}   {ms(pct(check_times, 50))}  {load1():.2f}")
+            line = (
+                f"   {branch:>5}->{target:<5} {settle:6.2f} s {t_git:5.2f} s  "
+                f"{(t_found or float('nan')):8.2f} s  {work_done:8.2f} s     "
+                f"{len(recs):2d} ({rec_time:5.2f} s)      {len(syncs):3d}   "
+                f"{probe.embedded - emb0:5d} {reused:6d}   {ms(pct(check_times, 50))}  {load1():.2f}"
+            )
             out.append(line)
             print(line, flush=True)
             timeline = ", ".join(
                 f"{e['kind']}[{e['thread']}] {e['t0'] - t0:.2f}-{e['t1'] - t0:.2f}s"
-                f" (idx {e['indexed']}, rm {e['removed']}, emb {e['embedded']})" for e in sorted(top, key=lambda e: e["t0"])[:8]
+                f" (idx {e['indexed']}, rm {e['removed']}, emb {e['embedded']})"
+                for e in sorted(top, key=lambda e: e["t0"])[:8]
             )
-            out.append(f"      timeline: {timeline}{' ...' if len(top) > 8 else ''}; polls {polls}; "
-                       f"chunks {before['chunks']}->{after['chunks']} vectors {before['vectors']}->{after['vectors']}"
-                       f"{'' if embedded_rep == probe.embedded - emb0 else f' (reports say {embedded_rep} embedded)'}"
-                       f"{'' if t_settled is not None else f'; NOT SETTLED after {t_end - t0:.0f} s'}")
+            out.append(
+                f"      timeline: {timeline}{' ...' if len(top) > 8 else ''}; polls {polls}; "
+                f"chunks {before['chunks']}->{after['chunks']} vectors {before['vectors']}->{after['vectors']}"
+                f"{'' if embedded_rep == probe.embedded - emb0 else f' (reports say {embedded_rep} embedded)'}"
+                f"{'' if t_settled is not None else f'; NOT SETTLED after {t_end - t0:.0f} s'}"
+            )
             branch = target
         good = [s for s in settles if not math.isnan(s)]
         if good:
-            out.append(f"   settle time: median {statistics.median(good):.2f} s, max {max(good):.2f} s over {len(settles)} checkouts")
+            out.append(
+                f"   settle time: median {statistics.median(good):.2f} s, "
+                f"max {max(good):.2f} s over {len(settles)} checkouts"
+            )
         final = hub.call("check")
         out.append(f"   final check: consistent={final['consistent']} counts={final['counts']}")
     finally:
@@ -527,14 +687,22 @@ def main() -> None:
     bar = "=" * 100
     head = [
         bar,
-        f"Spellbook sync benchmark  embedder={args.embedder} ({embedder_id})  sizes={sizes}  edits={args.edits}"
-        f"  storm={'no' if args.skip_storm else 'yes'}",
-        f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC  {platform.platform()}  python {platform.python_version()}",
-        f"machine: {os.cpu_count()} cores ({cpu_model}); load(1m) at start {load_start:.2f}, at end {load_end:.2f}; "
-        f"total {total / 60:.1f} min",
+        (
+            f"Spellbook sync benchmark  embedder={args.embedder} ({embedder_id})  sizes={sizes}  edits={args.edits}"
+            f"  storm={'no' if args.skip_storm else 'yes'}"
+        ),
+        f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC  {platform.platform()}  python {platform.python_version()}",
+        (
+            f"machine: {os.cpu_count()} cores ({cpu_model}); "
+            f"load(1m) at start {load_start:.2f}, at end {load_end:.2f}; "
+            f"total {total / 60:.1f} min"
+        ),
         "NOTE: other work may be running on this shared 2-core box; figures include that contention.",
-        f"watcher debounce {DEBOUNCE_SECONDS} s (index/watcher.py); poll every "
-        f"{POLL_SECONDS * 1000:.0f} ms (edits) / {SETTLE_POLL * 1000:.0f} ms + check() (storm); hub in-process, watch=True",
+        (
+            f"watcher debounce {DEBOUNCE_SECONDS} s (index/watcher.py); poll every "
+            f"{POLL_SECONDS * 1000:.0f} ms (edits) / {SETTLE_POLL * 1000:.0f} ms + check() (storm); "
+            "hub in-process, watch=True"
+        ),
         bar,
     ]
     tail = [f"Warnings/errors logged: {len(handler.records)}"] + [f"   {r}" for r in handler.records[:15]] + [bar]

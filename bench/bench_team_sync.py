@@ -3,9 +3,9 @@ searchable on another, and what one sync round costs on a large vault.
 
 1. Latency: a bare repository as the remote and two clones, each with its own index owner (an
    in-process ``Hub``, watcher on) syncing on the timer (``--seconds``, 5 by default). A memory is
-   scribed on the first (at a random point of the timers' periods); the time until ``memorize`` on the second returns it is measured,
-   ``--samples`` times (p50, p95). Expect about the after-write delay (1 s) plus up to one period
-   of the other machine's timer.
+   scribed on the first (at a random point of the timers' periods); the time until ``memorize`` on
+   the second returns it is measured, ``--samples`` times (p50, p95). Expect about the after-write
+   delay (1 s) plus up to one period of the other machine's timer.
 2. Cost: a vault of ``--notes`` generated notes (tests/helpers/web.py) in the remote and a clone
    with its index built; another clone pushes ``--new`` new notes, this one has one write of its own,
    and ``sync`` is timed (fetch, merge commit, push, files written, the new notes indexed), then a
@@ -30,18 +30,20 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from spellbook.engine import Engine  # noqa: E402
-from spellbook.server.hub import Hub  # noqa: E402
-from tests.helpers.git import git  # noqa: E402
-from tests.helpers.team import clone, machine_settings, make_remote  # noqa: E402
-from tests.helpers.web import write_vault  # noqa: E402
+from spellbook.engine import Engine
+from spellbook.server.hub import Hub
+from tests.helpers.git import git
+from tests.helpers.team import clone, machine_settings, make_remote
+from tests.helpers.web import write_vault
 
 
 def latency(tmp: Path, seconds: float, samples: int) -> list[float]:
     tmp.mkdir()
     remote = make_remote(tmp)
-    hubs = [Hub(machine_settings(clone(tmp, remote, name), sync_seconds=seconds, watch=True), warm_up=False)
-            for name in ("ada", "bob")]
+    hubs = [
+        Hub(machine_settings(clone(tmp, remote, name), sync_seconds=seconds, watch=True), warm_up=False)
+        for name in ("ada", "bob")
+    ]
     for hub in hubs:
         hub.start(background=False)
     times = []
@@ -50,8 +52,9 @@ def latency(tmp: Path, seconds: float, samples: int) -> list[float]:
         for n in range(samples):
             time.sleep(rng.uniform(0, seconds))  # not in step with the other machine's timer
             started = time.perf_counter()
-            note = hubs[0].call("scribe", {"text": f"Fact number {n}: the build cache key has part q{n}x.",
-                                           "title": f"Fact {n}"})
+            note = hubs[0].call(
+                "scribe", {"text": f"Fact number {n}: the build cache key has part q{n}x.", "title": f"Fact {n}"}
+            )
             while True:
                 hits = hubs[1].call("memorize", {"query": f"q{n}x", "mode": "keyword", "limit": 3})["results"]
                 if any(h["id"] == note["id"] for h in hits):
@@ -84,7 +87,8 @@ def cost(tmp: Path, notes: int, new: int) -> dict[str, float]:
         for n in range(new):
             (other / "arrivals").mkdir(exist_ok=True)
             (other / "arrivals" / f"New {n}.md").write_text(
-                f"---\nid: 'new{n:013d}'\ntitle: New {n}\n---\nArrived from the other machine, number z{n}y.\n")
+                f"---\nid: 'new{n:013d}'\ntitle: New {n}\n---\nArrived from the other machine, number z{n}y.\n"
+            )
         git(other, "add", "-A")
         git(other, "commit", "-q", "-m", f"{new} new notes")
         git(other, "push", "-q", "origin", "HEAD:main")
@@ -110,8 +114,10 @@ def main() -> int:
     parser.add_argument("--notes", type=int, default=10_000)
     parser.add_argument("--new", type=int, default=100)
     args = parser.parse_args()
-    print(f"# bench_team_sync: {platform.platform()}, python {platform.python_version()}, "
-          f"git {git(Path.cwd(), 'version').split()[-1]}, hashing embedder")
+    print(
+        f"# bench_team_sync: {platform.platform()}, python {platform.python_version()}, "
+        f"git {git(Path.cwd(), 'version').split()[-1]}, hashing embedder"
+    )
     tmp = Path(tempfile.mkdtemp(prefix="spellbook-team-"))
     try:
         print(f"1. scribe on one machine -> searchable on the other, timer {args.seconds:g} s, {args.samples} samples")

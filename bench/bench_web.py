@@ -31,8 +31,8 @@ from mcp.client.streamable_http import streamable_http_client
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.helpers.git import git  # noqa: E402
-from tests.helpers.web import base_of, start_ui, stop_ui, token_of, write_vault  # noqa: E402
+from tests.helpers.git import git
+from tests.helpers.web import base_of, start_ui, stop_ui, token_of, write_vault
 
 TARGET_MS = 300.0
 
@@ -64,16 +64,22 @@ def main() -> int:
             while ">ready<" not in http.get("/").text:
                 time.sleep(1)
             print(f"index: ready {time.perf_counter() - started:.1f} s after the server answered")
-            first = sorted((vault / "ops" / "deploy").glob("*.md"))[0]  # a note with its git history
+            first = min((vault / "ops" / "deploy").glob("*.md"))  # a note with its git history
             note_id = first.read_text(encoding="utf-8").split("id: ", 1)[1].split("\n", 1)[0]
             pages = {
-                "overview": "/", "activity": "/activity", "search": "/search?q=canary+rollback+release",
+                "overview": "/",
+                "activity": "/activity",
+                "search": "/search?q=canary+rollback+release",
                 "search (filtered)": "/search?q=backup+snapshot&category=ops&tag=infra",
-                "memory": f"/memory/{note_id}", "graph": "/graph", "graph (one category)": "/graph?category=ops",
+                "memory": f"/memory/{note_id}",
+                "graph": "/graph",
+                "graph (one category)": "/graph?category=ops",
                 "care": "/care",
             }
-            print(f"\n{'page':22} {'first ms':>9} {'p50 ms':>8} {'p95 ms':>8} {'KB':>6}  (rounds {args.rounds}, "
-                  f"target < {TARGET_MS:.0f} ms)")
+            print(
+                f"\n{'page':22} {'first ms':>9} {'p50 ms':>8} {'p95 ms':>8} {'KB':>6}  (rounds {args.rounds}, "
+                f"target < {TARGET_MS:.0f} ms)"
+            )
             slow = []
             for name, path in pages.items():
                 first_ms, times, size = _measure(http, path, args.rounds)
@@ -82,37 +88,47 @@ def main() -> int:
                 if flag:
                     slow.append(name)
                 print(f"{name:22} {first_ms:9.1f} {p50:8.1f} {p95:8.1f} {size / 1024:6.0f}{flag}")
-            print("\nright after a write (scribe over MCP): the page shows the kept answer (minus notes gone since), "
-                  "marked 'As of N s ago', while the owner makes the fresh one")
+            print(
+                "\nright after a write (scribe over MCP): the page shows the kept answer (minus notes gone since), "
+                "marked 'As of N s ago', while the owner makes the fresh one"
+            )
             for name, path in (("care", "/care"), ("graph", "/graph"), ("overview", "/")):
                 anyio.run(_scribe, f"{base}/mcp", token, name)
                 t = time.perf_counter()
                 page = http.get(path).text
-                print(f"{name:22} {(time.perf_counter() - t) * 1000:9.1f} ms  {'(As of ...)' if 'As of' in page else ''}")
+                print(
+                    f"{name:22} {(time.perf_counter() - t) * 1000:9.1f} ms  {'(As of ...)' if 'As of' in page else ''}"
+                )
             anyio.run(_scribe, f"{base}/mcp", token, "refresh")
             time.sleep(12)  # the owner's loop recomputes what was viewed (engine/memo.py)
             print("12 s after a write (the owner's loop has recomputed them: fresh answers, no 'As of')")
             for name, path in (("care", "/care"), ("graph", "/graph")):
                 t = time.perf_counter()
                 page = http.get(path).text
-                print(f"{name:22} {(time.perf_counter() - t) * 1000:9.1f} ms  {'(As of ...)' if 'As of' in page else ''}")
+                print(
+                    f"{name:22} {(time.perf_counter() - t) * 1000:9.1f} ms  {'(As of ...)' if 'As of' in page else ''}"
+                )
             graph = http.get("/graph").text
-            summary = graph.split('id=graph-summary>', 1)[1].split("</p>", 1)[0]
+            summary = graph.split("id=graph-summary>", 1)[1].split("</p>", 1)[0]
             print(f"\ngraph: {summary}")
     finally:
         stop_ui(proc)
         if not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)
-    print(f"\n{platform.processor() or platform.machine()}, {platform.python_version()}, embedder {args.embedder}, "
-          f"{args.notes:,} notes")
+    print(
+        f"\n{platform.processor() or platform.machine()}, {platform.python_version()}, embedder {args.embedder}, "
+        f"{args.notes:,} notes"
+    )
     if slow:
         print(f"over the target: {', '.join(slow)}")
     return 1 if slow else 0
 
 
 async def _scribe(url: str, token: str, what: str) -> None:
-    async with (httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http,
-                Client(streamable_http_client(url, http_client=http)) as client):
+    async with (
+        httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http,
+        Client(streamable_http_client(url, http_client=http)) as client,
+    ):
         done = await client.call_tool("scribe", {"text": f"Bench write before {what}.", "title": f"Bench {what}"})
         assert not done.is_error, done
 

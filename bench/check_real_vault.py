@@ -39,9 +39,9 @@ from mcp.client.streamable_http import streamable_http_client
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from spellbook.vault.fields import field_text  # noqa: E402
-from spellbook.vault.note import parse_note  # noqa: E402
-from tests.helpers.web import base_of, start_ui, stop_ui, token_of  # noqa: E402
+from spellbook.vault.fields import field_text
+from spellbook.vault.note import parse_note
+from tests.helpers.web import base_of, start_ui, stop_ui, token_of
 
 HEADING = re.compile(r"^#[ \t]+(.+?)[ \t#]*$", re.MULTILINE)  # a first '# ' line, as names were once taken
 
@@ -57,10 +57,15 @@ def main() -> int:
         for folder in args.folders:
             if (args.vault / folder).is_dir():
                 shutil.copytree(args.vault / folder, vault / folder)
-        files = {p.relative_to(vault).as_posix(): parse_note(p.read_text(encoding="utf-8"))
-                 for p in sorted(vault.rglob("*.md")) if not p.name.startswith("_")}
-        print(f"vault: {len(files)} notes under {', '.join(f for f in args.folders if (vault / f).is_dir())} "
-              f"(embedder: hashing)")
+        files = {
+            p.relative_to(vault).as_posix(): parse_note(p.read_text(encoding="utf-8"))
+            for p in sorted(vault.rglob("*.md"))
+            if not p.name.startswith("_")
+        }
+        print(
+            f"vault: {len(files)} notes under {', '.join(f for f in args.folders if (vault / f).is_dir())} "
+            f"(embedder: hashing)"
+        )
         started = time.monotonic()
         proc, address = start_ui(vault)
         failures: list[str] = []
@@ -84,8 +89,10 @@ def main() -> int:
 
 
 async def _mcp(url: str, token: str, folder: str) -> tuple[dict, dict[str, dict], tuple[str, list[str]]]:
-    async with (httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=300) as http,
-                Client(streamable_http_client(url, http_client=http)) as client):
+    async with (
+        httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=300) as http,
+        Client(streamable_http_client(url, http_client=http)) as client,
+    ):
         index = (await client.call_tool("get_index", {})).structured_content
         notes: dict[str, dict] = {}
         while True:
@@ -95,8 +102,11 @@ async def _mcp(url: str, token: str, folder: str) -> tuple[dict, dict[str, dict]
                 break
         found: list[str] = []
         while True:
-            page = (await client.call_tool("list_memories", {"filter": {"folder": folder}, "limit": 200,
-                                                             "offset": len(found)})).structured_content
+            page = (
+                await client.call_tool(
+                    "list_memories", {"filter": {"folder": folder}, "limit": 200, "offset": len(found)}
+                )
+            ).structured_content
             found += [m["path"] for m in page["memories"]]
             if not page["memories"] or len(found) >= page["total"]:
                 break
@@ -109,10 +119,13 @@ def _check_names(files: dict[str, Any], notes: dict[str, dict]) -> list[str]:
     heading = sum(1 for p in untitled if (m := HEADING.search(files[p].body)) and m.group(1).strip() != Path(p).stem)
     titled = [p for p in files if p not in untitled]
     kept = [p for p in titled if notes.get(p, {}).get("title") == field_text(files[p].meta.get("title"))]
-    print(f"names: {len(untitled) - len(wrong)}/{len(untitled)} notes without a title are named by their file name "
-          f"({heading} of them have a first '# ' line that differs); {len(kept)}/{len(titled)} with a title keep it")
+    print(
+        f"names: {len(untitled) - len(wrong)}/{len(untitled)} notes without a title are named by their file name "
+        f"({heading} of them have a first '# ' line that differs); {len(kept)}/{len(titled)} with a title keep it"
+    )
     return [f"{p} is named {notes.get(p, {}).get('title')!r}" for p in wrong[:10]] + (
-        [f"{len(titled) - len(kept)} notes lost their frontmatter title"] if len(kept) != len(titled) else [])
+        [f"{len(titled) - len(kept)} notes lost their frontmatter title"] if len(kept) != len(titled) else []
+    )
 
 
 def _check_topics(files: dict[str, Any], index: dict, notes: dict[str, dict]) -> list[str]:
@@ -125,8 +138,10 @@ def _check_topics(files: dict[str, Any], index: dict, notes: dict[str, dict]) ->
     for category, topics in sorted(wanted.items()):
         listed = set(index["categories"].get(category, {}).get("topics", {}))
         missing = topics - listed
-        print(f"topics of {category}: {len(topics & listed)}/{len(topics)} folders listed by get_index "
-              f"({', '.join(sorted(listed)[:6])}{', ...' if len(listed) > 6 else ''})")
+        print(
+            f"topics of {category}: {len(topics & listed)}/{len(topics)} folders listed by get_index "
+            f"({', '.join(sorted(listed)[:6])}{', ...' if len(listed) > 6 else ''})"
+        )
         out += [f"get_index does not list {category}/{t} as a topic" for t in sorted(missing)]
     none = sum(1 for m in notes.values() if m.get("topic") is None)
     print(f"notes without a topic: {none}/{len(notes)} (those directly in a category folder, or at the root)")
@@ -154,9 +169,16 @@ def _check_pages(http: httpx2.Client, notes: dict[str, dict]) -> list[str]:
     for category in categories:  # one note of each category (language)
         some += [m for m in notes.values() if m.get("category") == category][:1]
     first = some[0] if some else {"category": "", "topic": ""}
-    pages = ["/", "/activity", "/care", "/graph", f"/graph?category={quote(first['category'] or '')}",
-             "/search?q=" + quote("sync settings"), "/search?q=" + quote(first["title"]),
-             f"/search?q=*&category={quote(first['category'] or '')}&topic={quote(first.get('topic') or '')}&limit=50"]
+    pages = [
+        "/",
+        "/activity",
+        "/care",
+        "/graph",
+        f"/graph?category={quote(first['category'] or '')}",
+        "/search?q=" + quote("sync settings"),
+        "/search?q=" + quote(first["title"]),
+        f"/search?q=*&category={quote(first['category'] or '')}&topic={quote(first.get('topic') or '')}&limit=50",
+    ]
     pages += list(dict.fromkeys(f"/memory/{quote(m['id'], safe='')}" for m in some))
     out = []
     for page in pages:

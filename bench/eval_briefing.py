@@ -21,8 +21,7 @@ from spellbook.config import Settings
 from spellbook.server.hub import Hub
 from spellbook.sessions.quoting import estimate_tokens
 from spellbook.vault.template import init_vault
-from tests.helpers.coding_sessions import (
-    HELD_OUT, PROBES, PROBES_HELD_OUT, PROJECTS, capture_projects, score)
+from tests.helpers.coding_sessions import HELD_OUT, PROBES, PROBES_HELD_OUT, PROJECTS, capture_projects, score
 
 try:
     from spellbook.sessions.briefing import session_context
@@ -52,8 +51,10 @@ def main() -> None:
                 got, faults = score(text, probes[project.name])
                 total += len(probes[project.name])
                 answered += len(got)
-                print(f"{project.name:6s} {len(got)}/{len(probes[project.name])} probes, {len(text)} chars, "
-                      f"~{estimate_tokens(text)} tokens of {opts.budget}, {took:.0f} ms in process")
+                print(
+                    f"{project.name:6s} {len(got)}/{len(probes[project.name])} probes, {len(text)} chars, "
+                    f"~{estimate_tokens(text)} tokens of {opts.budget}, {took:.0f} ms in process"
+                )
                 for probe in probes[project.name]:
                     print(f"  {'yes' if probe in got else 'no '}  {probe.question}")
                 for fault in faults:

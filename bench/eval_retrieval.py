@@ -41,19 +41,32 @@ from typing import Any
 _HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 
-import anyio  # noqa: E402
+import anyio
 
 SPELLBOOK_MODULES = (
-    "spellbook.config", "spellbook.engine", "spellbook.server.hub", "spellbook.server.tools",
-    "spellbook.index.indexer", "spellbook.index.catalog", "spellbook.index.chroma", "spellbook.index.keyword",
-    "spellbook.engine.hybrid", "spellbook.embedders.base", "spellbook.embedders.use", "spellbook.embedders.minilm",
+    "spellbook.config",
+    "spellbook.engine",
+    "spellbook.server.hub",
+    "spellbook.server.tools",
+    "spellbook.index.indexer",
+    "spellbook.index.catalog",
+    "spellbook.index.chroma",
+    "spellbook.index.keyword",
+    "spellbook.engine.hybrid",
+    "spellbook.embedders.base",
+    "spellbook.embedders.use",
+    "spellbook.embedders.minilm",
     "spellbook.embedders.hashing",
 )
 
 # <workspace>/shared/eval from the repository (or from a git worktree one level further down), or $SPELLBOOK_EVAL_DIR.
-EVAL_DIR = Path(os.environ.get("SPELLBOOK_EVAL_DIR") or next(
-    (d for d in (Path(__file__).resolve().parents[i] / "shared" / "eval" for i in (2, 3)) if d.is_dir()),
-    Path(__file__).resolve().parents[2] / "shared" / "eval"))
+EVAL_DIR = Path(
+    os.environ.get("SPELLBOOK_EVAL_DIR")
+    or next(
+        (d for d in (Path(__file__).resolve().parents[i] / "shared" / "eval" for i in (2, 3)) if d.is_dir()),
+        Path(__file__).resolve().parents[2] / "shared" / "eval",
+    )
+)
 DEFAULT_SETS = [EVAL_DIR / "dev_en.jsonl.gz", EVAL_DIR / "dev_ko.jsonl.gz"]
 # Conversational memory (LoCoMo, evaluation only: read at run time, never copied into the repository).
 CONV_SETS = [EVAL_DIR / "dev_conv_turns.jsonl.gz", EVAL_DIR / "dev_conv_obs.jsonl.gz"]
@@ -186,8 +199,12 @@ class ModeResult:
 def combine(results: list[dict[str, Any]]) -> dict[str, Any]:
     """One summary over several stores of one file (e.g. the seven conversations): every query
     counts once, per mode and per category; latencies pooled."""
-    out: dict[str, Any] = {"source": results[0]["source"], "stores": len(results),
-                           "notes": sum(r["notes"] for r in results), "queries": sum(r["queries"] for r in results)}
+    out: dict[str, Any] = {
+        "source": results[0]["source"],
+        "stores": len(results),
+        "notes": sum(r["notes"] for r in results),
+        "queries": sum(r["queries"] for r in results),
+    }
     scribe = [x for r in results for x in r["load"].get("scribe_ms", [])]
     out["scribe_ms_p50"] = percentile(scribe, 50)
     out["scribe_ms_p95"] = percentile(scribe, 95)
@@ -203,22 +220,32 @@ def combine(results: list[dict[str, Any]]) -> dict[str, Any]:
                 for k in KS:
                     mr.hits[k] += rank is not None and rank <= k
                 mr.rr_sum += 1.0 / rank if rank else 0.0
-        out["modes"][mode] = {k: v for k, v in mr.summary().items() if k not in ("ranks", "latencies_ms", "miss_examples")}
+        out["modes"][mode] = {
+            k: v for k, v in mr.summary().items() if k not in ("ranks", "latencies_ms", "miss_examples")
+        }
     return out
 
 
 def render_combined(c: dict[str, Any]) -> str:
-    lines = [f"== all {c['stores']} stores of {Path(c['source']).name}: {c['notes']} notes, {c['queries']} queries "
-             f"(scribe p50 {c['scribe_ms_p50']:.1f} ms, p95 {c['scribe_ms_p95']:.1f} ms)"]
+    lines = [
+        (
+            f"== all {c['stores']} stores of {Path(c['source']).name}: {c['notes']} notes, {c['queries']} queries "
+            f"(scribe p50 {c['scribe_ms_p50']:.1f} ms, p95 {c['scribe_ms_p95']:.1f} ms)"
+        )
+    ]
     lines.append(f"   {'mode':<9} {'hit@1':>6} {'hit@5':>6} {'hit@10':>6} {'MRR@10':>7} {'p50 ms':>7} {'p95 ms':>7}")
     for mode, s in c["modes"].items():
-        lines.append(f"   {mode:<9} {s['hit@1']:>6.3f} {s['hit@5']:>6.3f} {s['hit@10']:>6.3f} {s['mrr@10']:>7.3f} "
-                     f"{s['latency_ms_p50']:>7.1f} {s['latency_ms_p95']:>7.1f}")
+        lines.append(
+            f"   {mode:<9} {s['hit@1']:>6.3f} {s['hit@5']:>6.3f} {s['hit@10']:>6.3f} {s['mrr@10']:>7.3f} "
+            f"{s['latency_ms_p50']:>7.1f} {s['latency_ms_p95']:>7.1f}"
+        )
     for mode, s in c["modes"].items():
         lines.append(f"   {mode} by category:")
         for cat, x in s["by_category"].items():
-            lines.append(f"     {cat:<22} n={x['queries']:<4} hit@1 {x['hit@1']:.3f}  hit@5 {x['hit@5']:.3f}  "
-                         f"hit@10 {x['hit@10']:.3f}  MRR@10 {x['mrr@10']:.3f}")
+            lines.append(
+                f"     {cat:<22} n={x['queries']:<4} hit@1 {x['hit@1']:.3f}  hit@5 {x['hit@5']:.3f}  "
+                f"hit@10 {x['hit@10']:.3f}  MRR@10 {x['mrr@10']:.3f}"
+            )
     return "\n".join(lines)
 
 
@@ -274,10 +301,16 @@ def stored_text(note: dict[str, Any], previous: dict[Any, str], context: bool, d
     return text
 
 
-
 async def evaluate(
-    data: EvalSet, embedder: str, modes: list[str], limit_queries: int | None, title_fallback: str, progress: bool,
-    sweep: bool = False, conv_context: bool = False, conv_dates: bool = False,
+    data: EvalSet,
+    embedder: str,
+    modes: list[str],
+    limit_queries: int | None,
+    title_fallback: str,
+    progress: bool,
+    sweep: bool = False,
+    conv_context: bool = False,
+    conv_dates: bool = False,
 ) -> dict[str, Any]:
     from mcp import Client
 
@@ -286,8 +319,14 @@ async def evaluate(
     from spellbook.server.tools import build_server
 
     queries = data.queries[:limit_queries] if limit_queries else data.queries
-    result: dict[str, Any] = {"conv": data.conv, "source": str(data.source), "notes": len(data.notes),
-                              "queries": len(queries), "embedder_setting": embedder, "loadavg": {}}
+    result: dict[str, Any] = {
+        "conv": data.conv,
+        "source": str(data.source),
+        "notes": len(data.notes),
+        "queries": len(queries),
+        "embedder_setting": embedder,
+        "loadavg": {},
+    }
     result["loadavg"]["start"] = _loadavg()
     with tempfile.TemporaryDirectory(prefix=f"spellbook-eval-{data.conv}-", ignore_cleanup_errors=True) as tmp:
         vault_dir = Path(tmp) / "vault"
@@ -298,7 +337,7 @@ async def evaluate(
         hub.start(background=False)
         result["open_seconds"] = time.perf_counter() - t0
         try:
-            if hub._open_error is not None:  # noqa: SLF001 - the real cause, instead of an error per tool call
+            if hub._open_error is not None:
                 raise RuntimeError(f"hub failed to open: {hub._open_error!r}")
             server = build_server(hub)
             async with Client(server) as client:
@@ -345,8 +384,10 @@ async def evaluate(
 
                 result["loadavg"]["after_load"] = _loadavg()
                 stats = (await client.call_tool("stats", {})).structured_content or {}
-                result["index"] = {k: stats.get(k) for k in ("notes", "chunks", "vectors", "skipped", "warnings",
-                                                             "problems_total", "state")}
+                result["index"] = {
+                    k: stats.get(k)
+                    for k in ("notes", "chunks", "vectors", "skipped", "warnings", "problems_total", "state")
+                }
 
                 # Queries. Modes are interleaved per query (in rotating order), so a burst of other
                 # work on the machine slows every mode alike instead of skewing one mode's latency.
@@ -431,8 +472,11 @@ def source_fingerprint() -> dict[str, Any]:
     for file in sorted(root.rglob("*.py")):
         digest.update(file.relative_to(root).as_posix().encode() + b"\0" + file.read_bytes() + b"\0")
         newest = max(newest, file.stat().st_mtime)
-    return {"path": str(root), "sha256": digest.hexdigest()[:16],
-            "newest_mtime": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(newest))}
+    return {
+        "path": str(root),
+        "sha256": digest.hexdigest()[:16],
+        "newest_mtime": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(newest)),
+    }
 
 
 def import_spellbook() -> dict[str, Any]:
@@ -475,7 +519,7 @@ def machine_info() -> dict[str, Any]:
         from spellbook import __version__
 
         info["spellbook"] = __version__
-    except Exception:  # noqa: BLE001
+    except Exception:
         pass
     return info
 
@@ -487,7 +531,8 @@ def render(result: dict[str, Any], by_category: bool) -> str:
     lines.append(f"== {result['conv']}  ({result['notes']} notes, {result['queries']} queries; {result['source']})")
     lines.append(f"   embedder: {result.get('embedder')}")
     lines.append(
-        f"   open {result['open_seconds']:.1f} s; load {load['seconds']:.1f} s = {load['notes_per_second']:.1f} notes/s "
+        f"   open {result['open_seconds']:.1f} s; "
+        f"load {load['seconds']:.1f} s = {load['notes_per_second']:.1f} notes/s "
         f"(scribe p50 {load['scribe_ms_p50']:.1f} ms, p95 {load['scribe_ms_p95']:.1f} ms, errors {load['errors']})"
     )
     la = result.get("loadavg") or {}
@@ -499,7 +544,10 @@ def render(result: dict[str, Any], by_category: bool) -> str:
         f"   index: {idx.get('notes')} notes, {idx.get('chunks')} chunks, {idx.get('vectors')} vectors, "
         f"{idx.get('problems_total')} problem(s)"
     )
-    header = f"   {'mode':<9} {'hit@1':>6} {'hit@5':>6} {'hit@10':>6} {'MRR@10':>7} {'p50 ms':>7} {'p95 ms':>7} {'empty':>5} {'err':>4}"
+    header = (
+        f"   {'mode':<9} {'hit@1':>6} {'hit@5':>6} {'hit@10':>6} {'MRR@10':>7} "
+        f"{'p50 ms':>7} {'p95 ms':>7} {'empty':>5} {'err':>4}"
+    )
     lines.append(header)
     lines.append("   " + "-" * (len(header) - 3))
     for mode, s in result["modes"].items():
@@ -509,7 +557,10 @@ def render(result: dict[str, Any], by_category: bool) -> str:
         )
     ref = REFERENCE_BM25.get(result["conv"])
     if ref:
-        lines.append(f"   {'BM25 ref':<9} {'':>6} {ref[0]:>6.3f} {ref[1]:>6.3f} {ref[2]:>7.3f}   (plain BM25 on the full set, README)")
+        lines.append(
+            f"   {'BM25 ref':<9} {'':>6} {ref[0]:>6.3f} {ref[1]:>6.3f} {ref[2]:>7.3f}   "
+            "(plain BM25 on the full set, README)"
+        )
     if by_category:
         for mode, s in result["modes"].items():
             cats = s.get("by_category", {})
@@ -518,11 +569,14 @@ def render(result: dict[str, Any], by_category: bool) -> str:
             lines.append(f"   {mode} by category:")
             for cat, c in cats.items():
                 lines.append(
-                    f"     {cat:<22} n={c['queries']:<4} hit@1 {c['hit@1']:.3f}  hit@5 {c['hit@5']:.3f}  hit@10 {c['hit@10']:.3f}  "
+                    f"     {cat:<22} n={c['queries']:<4} hit@1 {c['hit@1']:.3f}  "
+                    f"hit@5 {c['hit@5']:.3f}  hit@10 {c['hit@10']:.3f}  "
                     f"MRR@10 {c['mrr@10']:.3f}"
                 )
     if result.get("fusion_sweep"):
-        lines.append(f"   fusion sweep (client-side weighted RRF of note-level top-{SWEEP_DEPTH} semantic and keyword lists;")
+        lines.append(
+            f"   fusion sweep (client-side weighted RRF of note-level top-{SWEEP_DEPTH} semantic and keyword lists;"
+        )
         lines.append("   a baseline for the server's own hybrid row above; the first row is plain equal-weight RRF):")
         for label, m in result["fusion_sweep"].items():
             lines.append(
@@ -538,29 +592,54 @@ def render(result: dict[str, Any], by_category: bool) -> str:
 
 # --- CLI --------------------------------------------------------------------------------------
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--set", dest="sets", action="append", type=Path, metavar="PATH",
-                   help=f"an eval set (.jsonl or .jsonl.gz); repeatable. Default: {', '.join(str(s) for s in DEFAULT_SETS)}")
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument(
+        "--set",
+        dest="sets",
+        action="append",
+        type=Path,
+        metavar="PATH",
+        help=f"an eval set (.jsonl or .jsonl.gz); repeatable. Default: {', '.join(str(s) for s in DEFAULT_SETS)}",
+    )
     p.add_argument("--embedder", choices=EMBEDDERS, default="use-m3")
     p.add_argument("--modes", default=",".join(MODES), help="comma list of hybrid, semantic, keyword")
     p.add_argument("--limit-queries", type=int, default=None, metavar="N", help="only the first N queries per set")
-    p.add_argument("--title-fallback", choices=("auto", "id", "none"), default="auto",
-                   help="title for notes without meta.title: the eval note id, or none (Spellbook derives one); "
-                        "auto (default): none for conversations (an agent passes no such id), id otherwise")
-    p.add_argument("--conv-context", action="store_true",
-                   help="store each dialogue turn with the turn before it (same session) quoted below it, as the "
-                        "system guide asks agents to (docs/search.md); default: the turn alone")
-    p.add_argument("--conv-dates", action="store_true",
-                   help="end each conversational note with the day it was said, e.g. '(14 March, 2026)', as the "
-                        "system guide asks agents to; default: no date")
+    p.add_argument(
+        "--title-fallback",
+        choices=("auto", "id", "none"),
+        default="auto",
+        help="title for notes without meta.title: the eval note id, or none (Spellbook derives one); "
+        "auto (default): none for conversations (an agent passes no such id), id otherwise",
+    )
+    p.add_argument(
+        "--conv-context",
+        action="store_true",
+        help="store each dialogue turn with the turn before it (same session) quoted below it, as the "
+        "system guide asks agents to (docs/search.md); default: the turn alone",
+    )
+    p.add_argument(
+        "--conv-dates",
+        action="store_true",
+        help="end each conversational note with the day it was said, e.g. '(14 March, 2026)', as the "
+        "system guide asks agents to; default: no date",
+    )
     p.add_argument("--conv", action="store_true", help="the conversational sets (dev_conv_turns, dev_conv_obs)")
     p.add_argument("--all", action="store_true", help="dev_en, dev_ko and the conversational sets")
     p.add_argument("--by-category", action="store_true", help="also print per-category rows")
-    p.add_argument("--fusion-sweep", action="store_true",
-                   help="also compare weighted RRF settings, fused here from deeper semantic + keyword lists")
+    p.add_argument(
+        "--fusion-sweep",
+        action="store_true",
+        help="also compare weighted RRF settings, fused here from deeper semantic + keyword lists",
+    )
     p.add_argument("--json", action="store_true", help="print a JSON summary after the tables")
-    p.add_argument("--json-out", type=Path, metavar="PATH",
-                   help="also write the JSON summary to PATH, updated after each set (survives a killed run)")
+    p.add_argument(
+        "--json-out",
+        type=Path,
+        metavar="PATH",
+        help="also write the JSON summary to PATH, updated after each set (survives a killed run)",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     args = p.parse_args(argv)
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
@@ -570,8 +649,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args.modes = modes
     if args.limit_queries is not None and args.limit_queries < 1:
         p.error("--limit-queries must be at least 1")
-    args.sets = (args.sets or []) + (CONV_SETS if args.conv and not args.all else []) + (
-        DEFAULT_SETS + CONV_SETS if args.all else [])
+    args.sets = (
+        (args.sets or [])
+        + (CONV_SETS if args.conv and not args.all else [])
+        + (DEFAULT_SETS + CONV_SETS if args.all else [])
+    )
     args.sets = args.sets or DEFAULT_SETS
     for s in args.sets:
         if not s.is_file():
@@ -586,8 +668,11 @@ async def amain(args: argparse.Namespace) -> dict[str, Any]:
         f"machine: {machine.get('cpu_count')} CPUs ({machine.get('cpu_affinity', '?')} usable), "
         f"{machine.get('cpu_model', '?')}; Python {machine['python']}; spellbook {machine.get('spellbook', '?')}"
     )
-    print(f"embedder setting: {args.embedder}; modes: {', '.join(args.modes)}; top {SEARCH_LIMIT}"
-          + (f"; first {args.limit_queries} queries per set" if args.limit_queries else ""), flush=True)
+    print(
+        f"embedder setting: {args.embedder}; modes: {', '.join(args.modes)}; top {SEARCH_LIMIT}"
+        + (f"; first {args.limit_queries} queries per set" if args.limit_queries else ""),
+        flush=True,
+    )
     print(f"code: spellbook source sha256 {code['sha256']} (newest file {code.get('newest_mtime')}) at {code['path']}")
     results = []
     combined = []
@@ -596,29 +681,58 @@ async def amain(args: argparse.Namespace) -> dict[str, Any]:
         for data in load_sets(path):
             if not args.quiet:
                 _log(f"[{data.conv}] {len(data.notes)} notes, {len(data.queries)} queries from {path}")
-            result = await evaluate(data, args.embedder, args.modes, args.limit_queries, args.title_fallback,
-                                    progress=not args.quiet, sweep=args.fusion_sweep, conv_context=args.conv_context,
-                                    conv_dates=args.conv_dates)
+            result = await evaluate(
+                data,
+                args.embedder,
+                args.modes,
+                args.limit_queries,
+                args.title_fallback,
+                progress=not args.quiet,
+                sweep=args.fusion_sweep,
+                conv_context=args.conv_context,
+                conv_dates=args.conv_dates,
+            )
             print()
             print(render(result, args.by_category), flush=True)
             results.append(result)
             file_results.append(result)
             if args.json_out:
-                _write_json(args.json_out, {"machine": machine, "code": code, "embedder_setting": args.embedder,
-                                            "modes": args.modes, "limit_queries": args.limit_queries,
-                                            "title_fallback": args.title_fallback, "sets": results, "partial": True})
+                _write_json(
+                    args.json_out,
+                    {
+                        "machine": machine,
+                        "code": code,
+                        "embedder_setting": args.embedder,
+                        "modes": args.modes,
+                        "limit_queries": args.limit_queries,
+                        "title_fallback": args.title_fallback,
+                        "sets": results,
+                        "partial": True,
+                    },
+                )
         if len(file_results) > 1:
             combined.append(combine(file_results))
             print()
             print(render_combined(combined[-1]), flush=True)
     now = source_fingerprint()
     if now["sha256"] != code["sha256"]:
-        print(f"note: spellbook's source on disk changed during the run (now {now['sha256']}); "
-              f"the numbers above are for {code['sha256']}, the version imported at the start.")
-    return {"machine": machine, "code": code, "code_at_end": now, "embedder_setting": args.embedder, "modes": args.modes,
-            "limit_queries": args.limit_queries, "title_fallback": args.title_fallback, "sets": results,
-            "conv_context": args.conv_context, "conv_dates": args.conv_dates,
-            "combined": combined}
+        print(
+            f"note: spellbook's source on disk changed during the run (now {now['sha256']}); "
+            f"the numbers above are for {code['sha256']}, the version imported at the start."
+        )
+    return {
+        "machine": machine,
+        "code": code,
+        "code_at_end": now,
+        "embedder_setting": args.embedder,
+        "modes": args.modes,
+        "limit_queries": args.limit_queries,
+        "title_fallback": args.title_fallback,
+        "sets": results,
+        "conv_context": args.conv_context,
+        "conv_dates": args.conv_dates,
+        "combined": combined,
+    }
 
 
 def _write_json(path: Path, data: dict[str, Any]) -> None:

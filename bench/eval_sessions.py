@@ -43,7 +43,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from bench.bench_hooks import SPELLBOOK, free_port, wait_owner  # noqa: E402
+from bench.bench_hooks import SPELLBOOK, free_port, wait_owner
 
 DATA = ROOT.parent / "shared" / "eval" / "dev_conv_turns.jsonl.gz"
 EVIDENCE_SHARE = 0.8
@@ -186,12 +186,24 @@ def transcript(folder: Path, cwd: str, turns: list[dict], first: str, session_id
         messages.insert(0, (True, f"{first}: (joins the conversation)"))
     for n, (user, text) in enumerate(messages):
         when += timedelta(seconds=30)
-        message = ({"role": "user", "content": text} if user
-                   else {"role": "assistant", "content": [{"type": "text", "text": text}]})
-        entry = {"type": "user" if user else "assistant", "message": message,
-                 "uuid": str(uuid.uuid5(uuid.NAMESPACE_URL, f"{session_id}/{n}")), "parentUuid": parent,
-                 "sessionId": session_id, "timestamp": when.strftime("%Y-%m-%dT%H:%M:%S.000Z"), "cwd": cwd,
-                 "gitBranch": "main", "isSidechain": False, "userType": "external", "version": "2.1.330"}
+        message = (
+            {"role": "user", "content": text}
+            if user
+            else {"role": "assistant", "content": [{"type": "text", "text": text}]}
+        )
+        entry = {
+            "type": "user" if user else "assistant",
+            "message": message,
+            "uuid": str(uuid.uuid5(uuid.NAMESPACE_URL, f"{session_id}/{n}")),
+            "parentUuid": parent,
+            "sessionId": session_id,
+            "timestamp": when.strftime("%Y-%m-%dT%H:%M:%S.000Z"),
+            "cwd": cwd,
+            "gitBranch": "main",
+            "isSidechain": False,
+            "userType": "external",
+            "version": "2.1.330",
+        }
         parent = entry["uuid"]
         entries.append(entry)
     file = folder / f"{session_id}.jsonl"
@@ -214,8 +226,14 @@ def squash(text: str) -> str:
 
 def run_hook(event: str, vault: Path, payload: dict, env: dict, extra: list[str]) -> tuple[float, str]:
     started = time.perf_counter()
-    out = subprocess.run([SPELLBOOK, "hook", event, "--vault", str(vault), *extra], input=json.dumps(payload).encode(),
-                         capture_output=True, env=env, timeout=120, check=False)
+    out = subprocess.run(
+        [SPELLBOOK, "hook", event, "--vault", str(vault), *extra],
+        input=json.dumps(payload).encode(),
+        capture_output=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
     return (time.perf_counter() - started) * 1000, out.stdout.decode("utf-8", "replace")
 
 
@@ -231,13 +249,18 @@ def session_notes(vault: Path) -> dict[str, str]:
     return out
 
 
-def run_conv(conv: str, turns: list[dict], questions: list[dict], opts: Any, tmp: Path, env: dict,
-             extra: list[str]) -> dict[str, Any]:
+def run_conv(
+    conv: str, turns: list[dict], questions: list[dict], opts: Any, tmp: Path, env: dict, extra: list[str]
+) -> dict[str, Any]:
     vault, project = tmp / conv / "vault", tmp / conv / conv
     project.mkdir(parents=True)
     subprocess.run([SPELLBOOK, "init", str(vault)], env=env, check=True, capture_output=True)
-    server = subprocess.Popen([SPELLBOOK, "serve", "--http", "--port", str(free_port()), "--vault", str(vault)],
-                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = subprocess.Popen(
+        [SPELLBOOK, "serve", "--http", "--port", str(free_port()), "--vault", str(vault)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         wait_owner(vault, server, env)
         return measure(conv, turns, questions, opts, tmp, vault, project, env, extra)
@@ -246,8 +269,17 @@ def run_conv(conv: str, turns: list[dict], questions: list[dict], opts: Any, tmp
         server.wait(timeout=60)
 
 
-def measure(conv: str, turns: list[dict], questions: list[dict], opts: Any, tmp: Path, vault: Path, project: Path,
-            env: dict, extra: list[str]) -> dict[str, Any]:
+def measure(
+    conv: str,
+    turns: list[dict],
+    questions: list[dict],
+    opts: Any,
+    tmp: Path,
+    vault: Path,
+    project: Path,
+    env: dict,
+    extra: list[str],
+) -> dict[str, Any]:
     first = turns[0]["meta"]["speaker"]
     sessions: dict[int, list[dict]] = defaultdict(list)
     for turn in turns:
@@ -259,8 +291,12 @@ def measure(conv: str, turns: list[dict], questions: list[dict], opts: Any, tmp:
     for number, group in sorted(sessions.items()):
         ids[number] = str(uuid.uuid5(uuid.NAMESPACE_URL, f"locomo/{conv}/{number}"))
         file = transcript(tmp / conv, str(project), group, first, ids[number])
-        payload = {"session_id": ids[number], "transcript_path": str(file), "cwd": str(project),
-                   "hook_event_name": "SessionEnd"}
+        payload = {
+            "session_id": ids[number],
+            "transcript_path": str(file),
+            "cwd": str(project),
+            "hook_event_name": "SessionEnd",
+        }
         run_hook("capture", vault, payload, env, [])
     capture_s = time.perf_counter() - started
     note_session = session_notes(vault)
@@ -274,29 +310,50 @@ def measure(conv: str, turns: list[dict], questions: list[dict], opts: Any, tmp:
     rows: list[dict[str, Any]] = []
     try:
         for q in questions:
-            payload = {"session_id": "eval-prompts", "prompt": q["q"], "cwd": str(project),
-                       "hook_event_name": "UserPromptSubmit"}
+            payload = {
+                "session_id": "eval-prompts",
+                "prompt": q["q"],
+                "cwd": str(project),
+                "hook_event_name": "UserPromptSubmit",
+            }
             ms, out = run_hook("UserPromptSubmit", vault, payload, env, extra)
             found = hub.call("memorize", {"query": q["q"], "limit": 5, "context": project.name})["results"]
             hit_sessions = {number_of.get(note_session.get(h["id"], ""), -1) for h in found}
             injected = set(words(out))
-            rows.append({
-                "ms": ms, "chars": len(out), "category": q.get("category"), "q": q["q"], "gold": q.get("answer"),
-                "turns": [text_of[r] for r in q["relevant"] if r in text_of], "out": out,
-                "evidence": any(holds_turn(injected, text_of[r]) for r in q["relevant"] if r in text_of),
-                "answer": bool(str(q.get("answer") or "").strip()) and squash(str(q["answer"])) in squash(out),
-                "session": any(session_of.get(r) in hit_sessions for r in q["relevant"]),
-            })
+            rows.append(
+                {
+                    "ms": ms,
+                    "chars": len(out),
+                    "category": q.get("category"),
+                    "q": q["q"],
+                    "gold": q.get("answer"),
+                    "turns": [text_of[r] for r in q["relevant"] if r in text_of],
+                    "out": out,
+                    "evidence": any(holds_turn(injected, text_of[r]) for r in q["relevant"] if r in text_of),
+                    "answer": bool(str(q.get("answer") or "").strip()) and squash(str(q["answer"])) in squash(out),
+                    "session": any(session_of.get(r) in hit_sessions for r in q["relevant"]),
+                }
+            )
         false = []
         for prompt in UNRELATED:
-            payload = {"session_id": "eval-coding", "prompt": prompt, "cwd": str(project),
-                       "hook_event_name": "UserPromptSubmit"}
+            payload = {
+                "session_id": "eval-coding",
+                "prompt": prompt,
+                "cwd": str(project),
+                "hook_event_name": "UserPromptSubmit",
+            }
             ms, out = run_hook("UserPromptSubmit", vault, payload, env, extra)
             false.append({"ms": ms, "chars": len(out), "prompt": prompt})
     finally:
         hub.close()
-    return {"conv": conv, "sessions": len(sessions), "turns": len(turns), "capture_s": capture_s,
-            "rows": rows, "false": false}
+    return {
+        "conv": conv,
+        "sessions": len(sessions),
+        "turns": len(turns),
+        "capture_s": capture_s,
+        "rows": rows,
+        "false": false,
+    }
 
 
 def share(rows: list[dict], key: str) -> float:
@@ -308,17 +365,23 @@ def report(results: list[dict], opts: Any, elapsed: float) -> str:
     false = [r for res in results for r in res["false"]]
     injected = [r["chars"] for r in rows if r["chars"]]
     latency = sorted(r["ms"] for r in rows + false)
-    lines = [f"eval_sessions: {len(results)} conversations, {sum(r['sessions'] for r in results)} sessions captured "
-             f"through `hook capture`, {len(rows)} questions and {len(false)} unrelated prompts through "
-             f"`hook UserPromptSubmit`; embedder {opts.embedder}; {elapsed / 60:.1f} min; "
-             f"load average {os.getloadavg()[0]:.1f}",
-             "",
-             f"{'':18s} {'evidence':>9s} {'answer':>7s} {'sess@5':>7s} {'injected':>9s} {'n':>5s}"]
+    lines = [
+        (
+            f"eval_sessions: {len(results)} conversations, {sum(r['sessions'] for r in results)} sessions captured "
+            f"through `hook capture`, {len(rows)} questions and {len(false)} unrelated prompts through "
+            f"`hook UserPromptSubmit`; embedder {opts.embedder}; {elapsed / 60:.1f} min; "
+            f"load average {os.getloadavg()[0]:.1f}"
+        ),
+        "",
+        f"{'':18s} {'evidence':>9s} {'answer':>7s} {'sess@5':>7s} {'injected':>9s} {'n':>5s}",
+    ]
 
     def line(name: str, part: list[dict]) -> str:
         got = [r["chars"] for r in part if r["chars"]]
-        return (f"{name:18s} {share(part, 'evidence'):9.3f} {share(part, 'answer'):7.3f} {share(part, 'session'):7.3f} "
-                f"{statistics.median(got) if got else 0:9.0f} {len(part):5d}")
+        return (
+            f"{name:18s} {share(part, 'evidence'):9.3f} {share(part, 'answer'):7.3f} {share(part, 'session'):7.3f} "
+            f"{statistics.median(got) if got else 0:9.0f} {len(part):5d}"
+        )
 
     lines.append(line("all", rows))
     for cat, name in ((1, "multi-hop"), (2, "temporal"), (3, "open-domain"), (4, "single-hop")):
@@ -327,16 +390,26 @@ def report(results: list[dict], opts: Any, elapsed: float) -> str:
             lines.append(line(f"  {name}", part))
     for res in results:
         lines.append(line(f"  {res['conv']}", res["rows"]))
-    lines += ["",
-              f"questions given an injection: {len(injected)}/{len(rows)}; injected characters p50 "
-              f"{statistics.median(injected) if injected else 0:.0f}, p90 "
-              f"{sorted(injected)[int(len(injected) * 0.9)] if injected else 0}",
-              f"unrelated coding prompts given an injection: {sum(1 for r in false if r['chars'])}/{len(false)} "
-              f"= {share([{'x': bool(r['chars'])} for r in false], 'x'):.3f}",
-              f"UserPromptSubmit hook, server running: p50 {statistics.median(latency):.0f} ms, "
-              f"p95 {latency[int(len(latency) * 0.95)]:.0f} ms (n={len(latency)})",
-              f"capture: {statistics.median(r['capture_s'] / r['sessions'] for r in results):.2f} s a session "
-              "(the hook capture process, p50 over conversations)"]
+    lines += [
+        "",
+        (
+            f"questions given an injection: {len(injected)}/{len(rows)}; injected characters p50 "
+            f"{statistics.median(injected) if injected else 0:.0f}, p90 "
+            f"{sorted(injected)[int(len(injected) * 0.9)] if injected else 0}"
+        ),
+        (
+            f"unrelated coding prompts given an injection: {sum(1 for r in false if r['chars'])}/{len(false)} "
+            f"= {share([{'x': bool(r['chars'])} for r in false], 'x'):.3f}"
+        ),
+        (
+            f"UserPromptSubmit hook, server running: p50 {statistics.median(latency):.0f} ms, "
+            f"p95 {latency[int(len(latency) * 0.95)]:.0f} ms (n={len(latency)})"
+        ),
+        (
+            f"capture: {statistics.median(r['capture_s'] / r['sessions'] for r in results):.2f} s a session "
+            "(the hook capture process, p50 over conversations)"
+        ),
+    ]
     hit = sorted({r["prompt"] for r in false if r["chars"]})
     if hit:
         lines.append("unrelated prompts that got one: " + "; ".join(hit[:10]))
@@ -350,9 +423,13 @@ def main() -> None:
     ap.add_argument("--convs", type=int, default=0, help="only the first N conversations (0: all)")
     ap.add_argument("--limit", type=int, default=0, help="only the first N questions of each conversation")
     ap.add_argument("--out", type=Path, default=None, help="also write the report here")
-    ap.add_argument("--dump", type=Path, default=None,
-                    help="write every question here as JSON lines: the question, its answer and evidence turns, "
-                         "what was injected and what it held (data-derived: keep it outside the repository)")
+    ap.add_argument(
+        "--dump",
+        type=Path,
+        default=None,
+        help="write every question here as JSON lines: the question, its answer and evidence turns, "
+        "what was injected and what it held (data-derived: keep it outside the repository)",
+    )
     opts = ap.parse_args()
     if not opts.data.exists():
         raise SystemExit(f"no data at {opts.data}: the LoCoMo dev set lives in the workspace's shared/eval/")
@@ -360,8 +437,10 @@ def main() -> None:
     convs = sorted(notes)[: opts.convs or None]
     env = {k: v for k, v in os.environ.items() if not k.startswith("SPELLBOOK_")}
     # PYTHONPATH first: a copy of spellbook/ put there is what every hook runs (measure while editing)
-    env.update(SPELLBOOK_EMBEDDER=opts.embedder,
-               PYTHONPATH=os.pathsep.join(p for p in (os.environ.get("PYTHONPATH", ""), str(ROOT)) if p))
+    env.update(
+        SPELLBOOK_EMBEDDER=opts.embedder,
+        PYTHONPATH=os.pathsep.join(p for p in (os.environ.get("PYTHONPATH", ""), str(ROOT)) if p),
+    )
     os.environ.update(SPELLBOOK_EMBEDDER=opts.embedder)
     extra = ["--prompt-recall"]  # as `install claude-code --hooks` writes the hook
     tmp = Path(tempfile.mkdtemp(prefix="eval-sessions-"))
@@ -377,8 +456,14 @@ def main() -> None:
         opts.out.write_text(text, encoding="utf-8")
     if opts.dump:
         keys = ("category", "q", "gold", "turns", "out", "evidence", "answer", "session")
-        opts.dump.write_text("".join(json.dumps({"conv": res["conv"], **{k: r[k] for k in keys}}) + "\n"
-                                     for res in results for r in res["rows"]), encoding="utf-8")
+        opts.dump.write_text(
+            "".join(
+                json.dumps({"conv": res["conv"], **{k: r[k] for k in keys}}) + "\n"
+                for res in results
+                for r in res["rows"]
+            ),
+            encoding="utf-8",
+        )
 
 
 if __name__ == "__main__":

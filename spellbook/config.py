@@ -33,12 +33,32 @@ EMBEDDERS = (DEFAULT_EMBEDDER, "minilm", "ollama", "openai", "hashing")
 # Settings there were and are no longer read: a fixed value in the module that uses it now, or what
 # to do instead. Set, each gets one warning line at start; nothing fails on it.
 _FIXED = "Spellbook uses a fixed value now"
-REMOVED = {name: _FIXED for name in (
-    "ollama_timeout", "ollama_batch_size", "ollama_retries", "openai_timeout",
-    "openai_retries", "embed_retry_seconds", "embed_processes", "max_text_chars", "max_chunk_chars",
-    "duplicate_similarity", "importance_boost", "recency_half_life_days", "temporary_ttl_days",
-    "default_ttl_days", "sweep_interval_seconds", "debounce_seconds", "log_level", "session_context_tokens",
-    "session_prompt_min_relevance", "session_prompt_tokens", "summariser_daily_tokens")} | {
+REMOVED = {
+    name: _FIXED
+    for name in (
+        "ollama_timeout",
+        "ollama_batch_size",
+        "ollama_retries",
+        "openai_timeout",
+        "openai_retries",
+        "embed_retry_seconds",
+        "embed_processes",
+        "max_text_chars",
+        "max_chunk_chars",
+        "duplicate_similarity",
+        "importance_boost",
+        "recency_half_life_days",
+        "temporary_ttl_days",
+        "default_ttl_days",
+        "sweep_interval_seconds",
+        "debounce_seconds",
+        "log_level",
+        "session_context_tokens",
+        "session_prompt_min_relevance",
+        "session_prompt_tokens",
+        "summariser_daily_tokens",
+    )
+} | {
     "no_token": "pass --no-token to the command instead",
     "allowed_origins": "only the server's own and loopback Origins are allowed",
     "sync_remote": "sync uses the remote named origin",
@@ -46,16 +66,37 @@ REMOVED = {name: _FIXED for name in (
 }
 log = logging.getLogger("spellbook")
 _warned: set[str] = set()
-_BOOLS = {"1": True, "true": True, "yes": True, "on": True, "t": True, "y": True,
-          "0": False, "false": False, "no": False, "off": False, "f": False, "n": False}
-_YES_NO = {"1": "true", "yes": "true", "on": "true", "0": "false", "no": "false", "off": "false"}  # for a choice of true/false
+_BOOLS = {
+    "1": True,
+    "true": True,
+    "yes": True,
+    "on": True,
+    "t": True,
+    "y": True,
+    "0": False,
+    "false": False,
+    "no": False,
+    "off": False,
+    "f": False,
+    "n": False,
+}
+_YES_NO = {
+    "1": "true",
+    "yes": "true",
+    "on": "true",
+    "0": "false",
+    "no": "false",
+    "off": "false",
+}  # for a choice of true/false
 
 
 class SettingsError(InvalidInputError):
     """Settings that do not fit; ``problems``: one line for each."""
 
     def __init__(self, problems: list[str]) -> None:
-        super().__init__("Invalid settings (fix these environment variables or flags):\n" + "\n".join(f"  {p}" for p in problems))
+        super().__init__(
+            "Invalid settings (fix these environment variables or flags):\n" + "\n".join(f"  {p}" for p in problems)
+        )
         self.problems = problems
 
 
@@ -85,8 +126,17 @@ class Secret:
 class _Setting:
     """One setting's default and rules; ``Settings`` reads its type from the annotation."""
 
-    def __init__(self, default: Any, description: str, factory: Any, gt: float | None, ge: float | None,
-                 le: float | None, env: tuple[str, ...], choices: tuple[str, ...]) -> None:
+    def __init__(
+        self,
+        default: Any,
+        description: str,
+        factory: Any,
+        gt: float | None,
+        ge: float | None,
+        le: float | None,
+        env: tuple[str, ...],
+        choices: tuple[str, ...],
+    ) -> None:
         self.default, self.description, self.factory = default, description, factory
         self.gt, self.ge, self.le, self.env = gt, ge, le, env
         self.name = self.kind = ""
@@ -109,7 +159,7 @@ class _Setting:
                 try:
                     value = json.loads(value)
                 except ValueError:
-                    raise ValueError("takes a JSON list, e.g. '[\"a\", \"b\"]'") from None
+                    raise ValueError('takes a JSON list, e.g. \'["a", "b"]\'') from None
             if not isinstance(value, list | tuple) or not all(isinstance(v, str | Path) for v in value):
                 raise TypeError("takes a list of strings")
             return [Path(v) for v in value] if kind == "list[Path]" else [str(v) for v in value]
@@ -126,9 +176,11 @@ class _Setting:
             return _BOOLS[word]
         if kind in ("int", "float"):
             number = _number(value, kind)
-            for bound, ok, words in ((self.gt, lambda b: number > b, "greater than"),
-                                     (self.ge, lambda b: number >= b, "at least"),
-                                     (self.le, lambda b: number <= b, "at most")):
+            for bound, ok, words in (
+                (self.gt, lambda b: number > b, "greater than"),
+                (self.ge, lambda b: number >= b, "at least"),
+                (self.le, lambda b: number <= b, "at most"),
+            ):
                 if bound is not None and not ok(bound):
                     raise ValueError(f"takes a number {words} {bound:g}")
             return number
@@ -163,9 +215,17 @@ def _text(value: Any) -> str:
     return value
 
 
-def setting(default: Any = None, description: str = "", *, factory: Any = None, gt: float | None = None,
-            ge: float | None = None, le: float | None = None, env: tuple[str, ...] = (),
-            choices: tuple[str, ...] = ()) -> Any:
+def setting(
+    default: Any = None,
+    description: str = "",
+    *,
+    factory: Any = None,
+    gt: float | None = None,
+    ge: float | None = None,
+    le: float | None = None,
+    env: tuple[str, ...] = (),
+    choices: tuple[str, ...] = (),
+) -> Any:
     """A setting of ``Settings``: its default (or ``factory`` for a fresh one), its bounds or the words
     it takes, and the environment variables it is read from (``env``; default ``SPELLBOOK_<NAME>``)."""
     return _Setting(default, description, factory, gt, ge, le, env, choices)
@@ -178,9 +238,7 @@ class Settings:
     fields: ClassVar[dict[str, _Setting]]
 
     vault: Path = setting(Path("vault"), description="The markdown vault (source of truth).")
-    index_dir: Path | None = setting(
-        None, description="Where the derived index lives; default <vault>/.spellbook."
-    )
+    index_dir: Path | None = setting(None, description="Where the derived index lives; default <vault>/.spellbook.")
     chroma_url: str | None = setting(
         None, description="Use a Chroma server (http://host:port) instead of the embedded folder."
     )
@@ -188,15 +246,18 @@ class Settings:
     context: str | None = setting(
         None, description="Serve one project: every call sees this context's and shared memories only."
     )
-    user: str | None = setting(None, description="Serve one person: every call sees this user's and shared memories only.")
+    user: str | None = setting(
+        None, description="Serve one person: every call sees this user's and shared memories only."
+    )
     ollama_url: str = setting("http://127.0.0.1:11434", description="The Ollama server for the ollama embedder.")
     ollama_model: str = setting("nomic-embed-text", description="The Ollama embedding model.")
     openai_url: str = setting("https://api.openai.com/v1", description="Base URL of an OpenAI-compatible API.")
     openai_model: str = setting("text-embedding-3-small", description="The embedding model at openai_url.")
     openai_api_key: Secret | None = setting(None, description="Bearer key for openai_url; never logged.")
     openai_dimensions: int | None = setting(None, ge=1, description="Ask the model for shorter vectors.")
-    openai_batch_size: int = setting(128, ge=1, le=2048, description="Texts per embeddings request (a server may "
-                                     "take fewer: TEI 32 by default).")
+    openai_batch_size: int = setting(
+        128, ge=1, le=2048, description="Texts per embeddings request (a server may take fewer: TEI 32 by default)."
+    )
     overview_notes: bool = setting(
         False, description="Write a generated _overview.md (map of content) in each category folder."
     )
@@ -205,15 +266,18 @@ class Settings:
     redact_disabled: list[str] = setting(factory=list, description="Kinds of secret not to redact.")
     redact_patterns: list[str] = setting(factory=list, description="Extra regexes to redact (kind 'custom').")
     export_dirs: list[Path] = setting(
-        factory=list, description="Folders (besides <index>/exports) an export may be written to, as a JSON "
-        'list: SPELLBOOK_EXPORT_DIRS=\'["~/backups"]\'.',
+        factory=list,
+        description="Folders (besides <index>/exports) an export may be written to, as a JSON "
+        "list: SPELLBOOK_EXPORT_DIRS='[\"~/backups\"]'.",
     )
     token: str | None = setting(None, description="Bearer token for `serve --http` (required off loopback).")
     git_commit: Literal["auto", "true", "false"] = setting(
         "auto", description="Commit each tool write when the vault is a git repository (auto/true/false)."
     )
     sync_seconds: float | None = setting(
-        None, gt=0, description="The index owner syncs the vault with its git remote this often, and soon after "
+        None,
+        gt=0,
+        description="The index owner syncs the vault with its git remote this often, and soon after "
         "each write (docs/sync.md); off when unset.",
     )
     cache_dir: Path = setting(
@@ -221,18 +285,21 @@ class Settings:
         description="Files Spellbook derives from installed packages (the model's table); default ~/.cache/spellbook.",
     )
     session_id: str | None = setting(
-        None, env=("SPELLBOOK_SESSION_ID", "CLAUDE_CODE_SESSION_ID"),
+        None,
+        env=("SPELLBOOK_SESSION_ID", "CLAUDE_CODE_SESSION_ID"),
         description="The client's session (Claude Code sets CLAUDE_CODE_SESSION_ID for the servers it starts): "
-                    "what scribe records as a memory's session.",
+        "what scribe records as a memory's session.",
     )
     session_prompt_recall: bool | None = setting(
-        None, env=("SPELLBOOK_RECALL", "SPELLBOOK_SESSION_PROMPT_RECALL"),
+        None,
+        env=("SPELLBOOK_RECALL", "SPELLBOOK_SESSION_PROMPT_RECALL"),
         description="UserPromptSubmit hook: add the memories most relevant to each prompt (unset: as the hook's "
         "--prompt-recall flag says; SPELLBOOK_RECALL=off turns it off whatever the flag).",
     )
     summariser: str | None = setting(
-        None, description="Opt-in model-written session digests: ollama:<model> or openai:<model> "
-                          "(unset: the extractive digest only)."
+        None,
+        description="Opt-in model-written session digests: ollama:<model> or openai:<model> "
+        "(unset: the extractive digest only).",
     )
 
     def __init__(self, **values: Any) -> None:
@@ -246,7 +313,7 @@ class Settings:
         for key in sorted(ENV_PREFIX + name.upper() for name in REMOVED):
             if env.get(key, "") != "" and key not in _warned:
                 _warned.add(key)
-                log.warning("%s is no longer read (%s); unset it", key, REMOVED[key[len(ENV_PREFIX):].lower()])
+                log.warning("%s is no longer read (%s); unset it", key, REMOVED[key[len(ENV_PREFIX) :].lower()])
         problems: list[str] = []
         for name, spec in self.fields.items():
             source = f"{name}={values[name]!r}" if name in values else None
@@ -261,7 +328,9 @@ class Settings:
                 value = self._check(name, value)
             except (TypeError, ValueError) as exc:
                 shown = source if spec.kind != "Secret" else f"{source.split('=')[0]}=(hidden)"
-                problems.append(f"{shown}: {name} {exc}" + (f" - {spec.description.rstrip('.')}" if spec.description else ""))
+                problems.append(
+                    f"{shown}: {name} {exc}" + (f" - {spec.description.rstrip('.')}" if spec.description else "")
+                )
                 continue
             object.__setattr__(self, name, value)
         if problems:

@@ -19,8 +19,15 @@ from __future__ import annotations
 import os
 import signal
 
-POINTS = ("file-written", "vectors-written", "vectors-behind", "catalog-transaction", "git-commit", "sync-merged",
-          "sync-moved")
+POINTS = (
+    "file-written",
+    "vectors-written",
+    "vectors-behind",
+    "catalog-transaction",
+    "git-commit",
+    "sync-merged",
+    "sync-moved",
+)
 
 _point, _, _nth = os.environ.get("SPELLBOOK_TEST_CRASH_AT", "").partition(":")
 _left = int(_nth or 1) if _point else 0

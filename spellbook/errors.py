@@ -14,7 +14,8 @@ and what to do next. The MCP layer turns any ``SpellbookError`` into an
     ├── IndexUnavailableError               the index is still opening or another process failed
     ├── RemoteError                         an error of the owning process whose class is unknown here
     ├── VersionControlError                 no git history here (not a repository, git missing, busy)
-    └── EmbedderError                       the embedding model could not be loaded, or refused (wrong key, no such model)
+    └── EmbedderError                       the embedding model could not be loaded, or refused
+        │                                   (wrong key, no such model)
         ├── EmbedderUnavailableError        a network embedder did not answer (down, timing out, 5xx): retried later
         └── EmbedderInputError              the endpoint refused these texts (400, 413, 422: too long...)
 
@@ -62,7 +63,7 @@ class SpellbookError(Exception):
         error = cls.__new__(cls)
         Exception.__init__(error, str(data.get("message", "")))
         fields = data.get("fields")
-        for name, value in (fields.items() if isinstance(fields, dict) else ()):
+        for name, value in fields.items() if isinstance(fields, dict) else ():
             if isinstance(name, str) and name.isidentifier() and not name.startswith("_"):
                 setattr(error, name, value)
         return error
@@ -79,9 +80,7 @@ class NoteNotFoundError(SpellbookError, LookupError):
     def __init__(self, note_id: str, role: str = "") -> None:
         self.note_id = note_id
         what = f" (the {role})" if role else ""
-        super().__init__(
-            f"No memory with id {note_id!r}{what}. Call memorize or list_memories to find the right id."
-        )
+        super().__init__(f"No memory with id {note_id!r}{what}. Call memorize or list_memories to find the right id.")
 
 
 class FileChangedError(SpellbookError):
@@ -91,8 +90,9 @@ class FileChangedError(SpellbookError):
     scrubbed (``Access.conflict``), so a service never builds a ``ConflictError`` itself
     (tests/unit/test_privacy_door.py)."""
 
-    def __init__(self, path: str, expected: str, current: str, content: str, note_id: str = "",
-                 retry: str = "revise") -> None:
+    def __init__(
+        self, path: str, expected: str, current: str, content: str, note_id: str = "", retry: str = "revise"
+    ) -> None:
         said = _changed(self, path, expected, current, content, note_id, retry)
         super().__init__(f"{said} Read it again, then call {retry} with its version.")
 
@@ -106,8 +106,9 @@ class ConflictError(SpellbookError):
     scrubbed by the privacy filter. Built in one place, ``Access.conflict``, which the hub calls
     for every call that ends in a ``FileChangedError``."""
 
-    def __init__(self, path: str, expected: str, current: str, content: str, note_id: str = "",
-                 retry: str = "revise") -> None:
+    def __init__(
+        self, path: str, expected: str, current: str, content: str, note_id: str = "", retry: str = "revise"
+    ) -> None:
         said = _changed(self, path, expected, current, content, note_id, retry)
         super().__init__(
             f"{said} Merge your change into the current content below and call {retry} again with "
@@ -115,14 +116,17 @@ class ConflictError(SpellbookError):
         )
 
 
-def _changed(error: SpellbookError, path: str, expected: str, current: str, content: str, note_id: str,
-             retry: str) -> str:
+def _changed(
+    error: SpellbookError, path: str, expected: str, current: str, content: str, note_id: str, retry: str
+) -> str:
     """Set a changed file's fields on ``error``; the sentence that says what happened."""
     error.note_id, error.path, error.content, error.retry = note_id, path, content, retry  # type: ignore[attr-defined]
     error.expected_version, error.current_version = expected, current  # type: ignore[attr-defined]
     what = f"Memory {note_id!r} ({path})" if note_id else path
-    return (f"{what} changed on disk since you read it (you passed version {expected!r}, the file is now at "
-            f"{current!r}). Nothing was written.")
+    return (
+        f"{what} changed on disk since you read it (you passed version {expected!r}, the file is now at "
+        f"{current!r}). Nothing was written."
+    )
 
 
 class VaultPathError(SpellbookError, ValueError):
@@ -141,8 +145,10 @@ class UnknownOperationError(SpellbookError, ValueError):
         self.name = name[:80]
         self.by_owner = by_owner
         if by_owner:
-            super().__init__(f"The process that owns the index does not offer {self.name!r} yet; restart it with "
-                             "this version of Spellbook.")
+            super().__init__(
+                f"The process that owns the index does not offer {self.name!r} yet; restart it with "
+                "this version of Spellbook."
+            )
         else:
             super().__init__(f"There is no operation {self.name!r}.")
 

@@ -149,9 +149,7 @@ def server_entry(
     """
     if http_url is not None:
         if not http_url.startswith(("http://", "https://")):
-            raise InvalidInputError(
-                f"--http needs a full URL such as http://127.0.0.1:8765/mcp, not {http_url!r}."
-            )
+            raise InvalidInputError(f"--http needs a full URL such as http://127.0.0.1:8765/mcp, not {http_url!r}.")
         if context or user:
             raise InvalidInputError(
                 "--context/--user scope a server the client starts; a shared HTTP server is scoped per call "
@@ -383,5 +381,3 @@ def _backup(file: Path, private: bool = False) -> Path:
         raise ClientConfigError(
             f"Cannot write a backup of {file} ({exc}); nothing was changed. Check the folder's permissions."
         ) from None
-
-

@@ -53,8 +53,10 @@ def read(file: Path) -> tuple[str, dict[str, Any], bool]:
     try:
         return text, tomllib.loads(text), True
     except tomllib.TOMLDecodeError as exc:
-        raise CodexConfigError(f"{file} is not valid TOML ({exc}); nothing was written. Fix it by hand (or restore "
-                               "a .bak copy next to it) and run the command again.")
+        raise CodexConfigError(
+            f"{file} is not valid TOML ({exc}); nothing was written. Fix it by hand (or restore "
+            "a .bak copy next to it) and run the command again."
+        )
 
 
 def servers(config: Mapping[str, Any], file: Path) -> dict[str, Any]:
@@ -77,7 +79,8 @@ def with_entry(text: str, name: str, entry: Mapping[str, Any] | None, file: Path
     if got != (None if entry is None else json.loads(json.dumps(entry))):
         raise CodexConfigError(
             f"{file} defines mcp_servers.{key} in a form this command cannot edit safely (inline, or as dotted "
-            f"keys); nothing was written. Remove that entry by hand, or edit it yourself.")
+            f"keys); nothing was written. Remove that entry by hand, or edit it yourself."
+        )
     return kept
 
 

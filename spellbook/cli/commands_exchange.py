@@ -47,8 +47,12 @@ def export(args: argparse.Namespace) -> int:
 def import_(args: argparse.Namespace) -> int:
     from spellbook.engine.formats.spellbook_export import import_summary
 
-    params: dict[str, Any] = {"path": str(args.file.expanduser().resolve()), "format": args.format,
-                              "on_conflict": args.on_conflict, "dry_run": args.dry_run}
+    params: dict[str, Any] = {
+        "path": str(args.file.expanduser().resolve()),
+        "format": args.format,
+        "on_conflict": args.on_conflict,
+        "dry_run": args.dry_run,
+    }
     indexing, importing = ProgressBar("indexing"), ProgressBar("importing", unit="memory")
     hub = open_hub(args, progress=indexing, embeds=not args.dry_run)
     try:
@@ -56,8 +60,10 @@ def import_(args: argparse.Namespace) -> int:
         if hub.role == "owner":
             params["progress"] = importing
         else:
-            print("A running Spellbook server owns this index; it imports the file (its progress is not "
-                  "shown here).", file=sys.stderr)
+            print(
+                "A running Spellbook server owns this index; it imports the file (its progress is not shown here).",
+                file=sys.stderr,
+            )
         result = hub.call("import_memories", params)
     finally:
         importing.finish()

@@ -17,8 +17,10 @@ def install(args: argparse.Namespace) -> int:
 
     if args.command == "uninstall":
         result = clients.uninstall(args.client, scope=args.scope, name=args.name)
-        print(f"{'removed from' if result.changed else 'not configured in'} {result.path}"
-              + (f" (backup: {result.backup})" if result.backup else ""))
+        print(
+            f"{'removed from' if result.changed else 'not configured in'} {result.path}"
+            + (f" (backup: {result.backup})" if result.backup else "")
+        )
         if args.client in ("claude-code", "codex", "gemini"):
             install_hooks(args, remove=True)
         return 0
@@ -38,15 +40,24 @@ def install(args: argparse.Namespace) -> int:
             )
     vault = None if args.http else settings.vault
     entry = clients.server_entry(
-        command=clients.default_command(), vault=vault, http_url=args.http, token=token,
-        context=args.context, user=args.user,
+        command=clients.default_command(),
+        vault=vault,
+        http_url=args.http,
+        token=token,
+        context=args.context,
+        user=args.user,
     )
     result = clients.install(args.client, scope=args.scope, name=args.name, entry=entry)
-    print(f"{'configured' if result.changed else 'already configured:'} {args.name} in {result.path}"
-          + (f" (backup: {result.backup})" if result.backup else ""))
+    print(
+        f"{'configured' if result.changed else 'already configured:'} {args.name} in {result.path}"
+        + (f" (backup: {result.backup})" if result.backup else "")
+    )
     if result.private_from is not None:
-        print(f"{result.path} holds the token now: made it readable by you only "
-              f"({result.private_from & 0o777:o} -> {(result.private_from & 0o700):o}).", file=sys.stderr)
+        print(
+            f"{result.path} holds the token now: made it readable by you only "
+            f"({result.private_from & 0o777:o} -> {(result.private_from & 0o700):o}).",
+            file=sys.stderr,
+        )
     if token and args.scope == "project":
         print("warning: the token is now in a project file; keep that file out of git.", file=sys.stderr)
     if args.client in ("codex", "gemini") or args.hooks or args.prompt_recall:
@@ -74,7 +85,8 @@ def _refuse_beside_plugin() -> None:
         raise SpellbookError(
             f"The Spellbook plugin ({', '.join(plugin)}) is installed in Claude Code and runs the session hooks "
             f"already; installing them in the settings too would capture every session twice. Nothing was written. "
-            f"Keep the plugin (drop --hooks), or `claude plugin uninstall {plugin[0]}` first.")
+            f"Keep the plugin (drop --hooks), or `claude plugin uninstall {plugin[0]}` first."
+        )
 
 
 def install_hooks(args: argparse.Namespace, vault: Path | None = None, remove: bool = False) -> None:
@@ -103,8 +115,10 @@ def install_hooks(args: argparse.Namespace, vault: Path | None = None, remove: b
     else:
         commands = hooks.hook_commands(clients.default_command(), vault, prompt_recall=recall)
         changed, backup = hooks.install_hooks(file, commands)
-    print(f"{'configured' if changed else 'already configured:'} session hooks ({', '.join(commands)}) in {file}"
-          + (f" (backup: {backup})" if backup else ""))
+    print(
+        f"{'configured' if changed else 'already configured:'} session hooks ({', '.join(commands)}) in {file}"
+        + (f" (backup: {backup})" if backup else "")
+    )
 
 
 def doctor(args: argparse.Namespace) -> int:
@@ -149,14 +163,21 @@ def print_doctor(report: dict[str, Any], args: argparse.Namespace) -> int:
         return 1 if failed else 0
     if "files_in_vault" in report:
         drift = report["drift"]
-        verdict = ("index == vault" if report["consistent"] else "index differs from the vault" if drift
-                   else "index == vault once pending work is done")
+        verdict = (
+            "index == vault"
+            if report["consistent"]
+            else "index differs from the vault"
+            if drift
+            else "index == vault once pending work is done"
+        )
         print(f"{verdict}: {report['files_in_vault']} files in the vault, {report['files_indexed']} indexed")
         for key, count in report["counts"].items():
             if count and key != "ids_read_as_numbers":  # a check of its own, below
                 print(f"  {key.replace('_', ' ')}: {count}")
-        for key, what in (("changed_unseen", "changed with the size and mtime the index has"),
-                          ("vectors_lost_in", "vectors lost behind the index's back")):
+        for key, what in (
+            ("changed_unseen", "changed with the size and mtime the index has"),
+            ("vectors_lost_in", "vectors lost behind the index's back"),
+        ):
             if report.get(key):
                 print(f"  {what}: {', '.join(report[key][:5])}{' ...' if len(report[key]) > 5 else ''}")
         if report["identity_problem"]:
@@ -164,8 +185,10 @@ def print_doctor(report: dict[str, Any], args: argparse.Namespace) -> int:
         for problem in report["problems"]:
             print(f"  skipped/warned {problem['path']}: {problem['problem']}")
         if not report["consistent"] and not drift:
-            print("pending: files changed since the index last saw them and vectors a stopped server had not "
-                  "written yet; the next start of Spellbook (or `spellbook index`) does that work. Nothing to repair.")
+            print(
+                "pending: files changed since the index last saw them and vectors a stopped server had not "
+                "written yet; the next start of Spellbook (or `spellbook index`) does that work. Nothing to repair."
+            )
         if drift and not args.repair:
             print("Run `spellbook doctor --repair` to fix it.")
     for item in report["checks"]:

@@ -25,8 +25,15 @@ from spellbook.errors import SpellbookError
 log = logging.getLogger("spellbook")
 
 
-def serve_http(settings: Settings, host: str, port: int, open_delay: float = 0.0,
-               ready: Callable[[str], None] | None = None, warm_pages: bool = False, no_token: bool = False) -> int:
+def serve_http(
+    settings: Settings,
+    host: str,
+    port: int,
+    open_delay: float = 0.0,
+    ready: Callable[[str], None] | None = None,
+    warm_pages: bool = False,
+    no_token: bool = False,
+) -> int:
     """Serve MCP and the pages on ``host:port`` (0: a free port) until stopped; ``ready(address)``
     is called once the socket listens, with a sign-in address for the pages (a one-time code);
     ``warm_pages``: compute what the first pages need meanwhile; ``no_token`` (``--no-token``): no
@@ -45,12 +52,16 @@ def serve_http(settings: Settings, host: str, port: int, open_delay: float = 0.0
     token = settings.token
     if not token:
         if no_token:
-            log.warning("HTTP without a token (--no-token): any user of this machine can call the tools and open "
-                        "the pages")
+            log.warning(
+                "HTTP without a token (--no-token): any user of this machine can call the tools and open the pages"
+            )
         else:
             token = ensure_token(settings.index_path)
-            log.info("clients must send 'Authorization: Bearer <token>' (token in %s; `spellbook install "
-                     "<client> --http URL` writes it into the client's config)", token_file(settings.index_path))
+            log.info(
+                "clients must send 'Authorization: Bearer <token>' (token in %s; `spellbook install "
+                "<client> --http URL` writes it into the client's config)",
+                token_file(settings.index_path),
+            )
     sock = _listen(host, port)
     port = sock.getsockname()[1]
     hub = Hub(settings, open_delay=open_delay)
@@ -60,13 +71,19 @@ def serve_http(settings: Settings, host: str, port: int, open_delay: float = 0.0
         from spellbook.server.web import warm
 
         threading.Thread(target=warm, args=(hub,), name="spellbook-web-warm", daemon=True).start()
-    log.info("serving %s at http://%s:%d/ (MCP: /mcp, legacy SSE: /sse, web view: /) (%s)", settings.vault_dir,
-             host, port, hub.role)
+    log.info(
+        "serving %s at http://%s:%d/ (MCP: /mcp, legacy SSE: /sse, web view: /) (%s)",
+        settings.vault_dir,
+        host,
+        port,
+        hub.role,
+    )
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
     if ready is not None:
         address = f"http://{f'[{host}]' if ':' in host else host}:{port}/"
-        threading.Thread(target=_when_started, args=(server, lambda: ready(app.sign_in_address(address))),
-                         daemon=True).start()
+        threading.Thread(
+            target=_when_started, args=(server, lambda: ready(app.sign_in_address(address))), daemon=True
+        ).start()
     try:
         server.run(sockets=[sock])
     finally:

@@ -60,8 +60,16 @@ class ProgressBar:
             from tqdm import tqdm
 
             tty = sys.stderr.isatty()
-            self._bar = tqdm(total=total, initial=done, desc=self.label, unit=self.unit, file=sys.stderr,
-                             dynamic_ncols=tty, mininterval=0.2 if tty else 10.0, ascii=not tty)
+            self._bar = tqdm(
+                total=total,
+                initial=done,
+                desc=self.label,
+                unit=self.unit,
+                file=sys.stderr,
+                dynamic_ncols=tty,
+                mininterval=0.2 if tty else 10.0,
+                ascii=not tty,
+            )
         self._bar.total = total
         self._bar.update(done - self._bar.n)
 

@@ -37,16 +37,27 @@ def id_check(report: Mapping[str, Any]) -> list[Check]:
     left = report.get("counts", {}).get("ids_read_as_numbers", 0)
     out = []
     if quoted:
-        out.append(check("ids", "ok", f"quoted the id of {len(quoted)} notes that YAML 1.2 read as a number: "
-                         + ", ".join(quoted[:5]) + (" ..." if len(quoted) > 5 else "")))
+        out.append(
+            check(
+                "ids",
+                "ok",
+                f"quoted the id of {len(quoted)} notes that YAML 1.2 read as a number: "
+                + ", ".join(quoted[:5])
+                + (" ..." if len(quoted) > 5 else ""),
+            )
+        )
     if left:
         paths = report.get("ids_read_as_numbers", [])
-        out.append(check(
-            "ids", "warn",
-            f"{left} notes write their id unquoted where YAML 1.2 (Obsidian's properties) reads a number, "
-            f"e.g. {paths[0] if paths else '?'}: editing that property in Obsidian would write the number over the id",
-            "run `spellbook doctor --repair` to quote them (only those values change)",
-        ))
+        out.append(
+            check(
+                "ids",
+                "warn",
+                f"{left} notes write their id unquoted where YAML 1.2 (Obsidian's properties) reads a number, "
+                f"e.g. {paths[0] if paths else '?'}: "
+                "editing that property in Obsidian would write the number over the id",
+                "run `spellbook doctor --repair` to quote them (only those values change)",
+            )
+        )
     return out
 
 
@@ -59,11 +70,23 @@ def sync_check(record: Mapping[str, Any] | None) -> list[Check]:
     if last is None:
         return [check("sync", "ok", f"every {record['every_seconds']:g} s with {record.get('remote')}; no round yet")]
     if last.get("error"):
-        return [check("sync", "warn", f"the last sync ({last.get('at')}) did not finish: {last['error']}",
-                      "the vault works offline meanwhile; fix the remote, then run `spellbook sync`")]
+        return [
+            check(
+                "sync",
+                "warn",
+                f"the last sync ({last.get('at')}) did not finish: {last['error']}",
+                "the vault works offline meanwhile; fix the remote, then run `spellbook sync`",
+            )
+        ]
     copies = last.get("conflict_copies") or []
-    return [check("sync", "ok", f"in sync with {record.get('remote')} at {last.get('head')} ({last.get('at')})"
-                  + (f"; {len(copies)} conflict copies to resolve on the Care page" if copies else ""))]
+    return [
+        check(
+            "sync",
+            "ok",
+            f"in sync with {record.get('remote')} at {last.get('head')} ({last.get('at')})"
+            + (f"; {len(copies)} conflict copies to resolve on the Care page" if copies else ""),
+        )
+    ]
 
 
 # ---------------------------------------------------------------- settings and folders
@@ -74,23 +97,46 @@ def config_checks(settings: Settings) -> list[Check]:
     out: list[Check] = []
     vault = settings.vault_dir
     if not vault.is_dir():
-        out.append(check("vault", "fail", f"{vault} does not exist",
-                         f"run `spellbook init {vault}`, or set SPELLBOOK_VAULT / --vault to your vault"))
+        out.append(
+            check(
+                "vault",
+                "fail",
+                f"{vault} does not exist",
+                f"run `spellbook init {vault}`, or set SPELLBOOK_VAULT / --vault to your vault",
+            )
+        )
     else:
         problem = _not_writable(vault)
-        out.append(check("vault", "fail", f"{vault} is not writable ({problem})",
-                         "fix the folder's permissions or owner; Spellbook writes notes there")
-                   if problem else check("vault", "ok", f"{vault} (writable)"))
+        out.append(
+            check(
+                "vault",
+                "fail",
+                f"{vault} is not writable ({problem})",
+                "fix the folder's permissions or owner; Spellbook writes notes there",
+            )
+            if problem
+            else check("vault", "ok", f"{vault} (writable)")
+        )
     index = settings.index_path
     existing = next((p for p in (index, *index.parents) if p.exists()), None)
     problem = _not_writable(index if index.is_dir() else existing) if existing else "no parent folder"
     if index.exists() and not index.is_dir():
         problem = "it is a file"
-    out.append(check("index folder", "fail", f"{index} cannot be used ({problem})",
-                     "set SPELLBOOK_INDEX_DIR / --index-dir to a writable folder")
-               if problem else check("index folder", "ok", f"{index} (writable)"
-                                     + (f"; vectors on the Chroma server {settings.chroma_url}"
-                                        if settings.chroma_url else "")))
+    out.append(
+        check(
+            "index folder",
+            "fail",
+            f"{index} cannot be used ({problem})",
+            "set SPELLBOOK_INDEX_DIR / --index-dir to a writable folder",
+        )
+        if problem
+        else check(
+            "index folder",
+            "ok",
+            f"{index} (writable)"
+            + (f"; vectors on the Chroma server {settings.chroma_url}" if settings.chroma_url else ""),
+        )
+    )
     out.append(_embedder_config(settings))
     return out
 
@@ -113,21 +159,35 @@ def _embedder_config(settings: Settings) -> Check:
         return check("embedder settings", "ok", f"ollama: model {settings.ollama_model!r} at {settings.ollama_url}")
     if name == "openai":
         url = settings.openai_url
-        detail = (f"openai: model {settings.openai_model!r} at {url} (batch {settings.openai_batch_size}, API key "
-                  f"{'set' if settings.openai_api_key else 'not set'})")
+        detail = (
+            f"openai: model {settings.openai_model!r} at {url} (batch {settings.openai_batch_size}, API key "
+            f"{'set' if settings.openai_api_key else 'not set'})"
+        )
         host = urlparse(url).hostname or ""
         if urlparse(url).scheme not in ("http", "https") or not host:
-            return check("embedder settings", "fail", detail, "set SPELLBOOK_OPENAI_URL to a base URL such as "
-                         "https://api.openai.com/v1 or http://127.0.0.1:1234/v1")
+            return check(
+                "embedder settings",
+                "fail",
+                detail,
+                "set SPELLBOOK_OPENAI_URL to a base URL such as https://api.openai.com/v1 or http://127.0.0.1:1234/v1",
+            )
         if not settings.openai_api_key and host.endswith("openai.com"):
             return check("embedder settings", "fail", detail, "set SPELLBOOK_OPENAI_API_KEY (OpenAI needs a key)")
         if settings.openai_api_key and url.startswith("http://") and not _loopback(host):
-            return check("embedder settings", "warn", detail + "; the key travels unencrypted",
-                         "use an https:// SPELLBOOK_OPENAI_URL")
+            return check(
+                "embedder settings",
+                "warn",
+                detail + "; the key travels unencrypted",
+                "use an https:// SPELLBOOK_OPENAI_URL",
+            )
         return check("embedder settings", "ok", detail)
     if name == "hashing":
-        return check("embedder settings", "warn", "hashing: a test embedder with no sense of meaning",
-                     "set SPELLBOOK_EMBEDDER=use-m3 (the default) for real use")
+        return check(
+            "embedder settings",
+            "warn",
+            "hashing: a test embedder with no sense of meaning",
+            "set SPELLBOOK_EMBEDDER=use-m3 (the default) for real use",
+        )
     return check("embedder settings", "ok", f"{name}: bundled offline model")
 
 
@@ -147,16 +207,32 @@ def embedder_check(probe: Mapping[str, Any]) -> list[Check]:
     """The probe's answer (``Engine.probe_embedder``) and what is waiting for vectors."""
     out: list[Check] = []
     if probe.get("ok"):
-        out.append(check("embedder", "ok", f"{probe['embedder']} answered in {probe['seconds'] * 1000:.0f} ms "
-                                           f"({probe['dimensions']} dimensions)"))
+        out.append(
+            check(
+                "embedder",
+                "ok",
+                f"{probe['embedder']} answered in {probe['seconds'] * 1000:.0f} ms ({probe['dimensions']} dimensions)",
+            )
+        )
     else:
-        out.append(check("embedder", "fail", f"{probe.get('embedder')}: {probe.get('error')}",
-                         "until it answers, searches use the keyword index and new notes wait for vectors"))
+        out.append(
+            check(
+                "embedder",
+                "fail",
+                f"{probe.get('embedder')}: {probe.get('error')}",
+                "until it answers, searches use the keyword index and new notes wait for vectors",
+            )
+        )
     missing = probe.get("vectors_missing") or 0
     if missing:
-        out.append(check("vectors", "warn", f"{missing} sections are indexed without vectors (the embedder failed "
-                         "when they were written)", "a running server fills them in once the embedder answers; "
-                         "or run `spellbook doctor --repair`"))
+        out.append(
+            check(
+                "vectors",
+                "warn",
+                f"{missing} sections are indexed without vectors (the embedder failed when they were written)",
+                "a running server fills them in once the embedder answers; or run `spellbook doctor --repair`",
+            )
+        )
     return out
 
 
@@ -195,14 +271,22 @@ def client_checks(
             seen.add(file.resolve())
             entries = [(f"{name}", file, key, entry) for key, entry in servers.items() if _is_spellbook(key, entry)]
             if client == "claude-code" and scope == "user":  # `claude mcp add` local scope: per project
-                local = config.get("projects", {}).get(str(project), {}) if isinstance(config.get("projects"), dict) else {}
+                local = (
+                    config.get("projects", {}).get(str(project), {}) if isinstance(config.get("projects"), dict) else {}
+                )
                 for key, entry in (local.get("mcpServers") or {}).items() if isinstance(local, dict) else ():
                     if _is_spellbook(key, entry):
                         entries.append((f"{client} (local)", file, key, entry))
             found += [_entry_check(settings, label, file, key, entry, client) for label, file, key, entry in entries]
         if not found:
-            found.append(check(client, "info", "Spellbook is not installed",
-                               f"`spellbook install {client} --vault {settings.vault_dir}` if you use it"))
+            found.append(
+                check(
+                    client,
+                    "info",
+                    "Spellbook is not installed",
+                    f"`spellbook install {client} --vault {settings.vault_dir}` if you use it",
+                )
+            )
         out += found
     return out
 
@@ -229,11 +313,19 @@ def _entry_check(settings: Settings, label: str, file: Path, key: str, entry: Ma
     env = entry.get("env") if isinstance(entry.get("env"), Mapping) else {}
     vault = vault or env.get("SPELLBOOK_VAULT")
     if not vault:
-        return check(label, "warn", f"{where} starts {command} with no --vault: it serves ./vault of whatever folder "
-                     "the client starts it in", reinstall)
+        return check(
+            label,
+            "warn",
+            f"{where} starts {command} with no --vault: it serves ./vault of whatever folder the client starts it in",
+            reinstall,
+        )
     if Path(vault).expanduser().resolve() != settings.vault_dir:
-        return check(label, "warn", f"{where} serves {vault}, not the vault checked here ({settings.vault_dir})",
-                     f"{reinstall} if this is the vault it should use")
+        return check(
+            label,
+            "warn",
+            f"{where} serves {vault}, not the vault checked here ({settings.vault_dir})",
+            f"{reinstall} if this is the vault it should use",
+        )
     return check(label, "ok", f"{where} starts {command} serve --vault {vault}")
 
 
@@ -271,22 +363,45 @@ def hook_checks(
             out.append(check(name, "ok", f"{', '.join(found)} in {file}"))
     plugin = hooks.plugin_ids(home=home, env=env)
     if plugin and out:
-        out.append(check("claude-code plugin", "warn", f"the Spellbook plugin ({', '.join(plugin)}) and the settings "
-                         "hooks above are both installed; the plugin's hooks stand down while the settings hooks exist",
-                         "keep one: `spellbook uninstall claude-code` (settings) or `claude plugin uninstall "
-                         f"{plugin[0]}`"))
+        out.append(
+            check(
+                "claude-code plugin",
+                "warn",
+                f"the Spellbook plugin ({', '.join(plugin)}) and the settings "
+                "hooks above are both installed; the plugin's hooks stand down while the settings hooks exist",
+                f"keep one: `spellbook uninstall claude-code` (settings) or `claude plugin uninstall {plugin[0]}`",
+            )
+        )
     elif plugin:
-        out.append(check("claude-code plugin", "ok", f"{', '.join(plugin)} installed: the MCP server and session hooks "
-                         "(its vault: `claude plugin configure " + plugin[0] + "`)"))
+        out.append(
+            check(
+                "claude-code plugin",
+                "ok",
+                f"{', '.join(plugin)} installed: the MCP server and session hooks "
+                "(its vault: `claude plugin configure " + plugin[0] + "`)",
+            )
+        )
     if not out:
-        out.append(check("claude-code hooks", "info", "session memory hooks are not installed",
-                         f"`spellbook install claude-code --hooks --vault {settings.vault_dir}` to capture sessions, "
-                         "or install the Claude Code plugin (README)"))
+        out.append(
+            check(
+                "claude-code hooks",
+                "info",
+                "session memory hooks are not installed",
+                f"`spellbook install claude-code --hooks --vault {settings.vault_dir}` to capture sessions, "
+                "or install the Claude Code plugin (README)",
+            )
+        )
     from spellbook.sessions.capture import open_to_others
 
     if exposed := open_to_others(settings.vault_dir):
-        out.append(check("captured sessions", "warn", "other users of this machine can read captured sessions in "
-                         + " and ".join(str(f) for f in exposed), f"`chmod 700 {settings.vault_dir}`"))
+        out.append(
+            check(
+                "captured sessions",
+                "warn",
+                "other users of this machine can read captured sessions in " + " and ".join(str(f) for f in exposed),
+                f"`chmod 700 {settings.vault_dir}`",
+            )
+        )
     return out + agent_hook_checks(settings, home=home, env=env, project=project)
 
 
@@ -303,8 +418,9 @@ def agent_hook_checks(
         for scope in ("user", "project"):
             file = agents.hooks_path(agent, scope, home=home, env=env, project=project)
             found = hooks.installed_hooks(file) if file.exists() else {}
-            if not found or (scope == "project" and file.resolve() == agents.hooks_path(
-                    agent, "user", home=home, env=env).resolve()):
+            if not found or (
+                scope == "project" and file.resolve() == agents.hooks_path(agent, "user", home=home, env=env).resolve()
+            ):
                 continue
             found_any = True
             name, fix = f"{agent} hooks ({scope})", f"run `spellbook install {agent} --scope {scope}` again"
@@ -318,8 +434,14 @@ def agent_hook_checks(
                 trust = " (Codex runs them once you trust them in its /hooks)" if agent == "codex" else ""
                 out.append(check(name, "ok", f"{', '.join(found)} in {file}{trust}"))
         if not found_any:
-            out.append(check(f"{agent} hooks", "info", "session hooks are not installed",
-                             f"`spellbook install {agent} --vault {settings.vault_dir}` if you use {agent}"))
+            out.append(
+                check(
+                    f"{agent} hooks",
+                    "info",
+                    "session hooks are not installed",
+                    f"`spellbook install {agent} --vault {settings.vault_dir}` if you use {agent}",
+                )
+            )
     return out
 
 

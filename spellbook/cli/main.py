@@ -92,13 +92,18 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("serve", help="run the MCP server over stdio")
     vault_args(p)
     p.add_argument("--no-watch", action="store_true", help="do not watch the vault for changes")
-    p.add_argument("--http", action="store_true",
-                   help="serve streamable HTTP at /mcp (legacy SSE at /sse, the web view at /) instead of stdio")
+    p.add_argument(
+        "--http",
+        action="store_true",
+        help="serve streamable HTTP at /mcp (legacy SSE at /sse, the web view at /) instead of stdio",
+    )
     p.add_argument("--host", default="127.0.0.1", help="HTTP address (default 127.0.0.1; others need SPELLBOOK_TOKEN)")
     p.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765)")
-    p.add_argument("--no-token", action="store_true",
-                   help="HTTP on loopback without a bearer token (unsafe on a shared machine: any local user "
-                   "can call it)")
+    p.add_argument(
+        "--no-token",
+        action="store_true",
+        help="HTTP on loopback without a bearer token (unsafe on a shared machine: any local user can call it)",
+    )
     p.set_defaults(run=_serve)
 
     add_ui_parser(sub, vault_args)
@@ -120,26 +125,44 @@ def _parser() -> argparse.ArgumentParser:
     for verb, text in (("install", "add Spellbook to an MCP client's config"), ("uninstall", "remove it again")):
         p = sub.add_parser(verb, help=text)
         p.add_argument("client", choices=["claude-code", "claude-desktop", "cursor", "codex", "gemini"])
-        p.add_argument("--scope", choices=["user", "project"], default="user",
-                       help="user-wide config, or the project's (.mcp.json, .cursor/mcp.json, .codex/config.toml, "
-                       ".gemini/settings.json)")
+        p.add_argument(
+            "--scope",
+            choices=["user", "project"],
+            default="user",
+            help="user-wide config, or the project's (.mcp.json, .cursor/mcp.json, .codex/config.toml, "
+            ".gemini/settings.json)",
+        )
         p.add_argument("--name", default="spellbook", help="server name in the client's config")
         if verb == "install":
-            p.add_argument("--vault", type=Path, help="vault the client's server uses (default: $SPELLBOOK_VAULT or ./vault)")
+            p.add_argument(
+                "--vault", type=Path, help="vault the client's server uses (default: $SPELLBOOK_VAULT or ./vault)"
+            )
             p.add_argument("--http", metavar="URL", help="connect to a running `serve --http` instead of starting one")
-            p.add_argument("--token", help="bearer token for --http (default: $SPELLBOOK_TOKEN, else the token "
-                           "`serve --http` wrote in the vault's index folder)")
+            p.add_argument(
+                "--token",
+                help="bearer token for --http (default: $SPELLBOOK_TOKEN, else the token "
+                "`serve --http` wrote in the vault's index folder)",
+            )
             p.add_argument("--no-token", action="store_true", help="--http to a server started with --no-token")
             p.add_argument("--context", help="scope the client's server to this project (serve --context)")
             p.add_argument("--user", help="scope the client's server to this person (serve --user)")
-            p.add_argument("--hooks", action="store_true",
-                           help="claude-code: also install the session memory hooks (docs/sessions.md); codex and "
-                           "gemini get them always")
-            p.add_argument("--prompt-recall", action="store_true",
-                           help="with the hooks: add the passages that answer each prompt (UserPromptSubmit; the "
-                           "default, docs/sessions.md)")
-            p.add_argument("--no-prompt-recall", action="store_true",
-                           help="with the hooks: leave prompt recall off (SessionStart and capture only)")
+            p.add_argument(
+                "--hooks",
+                action="store_true",
+                help="claude-code: also install the session memory hooks (docs/sessions.md); codex and "
+                "gemini get them always",
+            )
+            p.add_argument(
+                "--prompt-recall",
+                action="store_true",
+                help="with the hooks: add the passages that answer each prompt (UserPromptSubmit; the "
+                "default, docs/sessions.md)",
+            )
+            p.add_argument(
+                "--no-prompt-recall",
+                action="store_true",
+                help="with the hooks: leave prompt recall off (SessionStart and capture only)",
+            )
         p.set_defaults(run=install)
 
     p = sub.add_parser("doctor", help="check settings, embedder, clients, and that the index equals the vault")
@@ -152,8 +175,13 @@ def _parser() -> argparse.ArgumentParser:
     vault_args(p)
     p.add_argument("--format", choices=["json", "markdown"], default="json")
     p.add_argument("--out", type=Path, help="write to this file (default: print to stdout)")
-    p.add_argument("--force", "--overwrite", dest="force", action="store_true",
-                   help="replace --out if it exists (never a symlink, device or FIFO)")
+    p.add_argument(
+        "--force",
+        "--overwrite",
+        dest="force",
+        action="store_true",
+        help="replace --out if it exists (never a symlink, device or FIFO)",
+    )
     p.add_argument("--category", help="only this category")
     p.add_argument("--topic", help="only this topic")
     p.set_defaults(run=export)
@@ -161,10 +189,15 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("import", help="import a Spellbook JSON export or an MCP memory server memory.jsonl")
     vault_args(p)
     p.add_argument("file", type=Path)
-    p.add_argument("--on-conflict", choices=["skip", "overwrite", "new_id"], default="skip",
-                   help="when a memory with the same id exists (default: skip)")
-    p.add_argument("--format", choices=["auto", "json", "mcp-memory"], default="auto",
-                   help="file format (default: detect)")
+    p.add_argument(
+        "--on-conflict",
+        choices=["skip", "overwrite", "new_id"],
+        default="skip",
+        help="when a memory with the same id exists (default: skip)",
+    )
+    p.add_argument(
+        "--format", choices=["auto", "json", "mcp-memory"], default="auto", help="file format (default: detect)"
+    )
     p.add_argument("--dry-run", action="store_true", help="report what would happen; write nothing")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(run=import_, quick_exit=True)
@@ -173,10 +206,17 @@ def _parser() -> argparse.ArgumentParser:
     vault_args(p)
     p.add_argument("event", help="SessionStart, UserPromptSubmit, Stop, PreCompact or SessionEnd")
     p.add_argument("--prompt-recall", action="store_true", help="UserPromptSubmit: add relevant memories")
-    p.add_argument("--from-plugin", action="store_true",
-                   help="run by the Claude Code plugin: stand down when the settings hooks are installed too")
-    p.add_argument("--agent", choices=["claude-code", "codex", "gemini"], default="claude-code",
-                   help="the CLI running the hook: its event names, answer format and transcript format")
+    p.add_argument(
+        "--from-plugin",
+        action="store_true",
+        help="run by the Claude Code plugin: stand down when the settings hooks are installed too",
+    )
+    p.add_argument(
+        "--agent",
+        choices=["claude-code", "codex", "gemini"],
+        default="claude-code",
+        help="the CLI running the hook: its event names, answer format and transcript format",
+    )
     p.set_defaults(run=_hook)
 
     p = sub.add_parser("merge", help="merge memories into one (the first id, or --into, keeps its id and file)")
@@ -187,8 +227,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(run=_merge)
 
-    p = sub.add_parser("sync", help="one sync round with the vault's git remote: commit, fetch, merge, push "
-                       "(docs/sync.md)")
+    p = sub.add_parser(
+        "sync", help="one sync round with the vault's git remote: commit, fetch, merge, push (docs/sync.md)"
+    )
     vault_args(p)
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(run=_sync)
@@ -238,8 +279,10 @@ def _serve(args: argparse.Namespace) -> int:
         server = build_server(hub)
         log.info("serving %s over stdio (%s)", settings.vault_dir, hub.role)
         if sys.stdin.isatty():
-            log.info("this is an MCP server speaking JSON-RPC on stdin/stdout: connect it from an MCP client "
-                     "(see README, 'Connect your agent'); Ctrl-C stops it")
+            log.info(
+                "this is an MCP server speaking JSON-RPC on stdin/stdout: connect it from an MCP client "
+                "(see README, 'Connect your agent'); Ctrl-C stops it"
+            )
         if sys.platform == "win32" or not on("front"):  # the front's wire needs POSIX descriptors
             server.run("stdio")
         else:
@@ -277,9 +320,11 @@ def _index(args: argparse.Namespace) -> int:
     )
     if result.get("vectors_missing"):
         error = (result.get("embedder_status") or {}).get("last_error") or "The embedder failed (see the log above)."
-        print(f"{result['vectors_missing']} sections have no vectors yet. {error} Keyword search finds them "
-              "meanwhile; once the embedder answers, run `spellbook index` again (a running server does it itself).",
-              file=sys.stderr)
+        print(
+            f"{result['vectors_missing']} sections have no vectors yet. {error} Keyword search finds them "
+            "meanwhile; once the embedder answers, run `spellbook index` again (a running server does it itself).",
+            file=sys.stderr,
+        )
     for problem in result["problems"]:
         print(f"  skipped/warned {problem['path']}: {problem['problem']}", file=sys.stderr)
     return 0
@@ -338,9 +383,11 @@ def _sync(args: argparse.Namespace) -> int:
         print(json.dumps(result, ensure_ascii=False, indent=2))
     elif result["in_sync"]:
         copies = result["conflict_copies"]
-        print(f"in sync at {result['head']}: {'pulled' if result['pulled'] else 'nothing pulled'}, "
-              f"{'pushed' if result['pushed'] else 'nothing pushed'}, {result['changed_total']} file(s) changed"
-              + (f", {len(copies)} conflict copies (see the Care page): {', '.join(copies)}" if copies else ""))
+        print(
+            f"in sync at {result['head']}: {'pulled' if result['pulled'] else 'nothing pulled'}, "
+            f"{'pushed' if result['pushed'] else 'nothing pushed'}, {result['changed_total']} file(s) changed"
+            + (f", {len(copies)} conflict copies (see the Care page): {', '.join(copies)}" if copies else "")
+        )
     if not result["in_sync"]:
         print(f"spellbook: sync: {result['error']}", file=sys.stderr)
         return 1
@@ -358,13 +405,17 @@ def _stats(args: argparse.Namespace) -> int:
     if status.get("reachable") is False:
         print(f"  embedder failing: {status.get('last_error')}")
     if result.get("vectors_missing"):
-        print(f"  {result['vectors_missing']} sections have no vectors yet; they are embedded once the embedder answers")
+        print(
+            f"  {result['vectors_missing']} sections have no vectors yet; they are embedded once the embedder answers"
+        )
     for problem in result["problems"]:
         print(f"  {problem['path']}: {problem['problem']}")
     spend = result.get("summariser") or {}
     if spend.get("model") or spend.get("tokens"):
-        print(f"summariser: {spend.get('model') or 'off'}, {spend['tokens']:,} of {spend['daily_tokens']:,} tokens "
-              f"today ({spend['calls']} calls, {spend['refused']} refused at the cap, {spend['fallbacks']} failed)")
+        print(
+            f"summariser: {spend.get('model') or 'off'}, {spend['tokens']:,} of {spend['daily_tokens']:,} tokens "
+            f"today ({spend['calls']} calls, {spend['refused']} refused at the cap, {spend['fallbacks']} failed)"
+        )
     for warning in result.get("setup_warnings", []):
         print(f"warning: {warning}")
     from spellbook.cli.doctor import sync_check
@@ -372,4 +423,3 @@ def _stats(args: argparse.Namespace) -> int:
     for line in sync_check(result.get("sync")):
         print(f"     sync: {line['detail']}")
     return 0
-

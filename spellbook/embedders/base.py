@@ -9,11 +9,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
-
-
-if TYPE_CHECKING:
-    pass
+from typing import Any
 
 
 class Embedder(ABC):

@@ -94,8 +94,9 @@ class Lanes:
             with self._lock:
                 first, self.broken = self.broken is None, self.broken or str(exc)
             if first:
-                log.warning("embedding in a child process failed (%s); embedding in this process for the rest "
-                            "of this job", exc)
+                log.warning(
+                    "embedding in a child process failed (%s); embedding in this process for the rest of this job", exc
+                )
             raise
         finally:
             self._free.put(lane)  # a closed one too: a thread waiting for a lane then sees it closed
@@ -296,8 +297,12 @@ def _child(fd: int, embedder: Any, name: Any) -> None:
             data = b""
             try:
                 array = _vectors(embedder, texts)
-                head: dict[str, Any] = {"kind": "ok", "rows": len(array), "dim": array.shape[1] if len(array) else 0,
-                                        "dtype": array.dtype.str}
+                head: dict[str, Any] = {
+                    "kind": "ok",
+                    "rows": len(array),
+                    "dim": array.shape[1] if len(array) else 0,
+                    "dtype": array.dtype.str,
+                }
                 data = array.tobytes()
             except EmbedderInputError as exc:
                 head = {"kind": "input", "message": str(exc)}

@@ -20,10 +20,16 @@ from spellbook.errors import EmbedderError, EmbedderInputError
 
 BATCH_SIZE = 64  # texts per request
 
+
 class OllamaEmbedder(RemoteEmbedder):
     def __init__(
-        self, url: str, model: str, timeout: float = TIMEOUT_SECONDS, batch_size: int = BATCH_SIZE,
-        retries: int = RETRIES, cooldown: float = RETRY_SECONDS,
+        self,
+        url: str,
+        model: str,
+        timeout: float = TIMEOUT_SECONDS,
+        batch_size: int = BATCH_SIZE,
+        retries: int = RETRIES,
+        cooldown: float = RETRY_SECONDS,
     ) -> None:
         import ollama
 

@@ -72,7 +72,8 @@ class OpenAIEmbedder(RemoteEmbedder):
             )
         if code == 404:
             raise EmbedderError(
-                f"{self.url}/embeddings answered 404 for model {self.model!r} ({self._message(response)}): the model is "
+                f"{self.url}/embeddings answered 404 for model {self.model!r} "
+                f"({self._message(response)}): the model is "
                 "unknown or the URL is wrong. Set SPELLBOOK_OPENAI_MODEL to an embedding model the server offers, "
                 "and SPELLBOOK_OPENAI_URL to its base URL (usually ending in /v1)."
             )

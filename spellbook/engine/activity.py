@@ -46,9 +46,17 @@ class ActivityLog:
         self.settle = settle  # called before a read: lets queued commits land (their lines are written then)
         self._lock = threading.Lock()
 
-    def entry(self, tool: str, path: str, title: str | None, note_id: str, detail: str = "",
-              text: str | None = None, before: str | Path | None = None,
-              meta: dict[str, Any] | None = None) -> dict[str, Any]:
+    def entry(
+        self,
+        tool: str,
+        path: str,
+        title: str | None,
+        note_id: str,
+        detail: str = "",
+        text: str | None = None,
+        before: str | Path | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
         """A line for a write, without its commit yet. The note's scope is read from ``meta``, or
         from the text written (or, for an erase, from the text it had)."""
         who = actor()
@@ -56,11 +64,16 @@ class ActivityLog:
         if meta is None:
             meta = _meta(text if text is not None else before)
         return {
-            "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "tool": tool,
-            "id": note_id or _value(meta.get("id")) or "", "path": path,
-            "title": title or _value(meta.get("title")) or Path(path).stem, "detail": detail,
-            "client": who.client, "session": who.session,
-            "context": _value(meta.get("context")) or scope.context, "user": _value(meta.get("user")) or scope.user,
+            "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "tool": tool,
+            "id": note_id or _value(meta.get("id")) or "",
+            "path": path,
+            "title": title or _value(meta.get("title")) or Path(path).stem,
+            "detail": detail,
+            "client": who.client,
+            "session": who.session,
+            "context": _value(meta.get("context")) or scope.context,
+            "user": _value(meta.get("user")) or scope.user,
         }
 
     def append(self, entry: dict[str, Any]) -> None:
@@ -103,7 +116,7 @@ class ActivityLog:
             if tool and item.get("tool") != tool:
                 continue
             visible.append(item)
-        page = visible[offset:offset + limit]
+        page = visible[offset : offset + limit]
         return {"entries": page, "offset": offset, "more": len(visible) > offset + limit, "total": len(visible)}
 
     def _tail(self) -> list[str]:
@@ -121,7 +134,7 @@ class ActivityLog:
     def _trim(self) -> None:
         data = self.file.read_bytes()
         keep = data[-KEEP_BYTES:]
-        keep = keep[keep.find(b"\n") + 1:]
+        keep = keep[keep.find(b"\n") + 1 :]
         atomic_write(self.file, keep.decode("utf-8", "replace"), mode=0o600)
 
 

@@ -10,14 +10,72 @@ import re
 NUMBER = re.compile(r"\d+(?:[.,:/-]\d+)*")
 NEGATION = re.compile(
     r"\b(?:not|never|no longer|cannot|can't|don't|doesn't|didn't|isn't|aren't|wasn't|weren't|won't)\b"
-    r"|않[는다았]|없[다어었]|못 |ない|ません|ではない|じゃない", re.IGNORECASE,
+    r"|않[는다았]|없[다어었]|못 |ない|ません|ではない|じゃない",
+    re.IGNORECASE,
 )
 _TOKEN = re.compile(r"\d+(?:[.,:/-]\d+)*|[^\W\d_]+")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
 _COMMON = frozenset(
-    "the a an and or of to in on at by for from with into now is are was were be been it its this that these "
-    "those then than after before about still also only each per stays set raised lowered changed instead "
-    "went moved we our i you they them has have had not no yes".split()
+    [
+        "the",
+        "a",
+        "an",
+        "and",
+        "or",
+        "of",
+        "to",
+        "in",
+        "on",
+        "at",
+        "by",
+        "for",
+        "from",
+        "with",
+        "into",
+        "now",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "it",
+        "its",
+        "this",
+        "that",
+        "these",
+        "those",
+        "then",
+        "than",
+        "after",
+        "before",
+        "about",
+        "still",
+        "also",
+        "only",
+        "each",
+        "per",
+        "stays",
+        "set",
+        "raised",
+        "lowered",
+        "changed",
+        "instead",
+        "went",
+        "moved",
+        "we",
+        "our",
+        "i",
+        "you",
+        "they",
+        "them",
+        "has",
+        "have",
+        "had",
+        "not",
+        "no",
+        "yes",
+    ]
 )
 Numbers = dict[str, tuple[set[str], str, bool]]  # a number -> (the words near it, its unit, given as former)
 _FORMER_BEFORE = re.compile(r"(?:\bfrom|\binstead of|\bwas|\bwere|\breplacing|\bpreviously|\bformerly|\brather than)$")
@@ -67,10 +125,10 @@ def numbers_of(text: str) -> Numbers:
         if not token[0].isdigit():
             continue
         near: set[str] = set()
-        for word in tokens[max(0, n - BEFORE):n] + tokens[n + 1:n + 1 + AFTER]:
+        for word in tokens[max(0, n - BEFORE) : n] + tokens[n + 1 : n + 1 + AFTER]:
             near |= _keys(word)
         after = tokens[n + 1].lower() if n + 1 < len(tokens) and not tokens[n + 1][0].isdigit() else ""
-        before = " ".join(tokens[max(0, n - 2):n]).lower()
+        before = " ".join(tokens[max(0, n - 2) : n]).lower()
         former = bool(_FORMER_BEFORE.search(before) or _FORMER_AFTER.match(after))
         subject, unit, was = out.setdefault(token, (set(), after, False))
         subject |= near
@@ -83,7 +141,7 @@ def _keys(word: str) -> set[str]:
     if word[0].isdigit():
         return set()
     if _CJK.search(word):
-        return {word[i:i + 2] for i in range(max(1, len(word) - 1))}
+        return {word[i : i + 2] for i in range(max(1, len(word) - 1))}
     word = word.lower()
     if len(word) < 3 or word in _COMMON:
         return set()

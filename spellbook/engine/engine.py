@@ -25,7 +25,8 @@ from spellbook.config import Settings
 from spellbook.embedders.base import Embedder
 from spellbook.embedders.registry import load_embedder
 from spellbook.engine.access import Access, Readiness
-from spellbook.engine.activity import FILE_NAME as ACTIVITY_FILE, ActivityLog
+from spellbook.engine.activity import FILE_NAME as ACTIVITY_FILE
+from spellbook.engine.activity import ActivityLog
 from spellbook.engine.exchange import Exchange
 from spellbook.engine.graph import Graph
 from spellbook.engine.health import Health
@@ -50,8 +51,9 @@ log = logging.getLogger(__name__)
 
 
 class Engine:
-    def __init__(self, settings: Settings, embedder: Embedder | None = None, vectors: Any | None = None,
-                 load_model: bool = False) -> None:
+    def __init__(
+        self, settings: Settings, embedder: Embedder | None = None, vectors: Any | None = None, load_model: bool = False
+    ) -> None:
         self.settings = settings
         # Writes make their temp files in the index folder when it is in the vault (the default): its
         # files take the vault's own SELinux label and default ACLs, as they would beside the note.
@@ -77,14 +79,35 @@ class Engine:
         self.structure = Structure(*base, self.access, self.readiness, recorder)
         self.lifecycle = Lifecycle(settings, *base, self.access, self.git, recorder, self.structure)
         self.team = TeamSync(settings, self.indexer, self.git)
-        self.maintenance = Maintenance(settings, self.vault, self.catalog, self.vectors, self.embedder, self.indexer,
-                                       self.git, self.readiness, self.lifecycle, self.team)
-        self.search = Search(settings, self.vault, self.catalog, self.vectors, self.embedder, self.indexer,
-                             self.access, self.readiness, self.maintenance)
+        self.maintenance = Maintenance(
+            settings,
+            self.vault,
+            self.catalog,
+            self.vectors,
+            self.embedder,
+            self.indexer,
+            self.git,
+            self.readiness,
+            self.lifecycle,
+            self.team,
+        )
+        self.search = Search(
+            settings,
+            self.vault,
+            self.catalog,
+            self.vectors,
+            self.embedder,
+            self.indexer,
+            self.access,
+            self.readiness,
+            self.maintenance,
+        )
         self.memories = Memories(settings, *base, self.access, self.readiness, recorder, self.search, self.structure)
         self.links = Links(*base, self.access, self.readiness, recorder, self.search)
         self.merging = Merging(settings, *base, self.access, self.readiness, recorder, self.links)
-        self.memo = Memo(self.catalog.changes, self.access)  # whole-vault answers (health, graph), kept until the index changes
+        self.memo = Memo(
+            self.catalog.changes, self.access
+        )  # whole-vault answers (health, graph), kept until the index changes
         self.health = Health(settings, self.catalog, self.vectors, self.access, self.readiness, self.memo)
         self.history_service = History(*base, self.git, self.access, recorder)
         self.exchange = Exchange(settings, *base, self.git, self.access, self.readiness, self.activity_log)
@@ -121,7 +144,7 @@ def _start_loading(embedder: Embedder) -> threading.Thread:
     def load() -> None:
         try:
             embedder.warm_up()
-        except Exception:  # noqa: BLE001 - the first embed meets it again, and reports it
+        except Exception:
             log.debug("loading the embedder ahead failed", exc_info=True)
 
     thread = threading.Thread(target=load, name="spellbook-load", daemon=True)

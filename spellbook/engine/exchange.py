@@ -93,8 +93,11 @@ class Exchange:
         if format not in ("json", "markdown"):
             raise InvalidInputError("format must be json or markdown.")
         spec = parse_filter(filter)
-        places = ExportPlaces(self.settings.index_path, self.vault.root,
-                              tuple(p.expanduser().resolve() for p in self.settings.export_dirs))
+        places = ExportPlaces(
+            self.settings.index_path,
+            self.vault.root,
+            tuple(p.expanduser().resolve() for p in self.settings.export_dirs),
+        )
         target = resolve_export_target(path, places, overwrite) if path is not None else None
         pending = self.readiness.await_first_index()
         where, params = self.access.where(spec, include_hidden=True)  # archived and expired memories too: loss-free
@@ -162,7 +165,9 @@ class Exchange:
             entries, warnings = memory_graph_entries(text, f"{file.name} (MCP memory server)", now_iso())
         else:
             entries = read_export(text, str(file))  # one memory at a time; bounded count and depth
-        entries, named_kinds = scrub_entries(entries, self.access.scrub, self.access.may_hold_secrets)  # no secret in a file name or an id
+        entries, named_kinds = scrub_entries(
+            entries, self.access.scrub, self.access.may_hold_secrets
+        )  # no secret in a file name or an id
         problems = []
         for entry in entries:
             try:
@@ -219,8 +224,12 @@ class Exchange:
         if run.written:
             self._commit_import(file, run)
         out: dict[str, Any] = {
-            "file": str(file), "format": format, "on_conflict": on_conflict, "dry_run": dry_run,
-            "total": len(entries), "counts": {k: len(v) for k, v in run.lists.items()},
+            "file": str(file),
+            "format": format,
+            "on_conflict": on_conflict,
+            "dry_run": dry_run,
+            "total": len(entries),
+            "counts": {k: len(v) for k, v in run.lists.items()},
         }
         for name, items in run.lists.items():
             out[name] = items[:REPORT_ITEMS]
@@ -240,8 +249,11 @@ class Exchange:
             return
         files: dict[str, bytes | None] = {path: text.encode("utf-8") for path, text in run.texts.items()}
         activity = self.activity
-        lines = [activity.entry("import", path, None, "", f"from {file.name}", meta=run.metas[path])
-                 for path in files] if activity is not None else []
+        lines = (
+            [activity.entry("import", path, None, "", f"from {file.name}", meta=run.metas[path]) for path in files]
+            if activity is not None
+            else []
+        )
 
         def log(change: Change | None) -> None:
             commit = change.result.get("commit") if change is not None else None
@@ -346,7 +358,9 @@ class Exchange:
             file = (base / given).resolve()
         check_import_source(file)
         if not file.is_file():
-            raise InvalidInputError(f"No file at {file}. Pass the path of an export (absolute, or in {self._exports_dir()}).")
+            raise InvalidInputError(
+                f"No file at {file}. Pass the path of an export (absolute, or in {self._exports_dir()})."
+            )
         return file
 
 
@@ -377,7 +391,9 @@ def _note_text(meta: dict[str, Any], body: str) -> str:
 def _read_import_file(file: Path) -> str:
     size = file.stat().st_size
     if size > MAX_IMPORT_BYTES:
-        raise InvalidInputError(f"{file} is {size / 2**20:.0f} MB; the largest import is {MAX_IMPORT_BYTES // 2**20} MB.")
+        raise InvalidInputError(
+            f"{file} is {size / 2**20:.0f} MB; the largest import is {MAX_IMPORT_BYTES // 2**20} MB."
+        )
     data = file.read_bytes()
     try:
         return data.decode("utf-8-sig")

@@ -42,16 +42,18 @@ class Graph:
             self._read = kept
         return kept[1], kept[2]
 
-    def graph(self, category: str | None = None, topic: str | None = None, tag: str | None = None,
-              limit: int = DEFAULT_LIMIT) -> dict[str, Any]:
+    def graph(
+        self, category: str | None = None, topic: str | None = None, tag: str | None = None, limit: int = DEFAULT_LIMIT
+    ) -> dict[str, Any]:
         """Nodes, edges and the filter's choices (kept by the memo until the index changes)."""
         if not 1 <= limit <= MAX_LIMIT:
             raise InvalidInputError(f"limit must be between 1 and {MAX_LIMIT} nodes.")
         self.readiness.await_first_index()
         if self.memo is None:
             return self._graph(category, topic, tag, limit)
-        return self.memo.get("graph", (category, topic, tag, limit), lambda: self._graph(category, topic, tag, limit),
-                             self._without_gone)  # a page's: seconds old at worst after a write (memo.py)
+        return self.memo.get(
+            "graph", (category, topic, tag, limit), lambda: self._graph(category, topic, tag, limit), self._without_gone
+        )  # a page's: seconds old at worst after a write (memo.py)
 
     def _without_gone(self, answer: dict[str, Any]) -> dict[str, Any]:
         """A kept graph without the notes erased, merged or moved since, nor their edges."""
@@ -67,7 +69,8 @@ class Graph:
         facets = _facets(visible)
         fold = str.casefold
         notes = {
-            n.path: n for n in visible
+            n.path: n
+            for n in visible
             if (not category or fold(n.category or "") == fold(category))
             and (not topic or fold(n.topic or "") == fold(topic))
             and (not tag or any(fold(t) == fold(tag) for t in n.tags))
@@ -86,17 +89,32 @@ class Graph:
             ranked.sort(key=lambda n: degree[n.path], reverse=True)  # stable: newest first among equals
             notes = {n.path: n for n in ranked[:limit]}
         nodes = [
-            {"id": n.note_id, "path": n.path, "title": n.title, "category": n.category, "topic": n.topic,
-             "tags": n.tags[:8], "degree": degree[n.path]}
+            {
+                "id": n.note_id,
+                "path": n.path,
+                "title": n.title,
+                "category": n.category,
+                "topic": n.topic,
+                "tags": n.tags[:8],
+                "degree": degree[n.path],
+            }
             for n in notes.values()
         ]
         ids = {path: n.note_id for path, n in notes.items()}
         links = [
             {"source": ids[s], "target": ids[t], "relations": sorted(rel)}
-            for (s, t), rel in edges.items() if s in ids and t in ids
+            for (s, t), rel in edges.items()
+            if s in ids and t in ids
         ]
-        return {"nodes": nodes, "edges": links, "total": total, "shown": len(nodes), "sampled": total > len(nodes),
-                "filter": {"category": category, "topic": topic, "tag": tag}, **facets}
+        return {
+            "nodes": nodes,
+            "edges": links,
+            "total": total,
+            "shown": len(nodes),
+            "sampled": total > len(nodes),
+            "filter": {"category": category, "topic": topic, "tag": tag},
+            **facets,
+        }
 
 
 def _facets(notes: list[Any]) -> dict[str, Any]:
@@ -104,5 +122,10 @@ def _facets(notes: list[Any]) -> dict[str, Any]:
     categories = sorted({n.category for n in notes if n.category})
     topics = sorted({n.topic for n in notes if n.topic})
     tags = Counter(t for n in notes for t in n.tags)
-    return {"categories": categories, "topics": topics, "tags": [t for t, _ in tags.most_common(TOP_TAGS)],
-            "contexts": sorted({n.context for n in notes if n.context}), "users": sorted({n.user for n in notes if n.user})}
+    return {
+        "categories": categories,
+        "topics": topics,
+        "tags": [t for t, _ in tags.most_common(TOP_TAGS)],
+        "contexts": sorted({n.context for n in notes if n.context}),
+        "users": sorted({n.user for n in notes if n.user}),
+    }

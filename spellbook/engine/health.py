@@ -16,8 +16,8 @@ from spellbook.config import Settings
 from spellbook.engine.access import Access, Readiness
 from spellbook.engine.differences import differences
 from spellbook.engine.links import WIKILINK
-from spellbook.engine.memories import DUPLICATE_SIMILARITY
 from spellbook.engine.memo import Memo
+from spellbook.engine.memories import DUPLICATE_SIMILARITY
 from spellbook.errors import InvalidInputError
 from spellbook.index.catalog import Catalog
 
@@ -26,8 +26,15 @@ LISTED_NOTES = 20  # notes named per issue; the rest are counted in `more`
 ISSUES_PER_KIND = 20  # pair and group issues (near-duplicates, tag spellings, broken links) per kind
 DUPLICATE_SCAN_NOTES = 2_000  # near-duplicates: the most recently updated notes, compared pairwise
 # analyze_knowledge: score = 100 - sum(weight x share of the kind); docs/knowledge.md
-WEIGHTS = {"untagged": 20, "isolated": 25, "stale": 15, "near_duplicate": 15, "broken_link": 15, "similar_tags": 10,
-           "contradiction": 15}
+WEIGHTS = {
+    "untagged": 20,
+    "isolated": 25,
+    "stale": 15,
+    "near_duplicate": 15,
+    "broken_link": 15,
+    "similar_tags": 10,
+    "contradiction": 15,
+}
 LIST_KINDS = ("untagged", "isolated", "stale", "similar_tags")  # issues that list notes (the rest are pairs)
 # A contradiction: two notes linked `contradicts` (neither superseding the other), or two near-duplicates
 # that state different numbers (amounts, dates, times, versions) or where only one says "not" (differences.py).
@@ -36,8 +43,15 @@ LIST_KINDS = ("untagged", "isolated", "stale", "similar_tags")  # issues that li
 class Health:
     """A health score of the vault's memories, and the issues behind it."""
 
-    def __init__(self, settings: Settings, catalog: Catalog, vectors: Any, access: Access, readiness: Readiness,
-                 memo: Memo | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        catalog: Catalog,
+        vectors: Any,
+        access: Access,
+        readiness: Readiness,
+        memo: Memo | None = None,
+    ) -> None:
         self.memo = memo  # keeps the answer until the index changes (engine/memo.py)
         self.settings = settings
         self.catalog = catalog
@@ -52,8 +66,12 @@ class Health:
             raise InvalidInputError("stale_days must be a whole number of days between 1 and 36500.")
         self.readiness.await_first_index()
         if self.memo is not None:
-            return self.memo.get("analyze_knowledge", (stale_days,), lambda: self._analyze(stale_days),
-                                 self._without_gone if stale_ok else None)
+            return self.memo.get(
+                "analyze_knowledge",
+                (stale_days,),
+                lambda: self._analyze(stale_days),
+                self._without_gone if stale_ok else None,
+            )
         return self._analyze(stale_days)
 
     def _without_gone(self, answer: dict[str, Any]) -> dict[str, Any]:
@@ -70,7 +88,8 @@ class Health:
 
     def _analyze(self, stale_days: int) -> dict[str, Any]:
         notes = {
-            n.path: (n, mtime) for n, mtime in self.catalog.browse.overview()
+            n.path: (n, mtime)
+            for n, mtime in self.catalog.browse.overview()
             if (n.category or "").lower() != "system" and self.access.visible(n)
         }
         total = len(notes)
@@ -80,27 +99,41 @@ class Health:
 
         untagged = [p for p, (n, _) in notes.items() if not n.tags]
         if untagged:
-            issues.append(_issue("untagged", [refs[p] for p in untagged],
-                                 "Add tags with revise(id, tags=[...]) (or #tags in the text) so filters and "
-                                 "explore_related find them."))
+            issues.append(
+                _issue(
+                    "untagged",
+                    [refs[p] for p in untagged],
+                    "Add tags with revise(id, tags=[...]) (or #tags in the text) so filters and "
+                    "explore_related find them.",
+                )
+            )
 
         graph = self.catalog.links.link_graph()
         linked = [(source, resolved) for source, _, _, resolved in graph if resolved and resolved != source]
         connected = {p for pair in linked for p in pair}
         isolated = [p for p in notes if p not in connected]
         if isolated:
-            issues.append(_issue("isolated", [refs[p] for p in isolated],
-                                 "No links in or out: call explore_related(id) for candidates, then link(source, "
-                                 "target, relation)."))
+            issues.append(
+                _issue(
+                    "isolated",
+                    [refs[p] for p in isolated],
+                    "No links in or out: call explore_related(id) for candidates, then link(source, target, relation).",
+                )
+            )
 
         cutoff = time.time() - stale_days * 86_400
         when = {p: _timestamp(n.updated or n.created) or mtime / 1e9 for p, (n, mtime) in notes.items()}
         stale = sorted((p for p in notes if when[p] < cutoff), key=lambda p: (when[p], p))
         if stale:
             listed = [{**refs[p], "updated": _iso(when[p])} for p in stale]
-            issues.append(_issue("stale", listed,
-                                 f"Not updated in {stale_days} days: check each is still true; revise it, link a "
-                                 "newer memory to it with relation 'supersedes', or erase it."))
+            issues.append(
+                _issue(
+                    "stale",
+                    listed,
+                    f"Not updated in {stale_days} days: check each is still true; revise it, link a "
+                    "newer memory to it with relation 'supersedes', or erase it.",
+                )
+            )
 
         seen_tags = {t.casefold() for n, _ in notes.values() for t in n.tags}
         tag_counts = [(t, c) for t, c in self.catalog.browse.tag_counts() if t.casefold() in seen_tags]
@@ -112,35 +145,51 @@ class Health:
 
         pairs, pair_count, scanned = self._near_duplicates(sorted(notes, key=lambda p: (-when[p], p)))
         for similarity, a, b in pairs[:ISSUES_PER_KIND]:
-            issues.append({
-                "kind": "near_duplicate", "similarity": round(similarity, 4), "notes": [refs[a], refs[b]],
-                "action": f"Merge them: merge(ids=[{refs[a]['id']!r}, {refs[b]['id']!r}]) keeps the first "
-                          "(pass into= to keep the other), or, if one replaces the other, link(newer, older, "
-                          "'supersedes').",
-            })
+            issues.append(
+                {
+                    "kind": "near_duplicate",
+                    "similarity": round(similarity, 4),
+                    "notes": [refs[a], refs[b]],
+                    "action": f"Merge them: merge(ids=[{refs[a]['id']!r}, {refs[b]['id']!r}]) keeps the first "
+                    "(pass into= to keep the other), or, if one replaces the other, link(newer, older, "
+                    "'supersedes').",
+                }
+            )
         if pair_count > ISSUES_PER_KIND:
             more["near_duplicate"] = pair_count - ISSUES_PER_KIND
 
         broken = [(s, t, r) for s, t, r, resolved in graph if resolved is None and s in notes]
         for source, target, relation in broken[:ISSUES_PER_KIND]:
-            fix = (f"unlink(source={refs[source]['id']!r}, target={target!r})" if relation
-                   else "revise the text that holds the link")
-            issues.append({
-                "kind": "broken_link", "notes": [refs[source]], "target": target, "relation": relation or WIKILINK,
-                "action": f"No note is named {target!r}: fix the link text, create that note, or remove the link "
-                          f"({fix}).",
-            })
+            fix = (
+                f"unlink(source={refs[source]['id']!r}, target={target!r})"
+                if relation
+                else "revise the text that holds the link"
+            )
+            issues.append(
+                {
+                    "kind": "broken_link",
+                    "notes": [refs[source]],
+                    "target": target,
+                    "relation": relation or WIKILINK,
+                    "action": f"No note is named {target!r}: fix the link text, create that note, or remove the link "
+                    f"({fix}).",
+                }
+            )
         if len(broken) > ISSUES_PER_KIND:
             more["broken_link"] = len(broken) - ISSUES_PER_KIND
 
         contradictions = self._contradictions(graph, pairs, set(notes))
         for evidence, a, b in contradictions[:ISSUES_PER_KIND]:
-            issues.append({
-                "kind": "contradiction", "notes": [refs[a], refs[b]], "evidence": evidence,
-                "action": "These say different things. Decide which holds: revise the wrong one, erase it, or "
-                          f"link(newer, older, 'supersedes') (e.g. link({refs[a]['id']!r}, {refs[b]['id']!r}, "
-                          "'supersedes')).",
-            })
+            issues.append(
+                {
+                    "kind": "contradiction",
+                    "notes": [refs[a], refs[b]],
+                    "evidence": evidence,
+                    "action": "These say different things. Decide which holds: revise the wrong one, erase it, or "
+                    f"link(newer, older, 'supersedes') (e.g. link({refs[a]['id']!r}, {refs[b]['id']!r}, "
+                    "'supersedes')).",
+                }
+            )
         if len(contradictions) > ISSUES_PER_KIND:
             more["contradiction"] = len(contradictions) - ISSUES_PER_KIND
 
@@ -161,15 +210,22 @@ class Health:
             "score": max(0, round(100 - penalty)),
             "notes": total,
             "counts": {
-                "untagged": len(untagged), "isolated": len(isolated), "stale": len(stale),
-                "similar_tag_groups": len(groups), "near_duplicate_pairs": pair_count, "broken_links": len(broken),
+                "untagged": len(untagged),
+                "isolated": len(isolated),
+                "stale": len(stale),
+                "similar_tag_groups": len(groups),
+                "near_duplicate_pairs": pair_count,
+                "broken_links": len(broken),
                 "contradictions": len(contradictions),
-                "links": len(graph), "tags": len(tag_counts),
+                "links": len(graph),
+                "tags": len(tag_counts),
             },
             "shares": {k: round(v, 3) for k, v in shares.items()},
             "stale_days": stale_days,
             "near_duplicates_checked": {
-                "notes": scanned, "of": total, "threshold": DUPLICATE_SIMILARITY,
+                "notes": scanned,
+                "of": total,
+                "threshold": DUPLICATE_SIMILARITY,
             },
             "issues": issues,
             "more_issues": more,
@@ -183,22 +239,34 @@ class Health:
         listed = [refs[p] for p in paths if p in refs][:LISTED_NOTES]
         count = max(len(listed), sum(n for tag, n in group if tag != best))
         return {
-            "kind": "similar_tags", "tags": dict(group), "suggested": best, "count": count, "notes": listed,
+            "kind": "similar_tags",
+            "tags": dict(group),
+            "suggested": best,
+            "count": count,
+            "notes": listed,
             "more": count - len(listed),
             "action": f"Use one spelling: retag these notes from {', '.join(others)} to {best} (revise tags; "
-                      "#tags in a note's text are changed in its text).",
+            "#tags in a note's text are changed in its text).",
         }
 
-    def _contradictions(self, graph: list[tuple[str, str, str | None, str | None]],
-                        pairs: list[tuple[float, str, str]], live: set[str]) -> list[tuple[str, str, str]]:
+    def _contradictions(
+        self, graph: list[tuple[str, str, str | None, str | None]], pairs: list[tuple[float, str, str]], live: set[str]
+    ) -> list[tuple[str, str, str]]:
         """(evidence, a, b): pairs linked ``contradicts`` that no ``supersedes`` link settles, then
         near-duplicate pairs whose texts differ in a number or a negation (``differences``)."""
         settled = {frozenset((s, r)) for s, _, rel, r in graph if rel == "supersedes" and r}
         found: dict[frozenset[str], tuple[str, str, str]] = {}
         for source, _, relation, resolved in graph:
             pair = frozenset((source, resolved or ""))
-            if (relation == "contradicts" and resolved and resolved != source and source in live
-                    and resolved in live and pair not in settled and pair not in found):
+            if (
+                relation == "contradicts"
+                and resolved
+                and resolved != source
+                and source in live
+                and resolved in live
+                and pair not in settled
+                and pair not in found
+            ):
                 found[pair] = ("linked 'contradicts'", source, resolved)
         texts: dict[str, str] = {}
         for _, a, b in pairs:
@@ -247,8 +315,13 @@ class Health:
 
 
 def _issue(kind: str, notes: list[dict[str, Any]], action: str) -> dict[str, Any]:
-    return {"kind": kind, "count": len(notes), "notes": notes[:LISTED_NOTES],
-            "more": max(0, len(notes) - LISTED_NOTES), "action": action}
+    return {
+        "kind": kind,
+        "count": len(notes),
+        "notes": notes[:LISTED_NOTES],
+        "more": max(0, len(notes) - LISTED_NOTES),
+        "action": action,
+    }
 
 
 def _tag_key(tag: str) -> str:

@@ -44,8 +44,16 @@ class Recorder:
         self.git = git
         self.activity = activity
 
-    def after_write(self, tool: str, path: str, title: str | None, note_id: str, after: str | None,
-                     before: str | Path | None = None, detail: str = "") -> None:
+    def after_write(
+        self,
+        tool: str,
+        path: str,
+        title: str | None,
+        note_id: str,
+        after: str | None,
+        before: str | Path | None = None,
+        detail: str = "",
+    ) -> None:
         """Queue the commit of what a tool just wrote (a no-op when commits are off or git is absent).
         ``after``: the text written to ``path`` (None: the file was removed); ``before``: the file's
         text just before the write (a ``Path`` to where it now lives, for erase)."""
@@ -63,11 +71,28 @@ class Recorder:
         elif isinstance(before, str):
             old = before.encode("utf-8")
         new = None if after is None else after.encode("utf-8")
-        self.git.submit(Change(tool, {path: new}, title or Path(path).stem, note_id, old, detail,
-                               on_done=self._log_all([entry] if entry is not None else [])))
+        self.git.submit(
+            Change(
+                tool,
+                {path: new},
+                title or Path(path).stem,
+                note_id,
+                old,
+                detail,
+                on_done=self._log_all([entry] if entry is not None else []),
+            )
+        )
 
-    def after_writes(self, tool: str, files: dict[str, str | None], title: str, note_id: str, before: str | None,
-                     detail: str = "", removed: dict[str, str] | None = None) -> None:
+    def after_writes(
+        self,
+        tool: str,
+        files: dict[str, str | None],
+        title: str,
+        note_id: str,
+        before: str | None,
+        detail: str = "",
+        removed: dict[str, str] | None = None,
+    ) -> None:
         """Queue one commit for what a tool wrote to several files (``merge``): path -> the text
         written (None: removed). ``before`` is the first file's text just before the write;
         ``removed``: the last text of each removed file (the activity log reads its scope there)."""
@@ -75,15 +100,33 @@ class Recorder:
         if self.activity is not None:
             for n, (path, text) in enumerate(files.items()):
                 if text is None:
-                    lines.append(self.activity.entry(tool, path, None, "", f"into {note_id}", None,
-                                                     (removed or {}).get(path)))
+                    lines.append(
+                        self.activity.entry(tool, path, None, "", f"into {note_id}", None, (removed or {}).get(path))
+                    )
                 else:
-                    lines.append(self.activity.entry(tool, path, title if n == 0 else None, note_id if n == 0 else "",
-                                                     detail if n == 0 else "link updated", text))
+                    lines.append(
+                        self.activity.entry(
+                            tool,
+                            path,
+                            title if n == 0 else None,
+                            note_id if n == 0 else "",
+                            detail if n == 0 else "link updated",
+                            text,
+                        )
+                    )
         if self.git.enabled:
             data = {p: None if t is None else t.encode("utf-8") for p, t in files.items()}
-            self.git.submit(Change(tool, data, title, note_id, None if before is None else before.encode("utf-8"), detail,
-                                   on_done=self._log_all(lines)))
+            self.git.submit(
+                Change(
+                    tool,
+                    data,
+                    title,
+                    note_id,
+                    None if before is None else before.encode("utf-8"),
+                    detail,
+                    on_done=self._log_all(lines),
+                )
+            )
         elif self.activity is not None:
             for line in lines:
                 self.activity.append(line)
@@ -123,8 +166,14 @@ class History:
             entries.append(data)
         uncommitted = False if erased else path in self.git.git.status(repo, [path])
         return {
-            "id": id, "path": path, "title": title, "erased": erased, "current_version": current,
-            "uncommitted": uncommitted, "versions": entries, "more": more,
+            "id": id,
+            "path": path,
+            "title": title,
+            "erased": erased,
+            "current_version": current,
+            "uncommitted": uncommitted,
+            "versions": entries,
+            "more": more,
         }
 
     def restore(self, id: str, version: str, current_version: str | None = None) -> dict[str, Any]:
@@ -132,16 +181,20 @@ class History:
         git = self.git.git
         commit = git.resolve((version or "").strip())
         if commit is None:
-            raise InvalidInputError(f"Version {version!r} is not a commit in the vault's history; pass a version "
-                                    "from history(id).")
+            raise InvalidInputError(
+                f"Version {version!r} is not a commit in the vault's history; pass a version from history(id)."
+            )
         path, title, versions, erased = self._versions(repo, id, None, until=commit)
         match, data = next(((v, blob) for v, blob in versions if v.commit == commit), (None, None))
         if match is None:
-            raise InvalidInputError(f"Version {version!r} is not in the history of memory {id!r}; call history(id) "
-                                    "for its versions.")
+            raise InvalidInputError(
+                f"Version {version!r} is not in the history of memory {id!r}; call history(id) for its versions."
+            )
         if data is None:
-            raise InvalidInputError(f"Version {version!r} is the commit that erased memory {id!r}; restore the "
-                                    "version before it (the next one in history).")
+            raise InvalidInputError(
+                f"Version {version!r} is the commit that erased memory {id!r}; restore the "
+                "version before it (the next one in history)."
+            )
         try:
             text = _keep_id(data.decode("utf-8"), id, path)
         except UnicodeDecodeError:
@@ -154,8 +207,7 @@ class History:
             if current_version is not None and current_version != state.version:
                 raise FileChangedError(path, current_version, state.version, state.text, note_id=id, retry="restore")
             if state.text == text:
-                return {"id": id, "path": path, "version": state.version, "restored": commit[:12],
-                        "unchanged": True}
+                return {"id": id, "path": path, "version": state.version, "restored": commit[:12], "unchanged": True}
             self._keep_uncommitted(repo, state.path, state.text, title, id)
             try:
                 new_version = self.vault.write(path, text, expected_version=state.version)
@@ -163,8 +215,14 @@ class History:
                 raise exc.naming(id, "restore") from None
         self.indexer.sync_path(path)
         self.recorder.after_write("restore", path, title, id, text, detail=f"to {commit[:12]}")
-        return {"id": id, "path": path, "version": new_version, "restored": commit[:12], "erased_before": erased,
-                "committing": self.git.enabled}
+        return {
+            "id": id,
+            "path": path,
+            "version": new_version,
+            "restored": commit[:12],
+            "erased_before": erased,
+            "committing": self.git.enabled,
+        }
 
     def diff(self, id: str, version: str) -> dict[str, Any]:
         """What one version of a memory changed from the memory's version before it (not from the
@@ -174,8 +232,9 @@ class History:
         path, title, versions, _ = self._versions(repo, id, None, until=commit)
         index = next((i for i, (v, _) in enumerate(versions) if v.commit == commit), None)
         if index is None:
-            raise InvalidInputError(f"Version {version!r} is not in the history of memory {id!r}; call history(id) "
-                                    "for its versions.")
+            raise InvalidInputError(
+                f"Version {version!r} is not in the history of memory {id!r}; call history(id) for its versions."
+            )
         match, after = versions[index]
         earlier, before = versions[index + 1] if index + 1 < len(versions) else (None, None)
         if after is None:  # the commit that erased it: the text it took out (the version before it)
@@ -183,12 +242,25 @@ class History:
         elif earlier is None or before is None:  # its first version, or its first after an erase
             out = _whole_file(after, match.path or path, added=True)
         else:
-            out = self.git.git.run("diff", "--no-ext-diff", "--no-textconv", "--no-color", f"{earlier.commit}:"
-                                   f"{repo.prefix}{earlier.path}", f"{commit}:{repo.prefix}{match.path}",
-                                   check=False).stdout
+            out = self.git.git.run(
+                "diff",
+                "--no-ext-diff",
+                "--no-textconv",
+                "--no-color",
+                f"{earlier.commit}:{repo.prefix}{earlier.path}",
+                f"{commit}:{repo.prefix}{match.path}",
+                check=False,
+            ).stdout
         text = out[:MAX_DIFF_BYTES].decode("utf-8", "replace")
-        return {"id": id, "title": title, "path": path, "commit": commit, **match.data(),
-                "diff": self.access.scrubbed(text), "truncated": len(out) > MAX_DIFF_BYTES}
+        return {
+            "id": id,
+            "title": title,
+            "path": path,
+            "commit": commit,
+            **match.data(),
+            "diff": self.access.scrubbed(text),
+            "truncated": len(out) > MAX_DIFF_BYTES,
+        }
 
     # --- helpers ------------------------------------------------------------------------------
     def _repo(self) -> Repo:
@@ -200,8 +272,9 @@ class History:
         self.git.flush()  # Spellbook's own writes are in the history before it is read
         return repo
 
-    def _versions(self, repo: Repo, id: str, limit: int | None, until: str | None = None
-                  ) -> tuple[str, str, list[Owned], bool]:
+    def _versions(
+        self, repo: Repo, id: str, limit: int | None, until: str | None = None
+    ) -> tuple[str, str, list[Owned], bool]:
         """(path, title, versions newest first, erased) of a memory in the index or, failing
         that, of one found in git by its id: erased if a commit took it out, else one whose file
         is not in the index now (emptied or changed by hand and not committed, or caught mid-save).
@@ -234,8 +307,9 @@ class History:
         title = next((_meta(b).get("title") for _, b in versions if b is not None), None) or Path(path).stem
         return path, str(title), versions, erased  # erased: not in the vault now, restore creates the file again
 
-    def _log(self, repo: Repo, path: str, id: str, limit: int | None, until: str | None,
-             start: str = "HEAD") -> list[Owned]:
+    def _log(
+        self, repo: Repo, path: str, id: str, limit: int | None, until: str | None, start: str = "HEAD"
+    ) -> list[Owned]:
         """The memory's own versions in the history of ``path`` from ``start`` (``_own``)."""
         log = self.git.git.file_log(repo, path, start=start, limit=limit)
         owned = self._own(repo, id, log, limit, until)
@@ -253,7 +327,7 @@ class History:
         erasing: Version | None = None
         stop = limit
         for start in range(0, len(log), BLOB_BATCH):
-            part = log[start:start + BLOB_BATCH]
+            part = log[start : start + BLOB_BATCH]
             blobs = iter(self.git.git.blobs(repo, [(v.commit, v.path) for v in part if v.path]))
             for v in part:
                 if v.path is None:
@@ -299,8 +373,11 @@ class History:
             return
         reason = "Spellbook's git commits are off (SPELLBOOK_GIT_COMMIT=false)"
         if self.git.enabled:
-            done = self.git.commit_now(Change("snapshot", {path: text.encode("utf-8")}, title, id, text.encode("utf-8"),
-                                              detail="before restore"))
+            done = self.git.commit_now(
+                Change(
+                    "snapshot", {path: text.encode("utf-8")}, title, id, text.encode("utf-8"), detail="before restore"
+                )
+            )
             if "commit" in done:
                 return
             reason = done.get("skipped") or done.get("failed") or "the commit failed"

@@ -59,7 +59,11 @@ class ImportRun:
         self.on_conflict = on_conflict
         self.dry_run = dry_run
         self.lists: dict[str, list[dict[str, Any]]] = {
-            "created": [], "overwritten": [], "unchanged": [], "skipped": [], "failed": [],
+            "created": [],
+            "overwritten": [],
+            "unchanged": [],
+            "skipped": [],
+            "failed": [],
         }
         self.seen: dict[str, str] = {}  # id -> path, for ids the file repeats
         self.claimed: set[str] = set()  # paths taken by this import (a dry run writes none)
@@ -81,8 +85,11 @@ class ImportRun:
         self.record("created", created.entry, path, id=created.note_id, **extra)
 
     def failed(self, entry: Entry, exc: Exception) -> None:
-        message = f"{exc.path} changed on disk during the import; not overwritten" if isinstance(
-            exc, FileChangedError) else str(exc)
+        message = (
+            f"{exc.path} changed on disk during the import; not overwritten"
+            if isinstance(exc, FileChangedError)
+            else str(exc)
+        )
         self.record("failed", entry, entry.path, error=message)
 
     def record(self, outcome: str, entry: Entry, path: str, **extra: Any) -> None:

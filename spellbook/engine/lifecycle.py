@@ -29,8 +29,8 @@ from spellbook.engine.structure import Structure, folder_key
 from spellbook.errors import InvalidInputError, SpellbookError
 from spellbook.git.committer import Change, Committer
 from spellbook.index.catalog import Catalog, NoteRow
-from spellbook.startup.heap import trim_heap
 from spellbook.index.indexer import Indexer
+from spellbook.startup.heap import trim_heap
 from spellbook.vault.fields import expires_in, expires_key, parse_expires
 from spellbook.vault.note import parse_note
 from spellbook.vault.paths import ABOUT_NAME, OVERVIEW_NAME, is_archived, sanitize_segment
@@ -86,8 +86,9 @@ class Lifecycle:
             log.info("archived expired memory %s -> %s", note.path, target)
             if self.git.enabled:  # one commit for the move (gitlayer)
                 data = (self.vault.root / target).read_bytes()
-                self.git.submit(Change("archive", {note.path: None, target: data}, note.title, note.note_id, data,
-                                       f"to {target}"))
+                self.git.submit(
+                    Change("archive", {note.path: None, target: data}, note.title, note.note_id, data, f"to {target}")
+                )
             archived.append({**note.ref(), "archive_path": target, "expires": note.meta.get("expires")})
         self._last_sweep = time.monotonic()
         return {"archived": archived, "count": len(archived)}
@@ -139,15 +140,19 @@ class Lifecycle:
                 "Call erase_topic again with category=... to choose one."
             )
         described = self.structure.abouts()  # the topic folders' _about.md, matched as get_index matches them
-        abouts = sorted({described[k].path for k in {folder_key(r.category, r.topic) for r in rows if r.category}
-                         if k in described})
+        abouts = sorted(
+            {described[k].path for k in {folder_key(r.category, r.topic) for r in rows if r.category} if k in described}
+        )
         if scope and abouts and self.catalog.list_notes(*everyone, 1, 0)[1] > total:
             abouts = []  # other scopes still have memories in this topic: its description stays
         folders = sorted({r.folder for r in rows} | {p.rsplit("/", 1)[0] for p in abouts})
         out: dict[str, Any] = {"topic": topic, "category": category, "categories": categories, "count": total}
         if not confirm:
             return {
-                **out, "confirmed": False, "would_remove": [r.ref() for r in rows], "description_files": abouts,
+                **out,
+                "confirmed": False,
+                "would_remove": [r.ref() for r in rows],
+                "description_files": abouts,
                 "note": "Nothing was removed. Call again with confirm=true to move these files to .trash/.",
             }
         for path in [r.path for r in rows] + abouts:  # a .trash that is a link: refused before anything moves
@@ -161,9 +166,13 @@ class Lifecycle:
         trashed = {about: self.vault.trash(about) for about in abouts}
         self.indexer.sync_paths([r["path"] for r in removed] + abouts)
         for r in removed:  # committed as erase commits (gitlayer), so history/restore find them by id
-            self.recorder.after_write("erase", r["path"], r["title"], r["id"], None, before=self.vault.root / r["trash_path"])
+            self.recorder.after_write(
+                "erase", r["path"], r["title"], r["id"], None, before=self.vault.root / r["trash_path"]
+            )
         for about, where in trashed.items():
-            self.recorder.after_write("erase", about, about.rsplit("/", 1)[0], about, None, before=self.vault.root / where)
+            self.recorder.after_write(
+                "erase", about, about.rsplit("/", 1)[0], about, None, before=self.vault.root / where
+            )
         for folder in folders:
             self.vault.remove_empty_folders(folder)
         return {**out, "confirmed": True, "count": len(removed), "removed": removed, "description_files": abouts}

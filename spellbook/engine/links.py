@@ -1,11 +1,11 @@
 """Links between memories: what ``link``, ``unlink``, ``get_links`` and ``explore_related`` do.
 
-A service of the engine, given the vault, catalog and indexer; it asks the search service for
-notes similar in meaning. A link lives in the source note's frontmatter, one list of
-``"[[wikilinks]]"`` per relation (``related: ["[[Other]]"]``; docs/note-format.md), so
-Obsidian's graph shows it and the vault stays the source of truth; the indexer records each link with its relation in the catalog.
-Writes go through the vault store with a version check; when a person saves the note between
-the read and the write, the change is applied again on their version, never over it.
+A service of the engine, given the vault, catalog and indexer; it asks the search service for notes
+similar in meaning. A link lives in the source note's frontmatter, one list of ``"[[wikilinks]]"``
+per relation (``related: ["[[Other]]"]``; docs/note-format.md), so Obsidian's graph shows it and
+the vault stays the source of truth; the indexer records each link with its relation in the
+catalog. Writes go through the vault store with a version check; when a person saves the note
+between the read and the write, the change is applied again on their version, never over it.
 """
 
 from __future__ import annotations
@@ -37,8 +37,12 @@ LINK_WEIGHT, TAG_WEIGHT, TAG_WEIGHT_MAX, CONTEXT_WEIGHT, SIMILAR_WEIGHT = 1.0, 0
 
 _UNLINKABLE = re.compile(r"[\[\]|#^]")  # characters a [[link]] cannot carry
 _PHRASES = {
-    "related": "is related to", "supersedes": "supersedes", "contradicts": "contradicts",
-    "extends": "extends", "depends_on": "depends on", WIKILINK: "links to",
+    "related": "is related to",
+    "supersedes": "supersedes",
+    "contradicts": "contradicts",
+    "extends": "extends",
+    "depends_on": "depends on",
+    WIKILINK: "links to",
 }
 
 
@@ -82,9 +86,7 @@ class Links:
             changed = key is None
             if key is None:
                 if len(items) >= MAX_LIST_ITEMS:
-                    raise InvalidInputError(
-                        f"{src.path} already has {len(items)} {relation} links; unlink some first."
-                    )
+                    raise InvalidInputError(f"{src.path} already has {len(items)} {relation} links; unlink some first.")
                 key = text
                 meta[relation] = [*items, f"[[{text}]]"]
             if reason is not None:
@@ -103,9 +105,16 @@ class Links:
 
         version, changed = self._edit_frontmatter(src, change, "link")
         return {
-            "source": src.note_id, "path": src.path, "target": dst.note_id, "target_path": dst.path,
-            "target_title": dst.title, "relation": relation, "link": written["link"], "reason": reason,
-            "changed": changed, "version": version,
+            "source": src.note_id,
+            "path": src.path,
+            "target": dst.note_id,
+            "target_path": dst.path,
+            "target_title": dst.title,
+            "relation": relation,
+            "link": written["link"],
+            "reason": reason,
+            "changed": changed,
+            "version": version,
         }
 
     def unlink(self, source: str, target: str, relation: str | None = None) -> dict[str, Any]:
@@ -146,8 +155,12 @@ class Links:
 
         version, changed = self._edit_frontmatter(src, change, "unlink")
         out: dict[str, Any] = {
-            "source": src.note_id, "path": src.path, "target": dst.note_id if dst else target,
-            "removed": list(removed), "changed": changed, "version": version,
+            "source": src.note_id,
+            "path": src.path,
+            "target": dst.note_id if dst else target,
+            "removed": list(removed),
+            "changed": changed,
+            "version": version,
         }
         if changed:
             return out
@@ -160,7 +173,8 @@ class Links:
         in_text = any(self._points_to(t, dst) for t, rel in self.catalog.links.links_from(src.path) if rel == "")
         out["note"] = (
             f"{src.path} links to {dst.path} in its text, not in a frontmatter relation; change the text with revise."
-            if in_text else f"{src.path} has no {relation or 'relation'} link to {dst.path}; nothing changed."
+            if in_text
+            else f"{src.path} has no {relation or 'relation'} link to {dst.path}; nothing changed."
         )
         return out
 
@@ -204,8 +218,11 @@ class Links:
             if other is not None and self.access.visible(other):
                 add(other.ref(), LINK_WEIGHT, {"kind": "links_to", "relation": relation or WIKILINK})
         for other in self._backlinks(note):
-            add({k: other[k] for k in ("id", "path", "title")}, LINK_WEIGHT,
-                {"kind": "linked_from", "relation": other["relation"]})
+            add(
+                {k: other[k] for k in ("id", "path", "title")},
+                LINK_WEIGHT,
+                {"kind": "linked_from", "relation": other["relation"]},
+            )
         for other, shared in self.catalog.browse.sharing_tags(note.path, note.tags, limit * 3):
             if not self.access.visible(other):
                 continue
@@ -217,8 +234,11 @@ class Links:
                 add(other.ref(), CONTEXT_WEIGHT, {"kind": "same_context", "context": other.context})
         for hit in self.search.similar(note.path, limit):
             if hit["similarity"] > 0:
-                add({k: hit[k] for k in ("id", "path", "title")}, SIMILAR_WEIGHT * hit["similarity"],
-                    {"kind": "similar", "similarity": hit["similarity"]})
+                add(
+                    {k: hit[k] for k in ("id", "path", "title")},
+                    SIMILAR_WEIGHT * hit["similarity"],
+                    {"kind": "similar", "similarity": hit["similarity"]},
+                )
         found.pop(note.path, None)
         ranked = sorted(found.values(), key=lambda e: (-e["score"], e["path"]))[:limit]
         for entry in ranked:
@@ -254,7 +274,9 @@ class Links:
                 log.info("%s changed on disk while linking; applying the change to the new version", note.path)
                 continue
             self.indexer.sync_path(note.path)
-            self.recorder.after_write(tool, note.path, meta.get("title") or note.title, note.note_id, text, before=state.text)
+            self.recorder.after_write(
+                tool, note.path, meta.get("title") or note.title, note.note_id, text, before=state.text
+            )
             return version, True
         raise SpellbookError(
             f"{note.path} kept changing on disk while Spellbook edited its links ({EDIT_ATTEMPTS} tries); nothing "

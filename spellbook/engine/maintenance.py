@@ -24,8 +24,8 @@ from spellbook.engine.teamsync import TeamSync
 from spellbook.errors import EmbedderError, SpellbookError
 from spellbook.git.committer import Committer
 from spellbook.index.catalog import Catalog
-from spellbook.startup.heap import trim_heap
 from spellbook.index.indexer import Indexer, Progress, SyncReport
+from spellbook.startup.heap import trim_heap
 from spellbook.text import mostly_latin
 from spellbook.vault.note import quote_number_ids
 from spellbook.vault.plain_yaml import YAML12_NUMBER
@@ -114,12 +114,23 @@ class Maintenance:
             "consistent": not (new or gone or changed or unseen or missing or orphans or identity),
             "drift": bool(unseen or lost or identity),
             "ids_read_as_numbers": number_ids[:50],
-            "files_in_vault": len(on_disk), "files_indexed": len(known),
-            "not_indexed": new[:50], "deleted_but_indexed": gone[:50], "changed_since_indexed": changed[:50],
-            "changed_unseen": unseen[:50], "vectors_lost_in": sorted(set(lost.values()))[:50],
-            "counts": {"not_indexed": len(new), "deleted_but_indexed": len(gone), "changed": len(changed),
-                       "changed_unseen": len(unseen), "vectors_missing": len(missing), "vectors_lost": len(lost),
-                       "orphan_vectors": orphans, "ids_read_as_numbers": len(number_ids)},
+            "files_in_vault": len(on_disk),
+            "files_indexed": len(known),
+            "not_indexed": new[:50],
+            "deleted_but_indexed": gone[:50],
+            "changed_since_indexed": changed[:50],
+            "changed_unseen": unseen[:50],
+            "vectors_lost_in": sorted(set(lost.values()))[:50],
+            "counts": {
+                "not_indexed": len(new),
+                "deleted_but_indexed": len(gone),
+                "changed": len(changed),
+                "changed_unseen": len(unseen),
+                "vectors_missing": len(missing),
+                "vectors_lost": len(lost),
+                "orphan_vectors": orphans,
+                "ids_read_as_numbers": len(number_ids),
+            },
             "identity_problem": identity,
             "problems": self.catalog.problems()[:50],
         }
@@ -155,8 +166,11 @@ class Maintenance:
         that ended before it saw their vectors stored (index/pending.py)."""
         marks, mine = self.catalog.pending.marks(), self.catalog.pending.session
         rows = self.catalog.chunks(sorted(missing - self.indexer.missing))
-        return {cid: row.path for cid, row in rows.items()
-                if row.path not in files_behind and marks.get(row.path, mine) == mine}
+        return {
+            cid: row.path
+            for cid, row in rows.items()
+            if row.path not in files_behind and marks.get(row.path, mine) == mine
+        }
 
     def repair(self, progress: Progress | None = None) -> dict[str, Any]:
         """Make the index equal to the vault again (a reconcile, plus re-embedding lost vectors),
@@ -177,8 +191,8 @@ class Maintenance:
 
     def _number_ids(self) -> list[str]:
         """Notes whose frontmatter writes an id unquoted that YAML 1.2 reads as a number (Spellbook
-        wrote them so before it quoted them for YAML 1.2: ``id: 123e4567``, about one id in 1,300). The ids come from the
-        catalog; only a file whose id YAML 1.2 reads as a number is read."""
+        wrote them so before it quoted them for YAML 1.2: ``id: 123e4567``, about one id in 1,300).
+        The ids come from the catalog; only a file whose id YAML 1.2 reads as a number is read."""
         maybe, _ = self.catalog.list_notes("note_id GLOB '[-+.0-9]*'", [], 1 << 30, 0)
         found = []
         for row in maybe:
@@ -213,8 +227,11 @@ class Maintenance:
                 threading.Thread(target=self.indexer.fill_missing, name="spellbook-fill", daemon=True).start()
             return {"vectors_missing": len(self.indexer.missing)}
         report = self.indexer.fill_missing()
-        return {"embedded": report.embedded_chunks, "vectors_missing": report.vectors_missing,
-                "embedder_error": report.embedder_error}
+        return {
+            "embedded": report.embedded_chunks,
+            "vectors_missing": report.vectors_missing,
+            "embedder_error": report.embedder_error,
+        }
 
     def probe_embedder(self) -> dict[str, Any]:
         """Embed a short text for real and time it (for ``doctor``)."""
@@ -223,10 +240,20 @@ class Maintenance:
         try:
             vector = embedder.probe("Spellbook doctor: is the embedder answering?")
         except EmbedderError as exc:
-            return {"ok": False, "embedder": embedder.model_id, "error": str(exc),
-                    "seconds": round(time.perf_counter() - started, 3), "vectors_missing": len(self.indexer.missing)}
-        return {"ok": True, "embedder": embedder.model_id, "dimensions": len(vector),
-                "seconds": round(time.perf_counter() - started, 3), "vectors_missing": len(self.indexer.missing)}
+            return {
+                "ok": False,
+                "embedder": embedder.model_id,
+                "error": str(exc),
+                "seconds": round(time.perf_counter() - started, 3),
+                "vectors_missing": len(self.indexer.missing),
+            }
+        return {
+            "ok": True,
+            "embedder": embedder.model_id,
+            "dimensions": len(vector),
+            "seconds": round(time.perf_counter() - started, 3),
+            "vectors_missing": len(self.indexer.missing),
+        }
 
     def rebuild_index(self, progress: Progress | None = None) -> dict[str, Any]:
         started = time.perf_counter()
@@ -254,8 +281,11 @@ class Maintenance:
             "last_sync": _report(self.readiness.last_report) if self.readiness.last_report else None,
             "setup_warnings": self._setup_warnings(),
             "git": self.git.stats(),
-            "summariser": {**spent(self.settings.index_path), "model": self.settings.summariser,
-                           "daily_tokens": DAILY_TOKENS},
+            "summariser": {
+                **spent(self.settings.index_path),
+                "model": self.settings.summariser,
+                "daily_tokens": DAILY_TOKENS,
+            },
             "sync": self.team.status() if self.team else None,
         }
 
@@ -278,5 +308,3 @@ def _report(report: SyncReport) -> dict[str, Any]:
     data = asdict(report)
     data["problems"] = data["problems"][:20]
     return data
-
-

@@ -47,8 +47,13 @@ class Memo:
         self._entries: OrderedDict[tuple, _Entry] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, name: str, args: tuple, compute: Callable[[], Any],
-            stale: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> Any:
+    def get(
+        self,
+        name: str,
+        args: tuple,
+        compute: Callable[[], Any],
+        stale: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+    ) -> Any:
         """The kept answer of ``name(*args)`` in the running call's scope, or ``compute()``'s.
         With ``stale`` (a page a person clicks through), a kept answer the index has moved on from
         is returned at once, through ``stale`` (which drops what no longer exists) and with
@@ -81,9 +86,13 @@ class Memo:
         """Recompute the recently used answers the index has changed under; returns how many."""
         now, mark = time.monotonic(), self.changes()
         with self._lock:
-            due = [(key, e) for key, e in self._entries.items()
-                   if now - e.used < WARM_SECONDS and (e.mark != mark or now - e.made >= TTL_SECONDS)
-                   and now - e.made >= REFRESH_SECONDS]
+            due = [
+                (key, e)
+                for key, e in self._entries.items()
+                if now - e.used < WARM_SECONDS
+                and (e.mark != mark or now - e.made >= TTL_SECONDS)
+                and now - e.made >= REFRESH_SECONDS
+            ]
         for key, entry in due:
             with self.access.within(entry.scope):
                 value = entry.compute()

@@ -79,7 +79,11 @@ class Memories:
         a second one."""
         body, found = self.access.scrub(self._check_text(text))
         (title, fields), more = self.access.scrub_data((_check_title(title) or title_from_text(body), fields))
-        meta = {"id": _id or new_id(), "title": title, **self._fields({**fields, **_stamp(self.access.scope(), fields)})}
+        meta = {
+            "id": _id or new_id(),
+            "title": title,
+            **self._fields({**fields, **_stamp(self.access.scope(), fields)}),
+        }
         default_expiry(meta, creating=True)
         path = note_path(meta.get("category") or "inbox", meta.get("topic"), title)
         written = self._already_written(_id, path) if _id else None
@@ -101,8 +105,14 @@ class Memories:
         for hit in similar:
             hit["near_duplicate"] = hit["similarity"] >= DUPLICATE_SIMILARITY
         out = {
-            "id": meta["id"], "path": path, "version": content_version(rendered), "title": title,
-            "category": meta.get("category"), "topic": meta.get("topic"), "created": now, "similar": similar,
+            "id": meta["id"],
+            "path": path,
+            "version": content_version(rendered),
+            "title": title,
+            "category": meta.get("category"),
+            "topic": meta.get("topic"),
+            "created": now,
+            "similar": similar,
         }
         _note_missing_vectors(out, report)
         return _with_redactions(out, [r.kind for r in found] + more)
@@ -189,8 +199,12 @@ class Memories:
         before, after = self.catalog.browse.around(note.path, when, window)
         before, after = [n for n in before if self.access.visible(n)], [n for n in after if self.access.visible(n)]
         return {
-            "id": id, "path": note.path, "title": note.title, "created": note.created,
-            "before": [r.compact() for r in before], "after": [r.compact() for r in after],
+            "id": id,
+            "path": note.path,
+            "title": note.title,
+            "created": note.created,
+            "before": [r.compact() for r in before],
+            "after": [r.compact() for r in after],
             "sections": [{"index": c.idx, "heading": c.heading} for c in self.catalog.chunks_of(note.path)],
         }
 
@@ -209,13 +223,19 @@ class Memories:
                 missing.append(note_id)
                 continue
             parsed = parse_note(state.text)
-            memories.append({
-                "id": note_id, "path": note.path, "version": state.version, "title": note.title,
-                "metadata": self.access.scrub_data(parsed.meta)[0], "text": self.access.scrub(parsed.body)[0],
-                "chunks": [{"index": c.idx, "heading": c.heading} for c in self.catalog.chunks_of(note.path)],
-                "links": [self.access.link(target) for target in self.catalog.links.links_of(note.path)],
-                "backlinks": [n.ref() for n in self.catalog.links.backlinks(note) if self.access.visible(n)],
-            })
+            memories.append(
+                {
+                    "id": note_id,
+                    "path": note.path,
+                    "version": state.version,
+                    "title": note.title,
+                    "metadata": self.access.scrub_data(parsed.meta)[0],
+                    "text": self.access.scrub(parsed.body)[0],
+                    "chunks": [{"index": c.idx, "heading": c.heading} for c in self.catalog.chunks_of(note.path)],
+                    "links": [self.access.link(target) for target in self.catalog.links.links_of(note.path)],
+                    "backlinks": [n.ref() for n in self.catalog.links.backlinks(note) if self.access.visible(n)],
+                }
+            )
         if not memories:
             raise NoteNotFoundError(missing[0] if len(missing) == 1 else ", ".join(missing))
         return {"memories": memories, "not_found": missing}
@@ -324,7 +344,9 @@ def _stamp(scope: Any, fields: dict[str, Any]) -> dict[str, Any]:
     for name in ("context", "user"):
         mine, given = getattr(scope, name), fields.get(name)
         if mine and given and str(given).casefold() != mine.casefold():
-            raise InvalidInputError(f"This call is scoped to {name} {mine!r}; it cannot write a memory of {name} {given!r}.")
+            raise InvalidInputError(
+                f"This call is scoped to {name} {mine!r}; it cannot write a memory of {name} {given!r}."
+            )
         if mine:
             out[name] = mine
     return out

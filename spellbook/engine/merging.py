@@ -54,8 +54,17 @@ TEXT_LISTS = ("keywords", "questions", "entities")  # unioned as written; tags a
 class Merging:
     """Merging memories into one (``merge``)."""
 
-    def __init__(self, settings: Settings, vault: Vault, catalog: Catalog, indexer: Indexer, access: Access,
-                 readiness: Readiness, recorder: Recorder, links: Links) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        vault: Vault,
+        catalog: Catalog,
+        indexer: Indexer,
+        access: Access,
+        readiness: Readiness,
+        recorder: Recorder,
+        links: Links,
+    ) -> None:
         self.settings = settings
         self.vault = vault
         self.catalog = catalog
@@ -65,19 +74,23 @@ class Merging:
         self.recorder = recorder
         self.links = links
 
-    def merge(self, ids: list[str], into: str | None = None, version: str | None = None,
-              text: str | None = None) -> dict[str, Any]:
+    def merge(
+        self, ids: list[str], into: str | None = None, version: str | None = None, text: str | None = None
+    ) -> dict[str, Any]:
         wanted = _check_ids(ids)
         found: list[Any] = []
         if text is not None:
             text, found = self.access.scrub(check_text(text, MAX_TEXT_CHARS))
         self.readiness.await_first_index()
         survivor = self.access.note_as(wanted[0] if into is None else into, "survivor")
-        others = [row for row in (self.access.note_as(i, "memory to merge") for i in wanted) if row.path != survivor.path]
+        others = [
+            row for row in (self.access.note_as(i, "memory to merge") for i in wanted) if row.path != survivor.path
+        ]
         state = self._read(survivor)
         if version is not None and version != state.version:
-            raise FileChangedError(survivor.path, version, state.version, state.text, note_id=survivor.note_id,
-                                retry="merge")
+            raise FileChangedError(
+                survivor.path, version, state.version, state.text, note_id=survivor.note_id, retry="merge"
+            )
         parsed = _parsed(survivor.path, state.text)
         target = self.links.link_text(survivor)
         names = self._names(others)
@@ -107,11 +120,20 @@ class Merging:
         report = self.indexer.sync_paths([survivor.path, *trashed, *(row.path for row, _, _ in relinked)])
         files: dict[str, str | None] = {survivor.path: merged, **dict.fromkeys(trashed)}
         files.update((row.path, written) for row, written, _ in relinked)
-        self.recorder.after_writes("merge", files, survivor.title, survivor.note_id, state.text,
-                                   detail=f"with {len(others)} {'memory' if len(others) == 1 else 'memories'}",
-                                   removed={o.path: f.text for o, f in zip(others, finals, strict=True)})
+        self.recorder.after_writes(
+            "merge",
+            files,
+            survivor.title,
+            survivor.note_id,
+            state.text,
+            detail=f"with {len(others)} {'memory' if len(others) == 1 else 'memories'}",
+            removed={o.path: f.text for o, f in zip(others, finals, strict=True)},
+        )
         out: dict[str, Any] = {
-            "id": survivor.note_id, "path": survivor.path, "title": survivor.title, "version": new_version,
+            "id": survivor.note_id,
+            "path": survivor.path,
+            "title": survivor.title,
+            "version": new_version,
             "updated": parse_note(merged).meta.get("updated"),
             "merged": [{**o.ref(), "trash_path": trashed[o.path]} for o in others],
             "relinked": [{**row.ref(), "links": n} for row, _, n in relinked],
@@ -119,12 +141,20 @@ class Merging:
         }
         return self._remarks(out, failed, target, report.embedder_error if report.vectors_missing else None, found)
 
-    def _remarks(self, out: dict[str, Any], failed: list[tuple[NoteRow, str]], target: str, embedder_error: str | None,
-                 found: list[Any]) -> dict[str, Any]:
+    def _remarks(
+        self,
+        out: dict[str, Any],
+        failed: list[tuple[NoteRow, str]],
+        target: str,
+        embedder_error: str | None,
+        found: list[Any],
+    ) -> dict[str, Any]:
         """The optional keys of the result: notes not relinked, vectors missing, and what the
         privacy filter replaced in the text passed."""
-        notes = [f"{row.path} still links to a merged memory ({why}); point it at [[{target}]] by hand."
-                 for row, why in failed]
+        notes = [
+            f"{row.path} still links to a merged memory ({why}); point it at [[{target}]] by hand."
+            for row, why in failed
+        ]
         if embedder_error is not None:
             notes.append(f"Saved, and findable by keyword search, but not embedded yet: {embedder_error}")
         if failed:
@@ -136,8 +166,15 @@ class Merging:
         return out
 
     # --- the survivor -------------------------------------------------------------------------
-    def _compose(self, survivor: NoteRow, parsed: ParsedNote, parts: list[tuple[NoteRow, ParsedNote]],
-                 text: str | None, names: set[str], target: str) -> str:
+    def _compose(
+        self,
+        survivor: NoteRow,
+        parsed: ParsedNote,
+        parts: list[tuple[NoteRow, ParsedNote]],
+        text: str | None,
+        names: set[str],
+        target: str,
+    ) -> str:
         """The survivor's new file: its frontmatter with the others' fields added, and the text."""
         metas = [parsed.meta, *(p.meta for _, p in parts)]
         meta = copy.deepcopy(parsed.meta)
@@ -173,7 +210,9 @@ class Merging:
             )
         return merged
 
-    def _keep_links(self, meta: dict[str, Any], survivor: NoteRow, target: str, before: dict[str, Any]) -> tuple[str, ...]:
+    def _keep_links(
+        self, meta: dict[str, Any], survivor: NoteRow, target: str, before: dict[str, Any]
+    ) -> tuple[str, ...]:
         """Each link key once per target, without links to the survivor itself (it now holds the
         merged notes); keys left as they were are put back untouched. Returns the keys to remove."""
         removed: list[str] = []
@@ -254,8 +293,9 @@ class Merging:
             except OSError as exc:
                 log.warning("merge: could not move %s back to %s: %s", trash_path, path, exc)
 
-    def _relink(self, sources: list[NoteRow], names: set[str], target: str
-                ) -> tuple[list[tuple[NoteRow, str, int]], list[tuple[NoteRow, str]]]:
+    def _relink(
+        self, sources: list[NoteRow], names: set[str], target: str
+    ) -> tuple[list[tuple[NoteRow, str, int]], list[tuple[NoteRow, str]]]:
         """Point every link of ``sources`` to a merged note at the survivor. Returns (note, text
         written, links changed) for each note rewritten, and (note, why) for each that was not."""
         done: list[tuple[NoteRow, str, int]] = []
@@ -342,7 +382,7 @@ def _reasons(metas: list[dict[str, Any]]) -> dict[str, Any]:
     out: dict[str, dict[str, Any]] = {}
     for meta in metas:
         reasons = meta.get(LINK_REASONS)
-        for relation, per in (reasons.items() if isinstance(reasons, dict) else ()):
+        for relation, per in reasons.items() if isinstance(reasons, dict) else ():
             if isinstance(per, dict):
                 for link, why in per.items():
                     out.setdefault(str(relation), {}).setdefault(str(link), why)

@@ -34,53 +34,62 @@ class Operation:
         return (self.tool_name or self.name) if self.result else None
 
 
-OPERATIONS: dict[str, Operation] = {op.name: op for op in (
-    # memories (engine/memories.py)
-    Operation("scribe", "memories", "scribe", writes=True, result="core.ScribeResult", creates=True),
-    Operation("get_memories", "memories", "get_memories", result="core.GetMemoriesResult"),
-    Operation("memory_file", "memories", "memory_file"),  # the memory://notes/{id} resource
-    Operation("revise", "memories", "revise", writes=True, result="core.ReviseResult"),
-    Operation("erase", "memories", "erase", writes=True, result="core.EraseResult"),
-    Operation("list_memories", "memories", "list_memories", result="core.ListMemoriesResult"),
-    Operation("get_topic", "memories", "get_topic", result="core.GetTopicResult"),
-    Operation("timeline", "memories", "timeline", result="core.TimelineResult"),
-    # search (engine/search.py)
-    Operation("memorize", "search", "memorize", result="core.MemorizeResult"),
-    Operation("related", "search", "related", result="core.RelatedResult"),
-    Operation("recall", "search", "recall"),  # the prompt-recall hook
-    # structure and lifecycle (engine/structure.py, lifecycle.py)
-    Operation("get_index", "structure", "get_index", result="core.GetIndexResult"),
-    Operation("describe", "structure", "describe", writes=True, result="structure.DescribeResult"),
-    Operation("erase_topic", "lifecycle", "erase_topic", writes=True, result="structure.EraseTopicResult"),
-    Operation("sweep_expired", "lifecycle", "sweep_expired", writes=True),
-    # links, merging, health (engine/links.py, merging.py, health.py)
-    Operation("link", "links", "link", writes=True, result="knowledge.LinkResult"),
-    Operation("unlink", "links", "unlink", writes=True, result="knowledge.UnlinkResult"),
-    Operation("get_links", "links", "get_links", result="knowledge.GetLinksResult"),
-    Operation("explore_related", "links", "explore_related", result="knowledge.ExploreRelatedResult"),
-    Operation("merge", "merging", "merge", writes=True, result="knowledge.MergeResult"),
-    Operation("analyze_knowledge", "health", "analyze_knowledge", result="knowledge.AnalyzeKnowledgeResult"),
-    # history (engine/history.py)
-    Operation("history", "history_service", "history", result="history.HistoryResult"),
-    Operation("restore", "history_service", "restore", writes=True, result="history.RestoreResult"),
-    Operation("diff", "history_service", "diff"),
-    # exchange (engine/exchange.py)
-    Operation("export", "exchange", "export", writes=True, result="exchange.ExportResult"),
-    Operation("import_memories", "exchange", "import_memories", writes=True, result="exchange.ImportResult",
-              tool_name="import"),
-    # the index's upkeep and status (engine/maintenance.py)
-    Operation("stats", "maintenance", "stats", result="core.StatsResult"),
-    Operation("rebuild_index", "maintenance", "rebuild_index", writes=True, result="core.RebuildResult"),
-    Operation("reconcile", "maintenance", "reconcile", writes=True),
-    Operation("check", "maintenance", "check"),
-    Operation("repair", "maintenance", "repair", writes=True),
-    Operation("fill_missing_vectors", "maintenance", "fill_missing_vectors", writes=True),
-    Operation("probe_embedder", "maintenance", "probe_embedder"),
-    # the web view's and the team's (engine/activity.py, graph.py, teamsync.py)
-    Operation("activity", "activity_log", "read"),
-    Operation("graph", "graph_service", "graph"),
-    Operation("sync", "team", "sync", writes=True),
-)}
+OPERATIONS: dict[str, Operation] = {
+    op.name: op
+    for op in (
+        # memories (engine/memories.py)
+        Operation("scribe", "memories", "scribe", writes=True, result="core.ScribeResult", creates=True),
+        Operation("get_memories", "memories", "get_memories", result="core.GetMemoriesResult"),
+        Operation("memory_file", "memories", "memory_file"),  # the memory://notes/{id} resource
+        Operation("revise", "memories", "revise", writes=True, result="core.ReviseResult"),
+        Operation("erase", "memories", "erase", writes=True, result="core.EraseResult"),
+        Operation("list_memories", "memories", "list_memories", result="core.ListMemoriesResult"),
+        Operation("get_topic", "memories", "get_topic", result="core.GetTopicResult"),
+        Operation("timeline", "memories", "timeline", result="core.TimelineResult"),
+        # search (engine/search.py)
+        Operation("memorize", "search", "memorize", result="core.MemorizeResult"),
+        Operation("related", "search", "related", result="core.RelatedResult"),
+        Operation("recall", "search", "recall"),  # the prompt-recall hook
+        # structure and lifecycle (engine/structure.py, lifecycle.py)
+        Operation("get_index", "structure", "get_index", result="core.GetIndexResult"),
+        Operation("describe", "structure", "describe", writes=True, result="structure.DescribeResult"),
+        Operation("erase_topic", "lifecycle", "erase_topic", writes=True, result="structure.EraseTopicResult"),
+        Operation("sweep_expired", "lifecycle", "sweep_expired", writes=True),
+        # links, merging, health (engine/links.py, merging.py, health.py)
+        Operation("link", "links", "link", writes=True, result="knowledge.LinkResult"),
+        Operation("unlink", "links", "unlink", writes=True, result="knowledge.UnlinkResult"),
+        Operation("get_links", "links", "get_links", result="knowledge.GetLinksResult"),
+        Operation("explore_related", "links", "explore_related", result="knowledge.ExploreRelatedResult"),
+        Operation("merge", "merging", "merge", writes=True, result="knowledge.MergeResult"),
+        Operation("analyze_knowledge", "health", "analyze_knowledge", result="knowledge.AnalyzeKnowledgeResult"),
+        # history (engine/history.py)
+        Operation("history", "history_service", "history", result="history.HistoryResult"),
+        Operation("restore", "history_service", "restore", writes=True, result="history.RestoreResult"),
+        Operation("diff", "history_service", "diff"),
+        # exchange (engine/exchange.py)
+        Operation("export", "exchange", "export", writes=True, result="exchange.ExportResult"),
+        Operation(
+            "import_memories",
+            "exchange",
+            "import_memories",
+            writes=True,
+            result="exchange.ImportResult",
+            tool_name="import",
+        ),
+        # the index's upkeep and status (engine/maintenance.py)
+        Operation("stats", "maintenance", "stats", result="core.StatsResult"),
+        Operation("rebuild_index", "maintenance", "rebuild_index", writes=True, result="core.RebuildResult"),
+        Operation("reconcile", "maintenance", "reconcile", writes=True),
+        Operation("check", "maintenance", "check"),
+        Operation("repair", "maintenance", "repair", writes=True),
+        Operation("fill_missing_vectors", "maintenance", "fill_missing_vectors", writes=True),
+        Operation("probe_embedder", "maintenance", "probe_embedder"),
+        # the web view's and the team's (engine/activity.py, graph.py, teamsync.py)
+        Operation("activity", "activity_log", "read"),
+        Operation("graph", "graph_service", "graph"),
+        Operation("sync", "team", "sync", writes=True),
+    )
+}
 
 
 def operation(name: object) -> Operation:

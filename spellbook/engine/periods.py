@@ -16,8 +16,20 @@ import datetime as dt
 import re
 from typing import Any
 
-MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
-          "november", "december")
+MONTHS = (
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+)
 SLACK = dt.timedelta(days=7)
 _MONTH = "(" + "|".join(m[:3] + r"(?:" + m[3:] + r")?" for m in MONTHS) + r")\.?"
 _DAY = r"(\d{1,2})(?:st|nd|rd|th)?"
@@ -29,10 +41,26 @@ _PATTERNS = (
     ("mdy", re.compile(r"\b" + _MONTH + r"\s+" + _DAY + r",?\s*" + _YEAR + r"\b", re.IGNORECASE)),
     ("my", re.compile(r"\b" + _MONTH + r",?\s+(?:of\s+)?" + _YEAR + r"\b", re.IGNORECASE)),
     ("ym", re.compile(r"\b" + _YEAR + r"-(\d\d)\b(?!-)|" + _YEAR + r"\s*[년年]\s*(\d{1,2})\s*[월月]")),
-    ("m", re.compile(r"\b(?:in|during|of|since|until|by|early|mid|late|end of|beginning of)[\s-]+(?:the\s+)?"
-                     + _MONTH + r"(?![\w-])(?!\s*\d)", re.IGNORECASE)),
-    ("y", re.compile(r"\b(?:in|during|of|since|by|summer|winter|spring|autumn|fall)\s+" + _YEAR + r"\b|"
-                     + _YEAR + r"\s*[년年](?!\s*\d)", re.IGNORECASE)),
+    (
+        "m",
+        re.compile(
+            r"\b(?:in|during|of|since|until|by|early|mid|late|end of|beginning of)[\s-]+(?:the\s+)?"
+            + _MONTH
+            + r"(?![\w-])(?!\s*\d)",
+            re.IGNORECASE,
+        ),
+    ),
+    (
+        "y",
+        re.compile(
+            r"\b(?:in|during|of|since|by|summer|winter|spring|autumn|fall)\s+"
+            + _YEAR
+            + r"\b|"
+            + _YEAR
+            + r"\s*[년年](?!\s*\d)",
+            re.IGNORECASE,
+        ),
+    ),
 )
 
 Period = tuple[dt.date, dt.date, bool]  # first day, last day, whether the year matters
@@ -60,7 +88,11 @@ def _span(kind: str, parts: list[str]) -> Period | None:
             return dt.date(year, month, 1) - SLACK, dt.date(year, month, last) + SLACK, True
         if kind == "m":
             month = _month(parts[0])
-            return dt.date(2000, month, 1) - SLACK, dt.date(2000, month, calendar.monthrange(2000, month)[1]) + SLACK, False
+            return (
+                dt.date(2000, month, 1) - SLACK,
+                dt.date(2000, month, calendar.monthrange(2000, month)[1]) + SLACK,
+                False,
+            )
         year = int(parts[0])
         return dt.date(year, 1, 1), dt.date(year, 12, 31), True
     except ValueError:  # 31 February, month 13: not a date

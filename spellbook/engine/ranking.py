@@ -83,7 +83,11 @@ class Candidates:
 
 
 def rank(
-    rows: Candidates, similarity: dict[str, float], keyword_scores: dict[str, float], mode: Mode, limit: int,
+    rows: Candidates,
+    similarity: dict[str, float],
+    keyword_scores: dict[str, float],
+    mode: Mode,
+    limit: int,
 ) -> list[tuple[str, float]]:
     """(chunk id, score) best first, of the candidates that can reach the hits (module docstring)."""
     if mode == "hybrid":
@@ -122,8 +126,7 @@ def rank(
                 score = reach[cid]
             if note is not None:
                 if mode != "keyword":
-                    score *= boost_factor(note, IMPORTANCE_BOOST, RECENCY_HALF_LIFE_DAYS, now,
-                                          note.path in superseded)
+                    score *= boost_factor(note, IMPORTANCE_BOOST, RECENCY_HALF_LIFE_DAYS, now, note.path in superseded)
                 if rows.period and within(rows.period, happened(note)):
                     score *= PERIOD_FACTOR
                 best[note.path] = max(best.get(note.path, score), score)

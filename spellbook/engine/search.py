@@ -75,7 +75,11 @@ class Search:
         return self._find(query, limit, filter, mode, min_score, per_chunk=False)
 
     def recall(
-        self, query: str, limit: int = 12, filter: Filter | dict | None = None, mode: Mode = "hybrid",
+        self,
+        query: str,
+        limit: int = 12,
+        filter: Filter | dict | None = None,
+        mode: Mode = "hybrid",
         min_score: float | None = None,
     ) -> dict[str, Any]:
         """``memorize`` by passage: the ``limit`` best chunks (several may be of one note), each with
@@ -85,7 +89,12 @@ class Search:
         return self._find(query, limit, filter, mode, min_score, per_chunk=True)
 
     def _find(
-        self, query: str, limit: int, filter: Filter | dict | None, mode: Mode, min_score: float | None,
+        self,
+        query: str,
+        limit: int,
+        filter: Filter | dict | None,
+        mode: Mode,
+        min_score: float | None,
         per_chunk: bool,
     ) -> dict[str, Any]:
         query = (query or "").strip()
@@ -98,7 +107,9 @@ class Search:
         if mode not in ("hybrid", "semantic", "keyword"):
             raise InvalidInputError("mode must be hybrid, semantic or keyword.")
         if min_score is not None and not 0.0 <= min_score <= 1.0:
-            raise InvalidInputError("min_score is a relevance between 0 and 1 (0.5 = clearly related); see docs/search.md.")
+            raise InvalidInputError(
+                "min_score is a relevance between 0 and 1 (0.5 = clearly related); see docs/search.md."
+            )
         spec = parse_filter(filter)
         notes = [self.readiness.await_first_index()]
         ranking = mode
@@ -133,14 +144,18 @@ class Search:
         try:
             hits = self._search(query, limit, spec, mode, per_chunk)
         except EmbedderError as exc:
-            note = f"The embedder failed, so these results are ranked by keywords alone (meaning is not searched): {exc}"
+            note = (
+                f"The embedder failed, so these results are ranked by keywords alone (meaning is not searched): {exc}"
+            )
             return self._search(query, limit, spec, "keyword", per_chunk), note
         missing = len(self.indexer.missing - self.indexer.refused) if self.indexer.missing else 0
         if not missing:
             return hits, None
         self.maintenance.fill_missing_vectors(wait=False)  # the embedder answers: catch up in the background
-        note = (f"{missing} sections were indexed while the embedder was failing and have no vectors yet; "
-                "they are being embedded now; hybrid and keyword search find them meanwhile.")
+        note = (
+            f"{missing} sections were indexed while the embedder was failing and have no vectors yet; "
+            "they are being embedded now; hybrid and keyword search find them meanwhile."
+        )
         return hits, note
 
     def _search(
@@ -166,10 +181,13 @@ class Search:
             found = self.vectors.query(vector, depth + (hidden if allowed is None else 0), ids=allowed)
             similarity = dict(found)
         # The best semantic candidates' rows are read while the keyword side still runs.
-        rows.read(sorted(similarity, key=lambda cid: (-similarity[cid], cid))[:ranking.batch_size(limit)])
+        rows.read(sorted(similarity, key=lambda cid: (-similarity[cid], cid))[: ranking.batch_size(limit)])
         if mode in ("hybrid", "keyword"):
-            found = (keyword_job.result() if keyword_job
-                     else self.catalog.keywords.search(query, where, params, depth, allowed=rowids))
+            found = (
+                keyword_job.result()
+                if keyword_job
+                else self.catalog.keywords.search(query, where, params, depth, allowed=rowids)
+            )
             keyword_scores = dict(found)
         ranked = ranking.rank(rows, similarity, keyword_scores, mode, limit)
         baseline = self._similarity_baseline() if similarity else None
@@ -179,9 +197,16 @@ class Search:
         for cid, score, chunk, note in picked:
             text = passage(self.access.scrubbed(chunk.text), query)
             hit = {
-                "id": note.note_id, "path": note.path, "title": note.title, "score": round(score, 4),
-                "snippet": text, "category": note.category, "topic": note.topic,
-                "tags": note.tags, "type": note.type, "updated": note.updated or note.created,
+                "id": note.note_id,
+                "path": note.path,
+                "title": note.title,
+                "score": round(score, 4),
+                "snippet": text,
+                "category": note.category,
+                "topic": note.topic,
+                "tags": note.tags,
+                "type": note.type,
+                "updated": note.updated or note.created,
             }
             if chunk.heading:
                 hit["heading"] = chunk.heading
@@ -190,8 +215,12 @@ class Search:
                 event = event_type_of(chunk.heading)
                 if event in REPLIED and asks(text) and (reply := self._reply(chunk, notes_chunks)):
                     hit["reply"] = reply
-                hit.update(passage=text, event=event or chunk.heading or None,
-                           date=str(started or hit["updated"] or "")[:10], session=note.meta.get("session"))
+                hit.update(
+                    passage=text,
+                    event=event or chunk.heading or None,
+                    date=str(started or hit["updated"] or "")[:10],
+                    session=note.meta.get("session"),
+                )
             meaning = 0.0
             if cid in similarity:
                 hit["similarity"] = round(similarity[cid], 4)
@@ -200,8 +229,9 @@ class Search:
             hit["relevance"] = round(max(meaning, rows.coverage(cid)), 3)
             if per_chunk:
                 hit["meaning"] = round(meaning, 3)
-            hit["found_by"] = [side for side, found in (("keywords", keyword_scores), ("meaning", similarity))
-                               if cid in found]
+            hit["found_by"] = [
+                side for side, found in (("keywords", keyword_scores), ("meaning", similarity)) if cid in found
+            ]
             hits.append(hit)
         return hits
 
@@ -247,8 +277,10 @@ class Search:
         note = self.access.note(id)
         out = {"id": id, "path": note.path, "related": self.similar(note.path, limit)}
         if not out["related"] and self.indexer.missing & set(self.catalog.chunk_ids(note.path)):
-            out["note"] = ("This memory has no vectors yet (the embedder was failing when it was indexed); they are "
-                           "added once the embedder answers. memorize with its title finds related ones by keyword.")
+            out["note"] = (
+                "This memory has no vectors yet (the embedder was failing when it was indexed); they are "
+                "added once the embedder answers. memorize with its title finds related ones by keyword."
+            )
         return out
 
     def similar(self, path: str, limit: int) -> list[dict[str, Any]]:
@@ -271,8 +303,9 @@ class Search:
             part = self.catalog.chunks([cid for cid, _ in found[start : start + limit + 1]])
             new_paths = {c.path for c in part.values()} - {c.path for c in chunks.values()}
             chunks.update(part)
-            notes.update((p, n) for p, n in self.catalog.notes_at(new_paths).items()
-                         if n.live(now) and self.access.visible(n))
+            notes.update(
+                (p, n) for p, n in self.catalog.notes_at(new_paths).items() if n.live(now) and self.access.visible(n)
+            )
             best = _best_per_note(found[: start + limit + 1], chunks, notes, limit, exclude=path)
             if len(best) == limit:
                 break
@@ -283,8 +316,11 @@ def _best_chunks(
     ranked: list[tuple[str, float]], chunks: dict, notes: dict, limit: int
 ) -> list[tuple[str, float, Any, NoteRow]]:
     """The best ``limit`` chunks the catalog knows, best first, several of a note if they rank."""
-    out = [(cid, score, chunks[cid], notes[chunks[cid].path]) for cid, score in ranked
-           if cid in chunks and chunks[cid].path in notes]
+    out = [
+        (cid, score, chunks[cid], notes[chunks[cid].path])
+        for cid, score in ranked
+        if cid in chunks and chunks[cid].path in notes
+    ]
     return out[:limit]
 
 

@@ -27,8 +27,8 @@ from spellbook.engine.access import Access, Readiness
 from spellbook.engine.history import Recorder
 from spellbook.errors import InvalidInputError, SpellbookError
 from spellbook.index.catalog import Catalog, FolderRow, NoteRow
-from spellbook.index.indexer import Indexer
 from spellbook.index.filters import LIVE_SQL
+from spellbook.index.indexer import Indexer
 from spellbook.vault.fields import string_list
 from spellbook.vault.note import content_version, dump_field, parse_note, render_note
 from spellbook.vault.paths import ABOUT_NAME, ARCHIVE_DIR, OVERVIEW_NAME, sanitize_segment
@@ -197,7 +197,9 @@ class Structure:
             state = self.vault.read(path)
             parsed = parse_note(state.text)
             if parsed.problem:
-                raise InvalidInputError(f"{path} has {parsed.problem}. Fix its frontmatter by hand, then describe again.")
+                raise InvalidInputError(
+                    f"{path} has {parsed.problem}. Fix its frontmatter by hand, then describe again."
+                )
             meta = {k: v for k, v in parsed.meta.items() if k not in removed}
             meta.update({k: v for k, v in updates.items() if k not in removed})
             text = render_note(meta, parsed.body, original=parsed, remove=removed)
@@ -211,8 +213,14 @@ class Structure:
             version, before, created = content_version(text), None, True
         self.indexer.sync_path(path)
         self.recorder.after_write("describe", path, folder, path, text, before=before)  # a git commit, if on
-        out = {**meta, "path": path, "version": version, "created": created, "category": category.strip(),
-               "topic": topic.strip() if topic else None}  # the frontmatter's own `created` must not hide ours
+        out = {
+            **meta,
+            "path": path,
+            "version": version,
+            "created": created,
+            "category": category.strip(),
+            "topic": topic.strip() if topic else None,
+        }  # the frontmatter's own `created` must not hide ours
         if found:
             from spellbook.vault.privacy import describe as describe_redactions
 
@@ -259,7 +267,9 @@ class Structure:
             if stale and _is_untouched(row.meta, row.body):
                 trashed = self.vault.trash(row.path)
                 self.indexer.sync_path(row.path)
-                self.recorder.after_write("erase", row.path, row.folder, row.path, None, before=self.vault.root / trashed)
+                self.recorder.after_write(
+                    "erase", row.path, row.folder, row.path, None, before=self.vault.root / trashed
+                )
         self._overview_mark = self.catalog.changes()
         return {"written": written, "kept": kept}
 

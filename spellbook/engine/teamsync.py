@@ -30,8 +30,13 @@ class TeamSync:
         self.syncer = Syncer(git)  # the remote named origin
         self._lock = threading.Lock()
         self.record: dict[str, Any] = {
-            "remote": self.syncer.remote, "every_seconds": settings.sync_seconds, "running": False,
-            "rounds": 0, "failures": 0, "last": None, "last_success_at": None,
+            "remote": self.syncer.remote,
+            "every_seconds": settings.sync_seconds,
+            "running": False,
+            "rounds": 0,
+            "failures": 0,
+            "last": None,
+            "last_success_at": None,
         }
 
     def recover(self) -> None:

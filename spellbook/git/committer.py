@@ -14,8 +14,9 @@ What a commit may touch, and what it never touches:
   committed (the old content stays in history). No hooks run for these commits.
 * In ``auto`` mode, a vault that is a folder of a bigger repository is committed to only if that
   repository tracks some of the vault's files (a home folder under git is not a vault's history).
-* A file git ignores is left alone, and so is every file under ``local/`` (docs/sync.md). During a merge, rebase, cherry-pick or revert nothing is
-  committed (the person is in the middle of something); the skip is logged and shown in stats.
+* A file git ignores is left alone, and so is every file under ``local/`` (docs/sync.md). During
+  a merge, rebase, cherry-pick or revert nothing is committed (the person is in the middle of
+  something); the skip is logged and shown in stats.
 * If the file Spellbook wrote had changes not yet committed (a hand edit), the commit holds the
   combined result (the hand edit was in the file Spellbook read and kept) and its message says so.
 
@@ -67,7 +68,7 @@ class Change:
         if self.on_done is not None:
             try:
                 self.on_done(self)
-            except Exception:  # noqa: BLE001 - a listener must never stop the commit queue
+            except Exception:
                 log.exception("git: the listener of a commit failed")
 
 
@@ -134,9 +135,14 @@ class Committer:
     def stats(self) -> dict[str, Any]:
         repo = self.git.repo() if self.git.exe else None
         return {
-            "commit_mode": self.mode, "installed": self.git.exe is not None, "repository": repo is not None,
-            "committing": self.enabled and repo is not None, "pending": self._pending, **self.counts,
-            "last_commit": self.last, "last_skip": self.last_skip,
+            "commit_mode": self.mode,
+            "installed": self.git.exe is not None,
+            "repository": repo is not None,
+            "committing": self.enabled and repo is not None,
+            "pending": self._pending,
+            **self.counts,
+            "last_commit": self.last,
+            "last_skip": self.last_skip,
         }
 
     def _run(self) -> None:
@@ -173,8 +179,11 @@ class Committer:
         if self.mode == "auto" and repo.prefix and not self._tracked:
             self._tracked = git.tracks_files()  # once the repository tracks the vault, it keeps doing so
         if self.mode == "auto" and repo.prefix and not self._tracked:
-            return self._skip(change, f"the vault is a folder of the repository at {repo.top} that tracks none of its "
-                                      "files; set SPELLBOOK_GIT_COMMIT=true to commit there anyway")
+            return self._skip(
+                change,
+                f"the vault is a folder of the repository at {repo.top} that tracks none of its "
+                "files; set SPELLBOOK_GIT_COMMIT=true to commit there anyway",
+            )
         ignored = git.ignored(list(change.files))
         files = {p: data for p, data in change.files.items() if p not in ignored and not is_local(p)}
         if not files:
@@ -192,11 +201,15 @@ class Committer:
             if head is not None and tree == git.run("rev-parse", f"{head}^{{tree}}").stdout.decode().strip():
                 return {"skipped": "nothing changed"}
             parent = ["-p", head] if head else []
-            commit = git.run(*identity, "commit-tree", tree, *parent, input=message.encode("utf-8"),
-                             write=True).stdout.decode().strip()
+            commit = (
+                git.run(*identity, "commit-tree", tree, *parent, input=message.encode("utf-8"), write=True)
+                .stdout.decode()
+                .strip()
+            )
             crash_point("git-commit")
-            swap = git.run("update-ref", "-m", message.split("\n", 1)[0], "HEAD", commit, head or "", write=True,
-                           check=False)
+            swap = git.run(
+                "update-ref", "-m", message.split("\n", 1)[0], "HEAD", commit, head or "", write=True, check=False
+            )
             if swap.returncode == 0:
                 break
             time.sleep(0.2)  # HEAD moved, or its lock is held by the person's own git
@@ -213,14 +226,18 @@ class Committer:
         shows them clean (or as changed since, if the file moved on)."""
         for wait in (0.0, *LOCK_RETRIES):
             time.sleep(wait)
-            done = self.git.run("update-index", "--index-info", input=_index_info(entries), write=True, cwd=repo.top,
-                                check=False)
+            done = self.git.run(
+                "update-index", "--index-info", input=_index_info(entries), write=True, cwd=repo.top, check=False
+            )
             if done.returncode == 0:
                 return
             if b"index.lock" not in done.stderr:
                 break
-        log.warning("git: committed %s but could not update the index: %s", list(entries),
-                    done.stderr.decode("utf-8", "replace").strip())
+        log.warning(
+            "git: committed %s but could not update the index: %s",
+            list(entries),
+            done.stderr.decode("utf-8", "replace").strip(),
+        )
 
     def _hand_edited(self, repo: Repo, head: str | None, change: Change) -> bool:
         """Did the file hold changes not committed yet when Spellbook read it?"""
@@ -272,9 +289,12 @@ def commit_message(change: Change, hand_edited: bool) -> str:
         return subject
     path = next(iter(change.files))
     if change.tool == "erase":
-        body = (f"{path} had changes that were never committed; they are in the vault's .trash/ folder, "
-                "not in this commit.")
+        body = (
+            f"{path} had changes that were never committed; they are in the vault's .trash/ folder, not in this commit."
+        )
     else:
-        body = (f"{path} had changes made outside Spellbook that were not committed yet; Spellbook kept them, "
-                "so this commit holds them too.")
+        body = (
+            f"{path} had changes made outside Spellbook that were not committed yet; Spellbook kept them, "
+            "so this commit holds them too."
+        )
     return f"{subject}, with uncommitted hand edits\n\n{body}"

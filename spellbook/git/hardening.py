@@ -30,16 +30,40 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 FIXED = (
-    "core.hooksPath=/dev/null", "core.fsmonitor=false", "core.untrackedCache=false", "core.sshCommand=false",
-    "core.askPass=", "core.editor=false", "sequence.editor=false", "core.pager=cat",
-    "core.alternateRefsCommand=false", "diff.external=", "credential.helper=",
-    "log.showSignature=false", "commit.gpgSign=false", "tag.gpgSign=false", "push.gpgSign=false",
-    "gpg.program=false", "gpg.openpgp.program=false", "gpg.x509.program=false", "gpg.ssh.program=false",
+    "core.hooksPath=/dev/null",
+    "core.fsmonitor=false",
+    "core.untrackedCache=false",
+    "core.sshCommand=false",
+    "core.askPass=",
+    "core.editor=false",
+    "sequence.editor=false",
+    "core.pager=cat",
+    "core.alternateRefsCommand=false",
+    "diff.external=",
+    "credential.helper=",
+    "log.showSignature=false",
+    "commit.gpgSign=false",
+    "tag.gpgSign=false",
+    "push.gpgSign=false",
+    "gpg.program=false",
+    "gpg.openpgp.program=false",
+    "gpg.x509.program=false",
+    "gpg.ssh.program=false",
     "gpg.ssh.defaultKeyCommand=false",
-    "gc.auto=0", "maintenance.auto=false", "help.autoCorrect=0", "web.browser=", "help.browser=",
-    "instaweb.httpd=", "sendemail.smtpServer=", "sendemail.sendmailCmd=", "sendemail.toCmd=",
-    "sendemail.ccCmd=", "sendemail.headerCmd=",
-    "status.submoduleSummary=false", "diff.ignoreSubmodules=all", "submodule.recurse=false",
+    "gc.auto=0",
+    "maintenance.auto=false",
+    "help.autoCorrect=0",
+    "web.browser=",
+    "help.browser=",
+    "instaweb.httpd=",
+    "sendemail.smtpServer=",
+    "sendemail.sendmailCmd=",
+    "sendemail.toCmd=",
+    "sendemail.ccCmd=",
+    "sendemail.headerCmd=",
+    "status.submoduleSummary=false",
+    "diff.ignoreSubmodules=all",
+    "submodule.recurse=false",
 )
 # The section of a key with a name in the middle -> what each such name is given.
 PER_NAME = {
@@ -88,8 +112,10 @@ def sweep_args(names: Iterable[str]) -> list[str]:
     args: list[str] = []
     for section, name in sorted(found):
         if "=" in name:
-            raise UnsafeName(f"the git config names a {section} {name!r}, and a name with '=' cannot be "
-                             "switched off; rename it (git config --rename-section)")
+            raise UnsafeName(
+                f"the git config names a {section} {name!r}, and a name with '=' cannot be "
+                "switched off; rename it (git config --rename-section)"
+            )
         for key, value in PER_NAME.get(section, ()):
             args += ["-c", f"{section}.{name}.{key}={value}"]
     return args

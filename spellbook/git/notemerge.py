@@ -109,10 +109,10 @@ def _merge_value(key: str, b: Any, o: Any, t: Any, theirs_newer: bool) -> Any:
 def _when(value: Any) -> dt.datetime:
     """A frontmatter time to compare (the oldest possible when it is not one)."""
     try:
-        when = dt.datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+        when = dt.datetime.fromisoformat(str(value))
     except ValueError:
-        return dt.datetime.min.replace(tzinfo=dt.timezone.utc)
-    return when if when.tzinfo else when.replace(tzinfo=dt.timezone.utc)
+        return dt.datetime.min.replace(tzinfo=dt.UTC)
+    return when if when.tzinfo else when.replace(tzinfo=dt.UTC)
 
 
 def conflict_path(path: str, taken: set[str]) -> str:

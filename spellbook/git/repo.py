@@ -31,8 +31,13 @@ FALLBACK_NAME = "Spellbook"
 FALLBACK_EMAIL = "spellbook@localhost"
 TIMEOUT_SECONDS = 30.0
 LOCK_RETRIES = (0.1, 0.3, 1.0, 2.0)  # waits while another git process holds the index lock
-_IN_PROGRESS = {"MERGE_HEAD": "a merge", "rebase-merge": "a rebase", "rebase-apply": "a rebase or am",
-                "CHERRY_PICK_HEAD": "a cherry-pick", "REVERT_HEAD": "a revert"}
+_IN_PROGRESS = {
+    "MERGE_HEAD": "a merge",
+    "rebase-merge": "a rebase",
+    "rebase-apply": "a rebase or am",
+    "CHERRY_PICK_HEAD": "a cherry-pick",
+    "REVERT_HEAD": "a revert",
+}
 _REVISION = re.compile(r"^[0-9a-fA-F]{4,40}$")
 
 
@@ -65,8 +70,15 @@ class Version:
     change: str  # added, modified, renamed, deleted
 
     def data(self) -> dict[str, Any]:
-        return {"version": self.commit[:12], "commit": self.commit, "date": self.date, "author": self.author,
-                "message": self.message, "path": self.path, "change": self.change}
+        return {
+            "version": self.commit[:12],
+            "commit": self.commit,
+            "date": self.date,
+            "author": self.author,
+            "message": self.message,
+            "path": self.path,
+            "change": self.change,
+        }
 
 
 class Git:
@@ -81,9 +93,18 @@ class Git:
         self._env = env
         self._read_env = {**env, "GIT_OPTIONAL_LOCKS": "0"}  # reads never hold the index lock
 
-    def run(self, *args: str, input: bytes | None = None, check: bool = True, write: bool = False,
-            cwd: Path | None = None, index: Path | None = None, literal: bool = True,
-            timeout: float = TIMEOUT_SECONDS, transports: str | None = None) -> subprocess.CompletedProcess[bytes]:
+    def run(
+        self,
+        *args: str,
+        input: bytes | None = None,
+        check: bool = True,
+        write: bool = False,
+        cwd: Path | None = None,
+        index: Path | None = None,
+        literal: bool = True,
+        timeout: float = TIMEOUT_SECONDS,
+        transports: str | None = None,
+    ) -> subprocess.CompletedProcess[bytes]:
         """git ``args`` in the vault (or ``cwd``). ``write``: may take the index lock; ``index``: a
         temporary index file to use instead of the repository's; ``literal``: paths are not globs
         (check-ignore refuses that flag, and takes no globs anyway); ``transports``: the protocols a
@@ -99,8 +120,14 @@ class Git:
             env = {**env, "GIT_ALLOW_PROTOCOL": transports}
         safe = hardening.ARGS + (self._swept(args, cwd, timeout) if hardening.needs_sweep(args) else [])
         done = subprocess.run(
-            [self.exe, *safe, *args], check=False, cwd=cwd or self.root, env=env, input=input,
-            stdin=None if input is not None else subprocess.DEVNULL, capture_output=True, timeout=timeout,
+            [self.exe, *safe, *args],
+            check=False,
+            cwd=cwd or self.root,
+            env=env,
+            input=input,
+            stdin=None if input is not None else subprocess.DEVNULL,
+            capture_output=True,
+            timeout=timeout,
         )
         if check and done.returncode != 0:
             raise GitFailed(list(args), done.returncode, done.stderr.decode("utf-8", "replace"))
@@ -110,7 +137,11 @@ class Git:
         """The overrides for every driver and hook the config names (``hardening.sweep_args``)."""
         out = subprocess.run(
             [self.exe or "git", *hardening.ARGS, "config", "-z", "--name-only", "--get-regexp", hardening.SWEPT],
-            check=False, cwd=cwd or self.root, env=self._read_env, stdin=subprocess.DEVNULL, capture_output=True,
+            check=False,
+            cwd=cwd or self.root,
+            env=self._read_env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
             timeout=timeout,
         )
         try:
@@ -124,8 +155,14 @@ class Git:
         if self.exe is None or not _in_git_tree(self.root):
             return None
         try:
-            out = self.run("rev-parse", "--is-inside-work-tree", "--absolute-git-dir", "--show-toplevel",
-                           "--show-prefix", check=False)
+            out = self.run(
+                "rev-parse",
+                "--is-inside-work-tree",
+                "--absolute-git-dir",
+                "--show-toplevel",
+                "--show-prefix",
+                check=False,
+            )
         except (OSError, subprocess.SubprocessError):
             return None
         lines = out.stdout.decode("utf-8", "surrogateescape").split("\n")
@@ -138,9 +175,11 @@ class Git:
         if self.exe is None:
             return "git is not installed on the machine running Spellbook, so the vault has no history."
         if self.repo() is None:
-            return (f"The vault at {self.root} is not a git repository, so it has no history. To keep versions, "
-                    "run `git init` in the vault and commit it (`git add -A && git commit -m vault`); from then "
-                    "on Spellbook commits every write it makes.")
+            return (
+                f"The vault at {self.root} is not a git repository, so it has no history. To keep versions, "
+                "run `git init` in the vault and commit it (`git add -A && git commit -m vault`); from then "
+                "on Spellbook commits every write it makes."
+            )
         try:
             self._swept(("status",), None, TIMEOUT_SECONDS)
         except GitFailed as exc:
@@ -182,8 +221,17 @@ class Git:
         root); [] outside a repository or on error. ``self.root`` may be any folder, not a vault."""
         if self.exe is None or not _in_git_tree(self.root):
             return []
-        out = self.run("log", f"-n{commits}", "--no-ext-diff", "--no-textconv", "--name-only", "-z", "--format=",
-                       check=False, timeout=timeout)
+        out = self.run(
+            "log",
+            f"-n{commits}",
+            "--no-ext-diff",
+            "--no-textconv",
+            "--name-only",
+            "-z",
+            "--format=",
+            check=False,
+            timeout=timeout,
+        )
         return [p.strip("\n") for p in out.stdout.decode("utf-8", "surrogateescape").split("\0") if p.strip("\n")]
 
     def ignored(self, paths: list[str]) -> set[str]:
@@ -196,8 +244,16 @@ class Git:
 
     def status(self, repo: Repo, paths: list[str]) -> dict[str, str]:
         """``XY`` status of each path that is not clean ('??' untracked, '!!' ignored)."""
-        out = self.run("status", "--porcelain=v1", "-z", "--ignored=matching", "--untracked-files=all",
-                       "--ignore-submodules=all", "--", *paths)
+        out = self.run(
+            "status",
+            "--porcelain=v1",
+            "-z",
+            "--ignored=matching",
+            "--untracked-files=all",
+            "--ignore-submodules=all",
+            "--",
+            *paths,
+        )
         tokens = out.stdout.decode("utf-8", "surrogateescape").split("\0")
         found: dict[str, str] = {}
         i = 0
@@ -219,8 +275,10 @@ class Git:
         args: list[str] = []
         if "user.name" not in have and not (os.environ.get("GIT_AUTHOR_NAME") and os.environ.get("GIT_COMMITTER_NAME")):
             args += ["-c", f"user.name={FALLBACK_NAME} on {socket.gethostname()}"]  # who wrote, per machine
-        if "user.email" not in have and not os.environ.get("EMAIL") and not (
-            os.environ.get("GIT_AUTHOR_EMAIL") and os.environ.get("GIT_COMMITTER_EMAIL")
+        if (
+            "user.email" not in have
+            and not os.environ.get("EMAIL")
+            and not (os.environ.get("GIT_AUTHOR_EMAIL") and os.environ.get("GIT_COMMITTER_EMAIL"))
         ):
             args += ["-c", f"user.email={FALLBACK_EMAIL}"]
         return args
@@ -228,8 +286,15 @@ class Git:
     # --- reading history ----------------------------------------------------------------------
     def file_log(self, repo: Repo, path: str, start: str = "HEAD", limit: int | None = None) -> list[Version]:
         """Commits that touched ``path`` (following renames, not copies), newest first, from ``start``."""
-        args = ["log", "--no-ext-diff", "--no-textconv", "--follow", "-z", "--name-status",
-                "--format=%x1e%H%x1f%aI%x1f%an <%ae>%x1f%s"]
+        args = [
+            "log",
+            "--no-ext-diff",
+            "--no-textconv",
+            "--follow",
+            "-z",
+            "--name-status",
+            "--format=%x1e%H%x1f%aI%x1f%an <%ae>%x1f%s",
+        ]
         if limit:
             args.append(f"-n{limit}")
         out = self.run(*args, start, "--", path, check=False)
@@ -264,9 +329,22 @@ class Git:
         frontmatter line ``id: <id>``, however YAML wrote it (an id of digits only, or one that
         reads as a number, is quoted: ``id: '5612328435997172'``)."""
         pattern = rf"^id:[[:space:]]+['\"]?{_ere_literal(id)}['\"]?[[:space:]]*$"
-        out = self.run("log", "--no-ext-diff", "--no-textconv", "-z", "--name-status", "--format=%x1e%H",
-                       "--pickaxe-regex", "-S", pattern, "-n1", "HEAD", "--", ".",
-                       check=False)
+        out = self.run(
+            "log",
+            "--no-ext-diff",
+            "--no-textconv",
+            "-z",
+            "--name-status",
+            "--format=%x1e%H",
+            "--pickaxe-regex",
+            "-S",
+            pattern,
+            "-n1",
+            "HEAD",
+            "--",
+            ".",
+            check=False,
+        )
         records = out.stdout.decode("utf-8", "surrogateescape").split("\x1e")[1:] if out.returncode == 0 else []
         if not records:
             return None
@@ -290,7 +368,7 @@ class Git:
             pos = end + 1
             if len(header) == 3 and header[1] == b"blob":
                 size = int(header[2])
-                out.append(data[pos:pos + size])
+                out.append(data[pos : pos + size])
                 pos += size + 1
             else:
                 out.append(None)
@@ -305,7 +383,7 @@ class Git:
 
 def _strip(repo: Repo, path: str) -> str:
     """A work-tree-relative path from git's output -> vault-relative."""
-    return path[len(repo.prefix):] if repo.prefix and path.startswith(repo.prefix) else path
+    return path[len(repo.prefix) :] if repo.prefix and path.startswith(repo.prefix) else path
 
 
 def _ere_literal(text: str) -> str:

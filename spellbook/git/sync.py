@@ -49,12 +49,21 @@ _EXCLUDES = (LOCAL_FOLDER + "/", ".trash/", INDEX_DIRNAME + "/")
 _REMOTE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 _EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 _REJECTED = ("[rejected]", "fetch first", "non-fast-forward", "failed to update ref", "cannot lock ref")
-_AUTH = ("authentication failed", "permission denied", "could not read username", "returned error: 403",
-         "returned error: 401", "access denied", "not authorized", "terminal prompts disabled")
+_AUTH = (
+    "authentication failed",
+    "permission denied",
+    "could not read username",
+    "returned error: 403",
+    "returned error: 401",
+    "access denied",
+    "not authorized",
+    "terminal prompts disabled",
+)
 
 
 # What a fetch or push may travel by: a path, git://, http(s) and ssh; never ``ext::`` (a command).
 TRANSPORTS = "file:git:http:https:ssh"
+
 
 class SyncFailed(Exception):
     """A round that could not finish; ``kind``: unreachable, auth, rejected, setup or busy."""
@@ -78,10 +87,18 @@ class Outcome:
     attempts: int = 0
 
     def data(self) -> dict[str, Any]:
-        return {"in_sync": self.head == self.remote_head, "head": self.head[:12],
-                "remote_head": (self.remote_head or "")[:12], "pulled": self.pulled, "pushed": self.pushed,
-                "committed": self.committed, "changed": self.changed[:100], "changed_total": len(self.changed),
-                "conflict_copies": self.conflicts, "attempts": self.attempts}
+        return {
+            "in_sync": self.head == self.remote_head,
+            "head": self.head[:12],
+            "remote_head": (self.remote_head or "")[:12],
+            "pulled": self.pulled,
+            "pushed": self.pushed,
+            "committed": self.committed,
+            "changed": self.changed[:100],
+            "changed_total": len(self.changed),
+            "conflict_copies": self.conflicts,
+            "attempts": self.attempts,
+        }
 
 
 class Syncer:
@@ -110,11 +127,12 @@ class Syncer:
             raise SyncFailed("busy", f"the repository is in the middle of {busy}; finish it, then sync.")
         branch = self._branch()
         if not _REMOTE_NAME.match(self.remote):
-            raise SyncFailed("setup", f"{self.remote!r} is not a remote's name; name one "
-                                      "`git remote` lists.")
+            raise SyncFailed("setup", f"{self.remote!r} is not a remote's name; name one `git remote` lists.")
         if not self._has_remote():
-            raise SyncFailed("setup", f"the repository has no remote named {self.remote!r}; "
-                                      f"add one: git remote add {self.remote} <url>")
+            raise SyncFailed(
+                "setup",
+                f"the repository has no remote named {self.remote!r}; add one: git remote add {self.remote} <url>",
+            )
         self._exclude_local(repo)
         out = Outcome()
         out.changed += self._recover(repo)
@@ -221,16 +239,30 @@ class Syncer:
             entries[path] = tree_theirs.get(path)
         tree = build_tree(self.git, repo, ours, entries)
         message = f"spellbook: sync, merge {self.remote}'s changes" + (
-            f" ({len(out.conflicts)} conflict copies)" if out.conflicts else "")
-        return self.git.run(*self.git.identity(), "commit-tree", tree, "-p", ours, "-p", theirs,
-                            input=message.encode(), write=True).stdout.decode().strip()
+            f" ({len(out.conflicts)} conflict copies)" if out.conflicts else ""
+        )
+        return (
+            self.git.run(
+                *self.git.identity(), "commit-tree", tree, "-p", ours, "-p", theirs, input=message.encode(), write=True
+            )
+            .stdout.decode()
+            .strip()
+        )
 
-    def _merge_path(self, repo: Repo, path: str, b: tuple[str, str] | None, o: tuple[str, str] | None,
-                    t: tuple[str, str] | None, taken: set[str], out: Outcome) -> dict[str, tuple[str, str] | None]:
+    def _merge_path(
+        self,
+        repo: Repo,
+        path: str,
+        b: tuple[str, str] | None,
+        o: tuple[str, str] | None,
+        t: tuple[str, str] | None,
+        taken: set[str],
+        out: Outcome,
+    ) -> dict[str, tuple[str, str] | None]:
         """The tree entries for one path both sides changed."""
         if o is None or t is None:
             return {path: o or t}  # erased on one side, edited on the other: the edit stays
-        vault_path = path[len(repo.prefix):] if path.startswith(repo.prefix) else None
+        vault_path = path[len(repo.prefix) :] if path.startswith(repo.prefix) else None
         if vault_path is None or is_ignored(vault_path) or vault_path.rsplit("/", 1)[-1] == OVERVIEW_NAME:
             return {path: o}  # not a note (or a generated one): ours
         try:
@@ -249,7 +281,7 @@ class Syncer:
             copy = conflict_path(path, taken)
             taken.add(copy)
             found[copy] = ("100644", self.git.blob_id(vault_path, merged.copy.text.encode("utf-8"), store=True))
-            out.conflicts.append(copy[len(repo.prefix):])
+            out.conflicts.append(copy[len(repo.prefix) :])
         return found
 
     def _apply(self, repo: Repo, old: str, new: str) -> list[str]:
@@ -259,8 +291,11 @@ class Syncer:
         top = Vault(repo.top)
         written: list[str] = []
         staged: dict[str, tuple[str, str] | None] = {}
-        raw = self.git.run("diff-tree", "-r", "-z", "--no-renames", old, new, cwd=repo.top).stdout.decode(
-            "utf-8", "surrogateescape").split("\0")
+        raw = (
+            self.git.run("diff-tree", "-r", "-z", "--no-renames", old, new, cwd=repo.top)
+            .stdout.decode("utf-8", "surrogateescape")
+            .split("\0")
+        )
         for meta, path in zip(raw[0:-1:2], raw[1::2]):
             _, mode_new, blob_old, blob_new, _status = meta.lstrip(":").split()
             before = None if set(blob_old) == {"0"} else blob_old
@@ -270,7 +305,7 @@ class Syncer:
             except (OSError, VaultPathError) as exc:  # e.g. a folder there is a symlink out of the vault
                 log.warning("sync: could not write %s: %s", path, exc)
                 continue
-            written += [p[len(repo.prefix):] for p in done if p.startswith(repo.prefix)]
+            written += [p[len(repo.prefix) :] for p in done if p.startswith(repo.prefix)]
             staged[path] = (mode_new, after) if after else None
         self.committer.stage(repo, staged)
         return written
@@ -286,8 +321,12 @@ class Syncer:
             if not path.endswith(".md"):
                 return []  # not a note, changed here meanwhile: ours (theirs stays in history)
             # changed here while the round ran: merge the change in rather than overwrite it
-            merged = merge_note(self._blob(before).decode("utf-8", "replace"), current.decode("utf-8", "replace"),
-                                self._blob(after).decode("utf-8", "replace"), path[len(repo.prefix):])
+            merged = merge_note(
+                self._blob(before).decode("utf-8", "replace"),
+                current.decode("utf-8", "replace"),
+                self._blob(after).decode("utf-8", "replace"),
+                path[len(repo.prefix) :],
+            )
             if merged.collision:  # another note arrived at this path: the one here takes the next free name
                 atomic_write(file, self._blob(after))
                 return [path, top.create(path, current.decode("utf-8", "replace"))]
@@ -340,16 +379,34 @@ class Syncer:
         (ssh is the person's own, credential helpers only those of their global config)."""
         helpers = self.git.run("config", "--global", "--get-all", "credential.helper", check=False)
         ssh = self.git.run("config", "--global", "--get", "core.sshCommand", check=False).stdout.decode().strip()
-        safe = ["-c", f"core.sshCommand={ssh or 'ssh'}", "-c", "core.askPass=",
-                "-c", "core.gitProxy=", "-c", "protocol.ext.allow=never", "-c", "credential.helper="]
+        safe = [
+            "-c",
+            f"core.sshCommand={ssh or 'ssh'}",
+            "-c",
+            "core.askPass=",
+            "-c",
+            "core.gitProxy=",
+            "-c",
+            "protocol.ext.allow=never",
+            "-c",
+            "credential.helper=",
+        ]
         for helper in helpers.stdout.decode("utf-8", "replace").splitlines():
             safe += ["-c", f"credential.helper={helper}"]
         # The remote's programs are named on the command line: a ``-c remote.<name>.uploadpack`` does
         # not win over the repository's own (git keeps the first value it reads of that key).
         program = {"fetch": "--upload-pack=git-upload-pack", "push": "--receive-pack=git-receive-pack"}[args[0]]
         try:
-            return self.git.run(*safe, args[0], program, *args[1:], write=True, check=False, timeout=NETWORK_SECONDS,
-                                transports=TRANSPORTS)
+            return self.git.run(
+                *safe,
+                args[0],
+                program,
+                *args[1:],
+                write=True,
+                check=False,
+                timeout=NETWORK_SECONDS,
+                transports=TRANSPORTS,
+            )
         except subprocess.TimeoutExpired as exc:
             raise SyncFailed("unreachable", f"{args[0]}: the remote did not answer in {NETWORK_SECONDS:.0f} s") from exc
 
@@ -419,8 +476,9 @@ def _failed(step: str, stderr: str) -> SyncFailed:
     else:
         kind, what = "unreachable", "the remote is unreachable"
     lines = [ln.strip() for ln in stderr.splitlines() if ln.strip() and not ln.startswith("hint:")]
-    reason = next((ln for ln in lines if ln.lower().startswith(("fatal:", "error:", "remote:", "!"))),
-                  lines[0] if lines else "")
+    reason = next(
+        (ln for ln in lines if ln.lower().startswith(("fatal:", "error:", "remote:", "!"))), lines[0] if lines else ""
+    )
     reason = " ".join(reason.split())
     return SyncFailed(kind, f"{step}: {what} ({reason[:200]}); the vault keeps working offline")
 

@@ -40,7 +40,12 @@ class Prepared:
 
 
 def analyse_note(
-    path: str, text: str, version: str, mtime_ns: int, size: int, max_chunk_chars: int,
+    path: str,
+    text: str,
+    version: str,
+    mtime_ns: int,
+    size: int,
+    max_chunk_chars: int,
     holder_of: Callable[[str, str], str | None],
 ) -> Prepared:
     """A file's rows for the catalog and the texts to embed: pure, but for ``holder_of(note_id, path)``,
@@ -51,7 +56,9 @@ def analyse_note(
     body = parsed.body if parsed.plain_body is None else parsed.plain_body  # over a parsing budget
     folder = path.rsplit("/", 1)[0] if "/" in path else ""
     if is_folder_note(path):  # a folder's description or generated overview: recorded, not searchable
-        return Prepared(FileRow(path, version, mtime_ns, size, problem), FolderRow(path, folder, meta, parsed.body), [], [])
+        return Prepared(
+            FileRow(path, version, mtime_ns, size, problem), FolderRow(path, folder, meta, parsed.body), [], []
+        )
     expires = expires_key(meta.get("expires"))
     if expires is None and meta.get("expires") not in (None, ""):
         problem = problem or f"expires {meta['expires']!r} is not an ISO date or date-time; the note never expires"
@@ -66,16 +73,30 @@ def analyse_note(
     tags = normalize_tags(meta.get("tags"))
     tags = list(dict.fromkeys(tags + normalize_tags(meta.get("tag")) + inline_tags(body)))
     note = NoteRow(
-        path=path, note_id=note_id, title=title,
-        category=category, topic=topic, type=field_text(meta.get("type")), context=context,
-        importance=normalize_importance(meta.get("importance")), tags=tags,
-        created=field_text(meta.get("created")), updated=field_text(meta.get("updated")),
-        folder=folder, managed="id" in meta, meta=meta, links=tuple(wikilinks(body, meta.get("links"))),
+        path=path,
+        note_id=note_id,
+        title=title,
+        category=category,
+        topic=topic,
+        type=field_text(meta.get("type")),
+        context=context,
+        importance=normalize_importance(meta.get("importance")),
+        tags=tags,
+        created=field_text(meta.get("created")),
+        updated=field_text(meta.get("updated")),
+        folder=folder,
+        managed="id" in meta,
+        meta=meta,
+        links=tuple(wikilinks(body, meta.get("links"))),
         relations=tuple(relation_links(meta)),
-        expires=expires, archived=is_archived(path), user=user,
+        expires=expires,
+        archived=is_archived(path),
+        user=user,
     )
     key = hashlib.sha1(path.encode("utf-8")).hexdigest()[:16]
-    fts_meta = index_text(" ".join(_flatten(meta.get(k)) for k in ("keywords", "questions", "entities", "aliases")) + " " + " ".join(tags))
+    fts_meta = index_text(
+        " ".join(_flatten(meta.get(k)) for k in ("keywords", "questions", "entities", "aliases")) + " " + " ".join(tags)
+    )
     chunks: list[IndexedChunk] = []
     embed_texts: list[str] = []
     for chunk in chunk_body(body, max_chunk_chars):

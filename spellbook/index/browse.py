@@ -17,8 +17,9 @@ from spellbook.index.rows import NOTE_COLS, NOTE_COUNT, FolderRow, NoteRow, note
 class BrowseQueries:
     """Structure and relatedness queries over the catalog's tables."""
 
-    def __init__(self, db: sqlite3.Connection, lock: threading.RLock,
-                 notes_at: Callable[[Iterable[str]], dict[str, NoteRow]]) -> None:
+    def __init__(
+        self, db: sqlite3.Connection, lock: threading.RLock, notes_at: Callable[[Iterable[str]], dict[str, NoteRow]]
+    ) -> None:
         self._db = db
         self._lock = lock
         self._notes_at = notes_at
@@ -28,7 +29,8 @@ class BrowseQueries:
         mtime; archived and expired notes are left out, as in search."""
         with self._lock:
             rows = self._db.execute(
-                "SELECT notes.path, note_id, title, category, topic, type, context, importance, tags, created, updated, "
+                "SELECT notes.path, note_id, title, category, topic, type, context, importance, tags, "
+                "created, updated, "
                 "folder, managed, '{}', expires, archived, user, coalesce(f.mtime_ns, 0) FROM notes "
                 f"LEFT JOIN files f ON f.path = notes.path WHERE {LIVE_SQL} ORDER BY notes.path"
             ).fetchall()
@@ -111,7 +113,8 @@ class BrowseQueries:
         """(category, topic, tag, notes with it), most used first."""
         with self._lock:
             return self._db.execute(
-                "SELECT notes.category, notes.topic, t.tag, count(*) AS n FROM tags t JOIN notes ON notes.path = t.path "
+                "SELECT notes.category, notes.topic, t.tag, count(*) AS n "
+                "FROM tags t JOIN notes ON notes.path = t.path "
                 f"WHERE {where} GROUP BY notes.category, notes.topic, t.tag ORDER BY n DESC, t.tag",
                 params,
             ).fetchall()

@@ -36,7 +36,16 @@ from spellbook.index.keyword import index_text
 from spellbook.index.links import LinkQueries
 from spellbook.index.pending import PendingVectors
 from spellbook.index.rows import (
-    NOTE_CACHE, NOTE_COLS, NOTE_COUNT, ChunkRow, FileRow, FolderRow, IndexedChunk, KeptRows, NoteRow, meta_json,
+    NOTE_CACHE,
+    NOTE_COLS,
+    NOTE_COUNT,
+    ChunkRow,
+    FileRow,
+    FolderRow,
+    IndexedChunk,
+    KeptRows,
+    NoteRow,
+    meta_json,
     note_row,
 )
 from spellbook.index.schema import ADDED_COLUMNS, LATE_INDEXES, SCHEMA
@@ -87,8 +96,9 @@ class Catalog:
         # vector side of a hybrid search does not wait behind it for the catalog.
         self._reader = sqlite3.connect(file, check_same_thread=False, isolation_level=None)
         self._reader_lock = threading.Lock()
-        self.keywords = KeywordIndex(self._reader, self._reader_lock, lambda: self.generation, file,
-                                     self._lock)  # keyword search, on the reader
+        self.keywords = KeywordIndex(
+            self._reader, self._reader_lock, lambda: self.generation, file, self._lock
+        )  # keyword search, on the reader
         self._ops: list[KeywordChange] = []  # the chunks a write transaction adds and removes, for self.keywords
 
     def close(self) -> None:
@@ -171,9 +181,7 @@ class Catalog:
         """Record one file's new state: its ledger row, its note (or folder note) and its chunks."""
         self.replace_many([(file, note, chunks)])
 
-    def replace_many(
-        self, items: Iterable[tuple[FileRow, NoteRow | FolderRow | None, Sequence[IndexedChunk]]]
-    ) -> None:
+    def replace_many(self, items: Iterable[tuple[FileRow, NoteRow | FolderRow | None, Sequence[IndexedChunk]]]) -> None:
         items = list(items)
         with self._write():
             written: list[str] = []
@@ -196,10 +204,23 @@ class Catalog:
                     self._db.execute(
                         f"INSERT INTO notes ({NOTE_COLS}) VALUES ({', '.join('?' * NOTE_COUNT)})",
                         (
-                            note.path, note.note_id, note.title, note.category, note.topic, note.type,
-                            note.context, note.importance, json.dumps(note.tags, ensure_ascii=False),
-                            note.created, note.updated, note.folder, int(note.managed),
-                            meta_json(note.meta), note.expires, int(note.archived), note.user,
+                            note.path,
+                            note.note_id,
+                            note.title,
+                            note.category,
+                            note.topic,
+                            note.type,
+                            note.context,
+                            note.importance,
+                            json.dumps(note.tags, ensure_ascii=False),
+                            note.created,
+                            note.updated,
+                            note.folder,
+                            int(note.managed),
+                            meta_json(note.meta),
+                            note.expires,
+                            int(note.archived),
+                            note.user,
                         ),
                     )
                     self._db.executemany(
@@ -215,8 +236,10 @@ class Catalog:
                         (row.chunk_id, row.path, row.idx, row.heading, row.text, row.digest),
                     )
                     columns = (chunk.fts_title, chunk.fts_meta, index_text(row.text))
-                    self._db.execute("INSERT INTO chunks_fts (rowid, title, meta, body) VALUES (?, ?, ?, ?)",
-                                     (cur.lastrowid, *columns))
+                    self._db.execute(
+                        "INSERT INTO chunks_fts (rowid, title, meta, body) VALUES (?, ?, ?, ?)",
+                        (cur.lastrowid, *columns),
+                    )
                     self._ops.append((cur.lastrowid, columns))  # for the in-memory copy, if there is one
             self.pending.mark(file.path for file, _, chunks in items if chunks)
             self._notes.drop(written)  # a path new to the catalog too
@@ -244,8 +267,10 @@ class Catalog:
     def _delete_path(self, path: str) -> None:
         self._notes.drop([path])
         if self.keywords.following:
-            self._ops.extend((rowid, None) for (rowid,) in
-                             self._db.execute("SELECT rowid FROM chunks WHERE path = ?", (path,)).fetchall())
+            self._ops.extend(
+                (rowid, None)
+                for (rowid,) in self._db.execute("SELECT rowid FROM chunks WHERE path = ?", (path,)).fetchall()
+            )
         self._db.execute("DELETE FROM chunks_fts WHERE rowid IN (SELECT rowid FROM chunks WHERE path = ?)", (path,))
         self._db.execute("DELETE FROM chunks WHERE path = ?", (path,))
         self._db.execute("DELETE FROM notes WHERE path = ?", (path,))
@@ -277,7 +302,9 @@ class Catalog:
         found: dict[str, str] = {}
         wanted = list(dict.fromkeys(digests))
         with self._lock:
-            for digest, chunk_id in self._select_in("SELECT digest, chunk_id FROM chunks WHERE digest IN ({marks})", wanted):
+            for digest, chunk_id in self._select_in(
+                "SELECT digest, chunk_id FROM chunks WHERE digest IN ({marks})", wanted
+            ):
                 found.setdefault(digest, chunk_id)
         return found
 
@@ -322,7 +349,9 @@ class Catalog:
     def list_notes(
         self, where: str, params: Sequence[Any], limit: int, offset: int, oldest_first: bool = False
     ) -> tuple[list[NoteRow], int]:
-        order = "coalesce(created, updated, '') ASC, path" if oldest_first else "coalesce(updated, created, '') DESC, path"
+        order = (
+            "coalesce(created, updated, '') ASC, path" if oldest_first else "coalesce(updated, created, '') DESC, path"
+        )
         with self._lock:
             total = self._db.execute(f"SELECT count(*) FROM notes WHERE {where}", params).fetchone()[0]
             rows = self._db.execute(
@@ -359,7 +388,8 @@ class Catalog:
             # Notes first, then their chunks by path: a scan of chunks probing notes costs ~2x.
             rows = self._db.execute(
                 f"SELECT notes.path, c.rowid, c.chunk_id FROM notes CROSS JOIN chunks c ON c.path = notes.path "
-                f"WHERE {where}", params,
+                f"WHERE {where}",
+                params,
             ).fetchall()
             by_path: dict[str, list[tuple[int, str]]] = {}
             for path, rowid, chunk_id in rows:
@@ -383,7 +413,8 @@ class Catalog:
             for path in paths:
                 rows = self._db.execute(
                     f"SELECT c.rowid, c.chunk_id FROM notes CROSS JOIN chunks c ON c.path = notes.path "
-                    f"WHERE notes.path = ? AND ({entry.where})", [path, *entry.params],
+                    f"WHERE notes.path = ? AND ({entry.where})",
+                    [path, *entry.params],
                 ).fetchall()
                 now_in = tuple((r[0], r[1]) for r in rows)
                 if entry.by_path.get(path, ()) != now_in:
@@ -419,8 +450,12 @@ class Catalog:
                 "files": one("SELECT count(*) FROM files"),
                 "notes": one("SELECT count(*) FROM notes"),
                 "chunks": one("SELECT count(*) FROM chunks"),
-                "skipped": one("SELECT count(*) FROM files WHERE problem IS NOT NULL AND path NOT IN (SELECT path FROM notes)"),
-                "warnings": one("SELECT count(*) FROM files WHERE problem IS NOT NULL AND path IN (SELECT path FROM notes)"),
+                "skipped": one(
+                    "SELECT count(*) FROM files WHERE problem IS NOT NULL AND path NOT IN (SELECT path FROM notes)"
+                ),
+                "warnings": one(
+                    "SELECT count(*) FROM files WHERE problem IS NOT NULL AND path IN (SELECT path FROM notes)"
+                ),
             }
 
     # --- structure and lifecycle --------------------------------------------------------------
@@ -444,4 +479,3 @@ class Catalog:
                 "ORDER BY expires, path"
             ).fetchall()
         return [note_row(r) for r in rows]
-

@@ -51,8 +51,14 @@ class VectorIndex:
     that does (a write, mostly), ``rest`` closes it when idle, which gives that memory back, and the
     next call opens it again (the first write after that loads the graph, ~50 ms at 10k)."""
 
-    def __init__(self, client: Any, collection: str = COLLECTION, connect: Callable[[], Any] | None = None,
-                 snapshot: VectorSnapshot | None = None, collection_id: str | None = None) -> None:
+    def __init__(
+        self,
+        client: Any,
+        collection: str = COLLECTION,
+        connect: Callable[[], Any] | None = None,
+        snapshot: VectorSnapshot | None = None,
+        collection_id: str | None = None,
+    ) -> None:
         self._client: Any = client
         self._connect = connect  # makes a new client after a rest (None: never rests)
         self._name = collection
@@ -339,9 +345,14 @@ class VectorIndex:
                 # Batch what comes in quick succession, and stay off the CPU (and the GIL) while the
                 # writes arrive: Chroma costs ~10 ms a call, per call more than per record.
                 changed, first = self._behind_changed, time.monotonic()
-                while (not self._hurry and changed.wait(QUIET_BULK_SECONDS if self._bulk else QUIET_SECONDS)
-                       and not self._hurry and not self._closing and len(self._behind) < MAX_BATCH
-                       and time.monotonic() - first < LATEST_SECONDS):
+                while (
+                    not self._hurry
+                    and changed.wait(QUIET_BULK_SECONDS if self._bulk else QUIET_SECONDS)
+                    and not self._hurry
+                    and not self._closing
+                    and len(self._behind) < MAX_BATCH
+                    and time.monotonic() - first < LATEST_SECONDS
+                ):
                     pass
                 self._hurry = False
             time.sleep(pause)
@@ -355,8 +366,9 @@ class VectorIndex:
                     self._write(list(batch), list(batch.values()))
                 except Exception as exc:  # noqa: BLE001 - a server down: keep them, try again
                     pause = min(max(pause * 2, 0.5), 30.0)
-                    log.warning("could not write %d vectors to Chroma (%s); trying again in %.1f s",
-                                len(batch), exc, pause)
+                    log.warning(
+                        "could not write %d vectors to Chroma (%s); trying again in %.1f s", len(batch), exc, pause
+                    )
                     continue
                 pause = 0.0
                 with self._behind_changed:

@@ -22,8 +22,9 @@ def embedded_client(folder: Path) -> Any:
     import chromadb
     from chromadb.config import Settings as ChromaSettings
 
-    return chromadb.PersistentClient(path=str(folder), settings=ChromaSettings(anonymized_telemetry=False,
-                                                                                 allow_reset=True))
+    return chromadb.PersistentClient(
+        path=str(folder), settings=ChromaSettings(anonymized_telemetry=False, allow_reset=True)
+    )
 
 
 def http_client(url: str) -> Any:
@@ -38,8 +39,10 @@ def http_client(url: str) -> Any:
     if parsed.scheme not in ("http", "https") or not parsed.hostname:
         raise ValueError(f"chroma_url must look like http://127.0.0.1:8000, not {url!r}")
     client = chromadb.HttpClient(
-        host=parsed.hostname, port=parsed.port or (443 if parsed.scheme == "https" else 8000),
-        ssl=parsed.scheme == "https", settings=ChromaSettings(anonymized_telemetry=False),
+        host=parsed.hostname,
+        port=parsed.port or (443 if parsed.scheme == "https" else 8000),
+        ssl=parsed.scheme == "https",
+        settings=ChromaSettings(anonymized_telemetry=False),
     )
     client.heartbeat()
     return client

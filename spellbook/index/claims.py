@@ -17,6 +17,7 @@ from collections import Counter
 from collections.abc import Iterable
 from pathlib import PurePosixPath
 from types import TracebackType
+from typing import Self
 
 
 def with_folders(paths: Iterable[str]) -> set[str]:
@@ -79,7 +80,7 @@ class Hold:
                 mine.append(path)
         self._claims.release(mine)
 
-    def __enter__(self) -> Hold:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:

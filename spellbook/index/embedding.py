@@ -134,8 +134,9 @@ class BatchEmbedder:
         bulk job a small part goes to the child processes too, once they are forked (the last of a
         batch cut by characters, a batch whose other texts reuse vectors): embedded here, it waited
         for the GIL the importer held while a child sat idle (a 1,000-note import: 0.3 s)."""
-        futures: list[Future[Vectors]] = [self._pool().submit(self._embed_part, part, True)
-                                          for part in split(texts, self.parallel)]
+        futures: list[Future[Vectors]] = [
+            self._pool().submit(self._embed_part, part, True) for part in split(texts, self.parallel)
+        ]
 
         def wait() -> Vectors:
             return [vector for future in futures for vector in _answer(future)]
@@ -211,7 +212,9 @@ def _answer(future: Future[Vectors]) -> Vectors:
     try:
         return future.result()
     except CancelledError:  # close() dropped it
-        raise IndexUnavailableError("The index is closing (the server is shutting down); retry after it restarts.") from None
+        raise IndexUnavailableError(
+            "The index is closing (the server is shutting down); retry after it restarts."
+        ) from None
 
 
 def split(texts: Sequence[str], parallel: int) -> list[Sequence[str]]:

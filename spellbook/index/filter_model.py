@@ -25,7 +25,8 @@ class Filter(BaseModel):
     user: str | None = None
     importance: int | None = Field(default=None, description="Minimum importance, 1-5.")
     folder: str | None = Field(
-        default=None, description="Vault folder, e.g. 'projects/spellbook'; includes subfolders. '_archive': expired memories."
+        default=None,
+        description="Vault folder, e.g. 'projects/spellbook'; includes subfolders. '_archive': expired memories.",
     )
     session: str | None = Field(default=None, description="A Claude Code session id: its captured events and memories.")
     event_type: Literal["prompt", "response", "tool", "insight"] | None = Field(

@@ -80,7 +80,9 @@ def to_sql(spec: Filter | None, include_hidden: bool = False, scope: Scope | Non
     return (" AND ".join(clauses) or "1"), params
 
 
-def to_chunk_sql(spec: Filter | None, include_hidden: bool = False, scope: Scope | None = None) -> tuple[str, list[Any]]:
+def to_chunk_sql(
+    spec: Filter | None, include_hidden: bool = False, scope: Scope | None = None
+) -> tuple[str, list[Any]]:
     """``to_sql`` for queries that join ``chunks c`` (search): ``event_type`` then selects the
     sections themselves, not only the notes that have one."""
     where, params = to_sql(spec, include_hidden, scope)
@@ -100,6 +102,4 @@ def parse_filter(value: Filter | dict | None) -> Filter | None:
     try:
         return Filter.model_validate(value) if value else None
     except Exception as exc:  # noqa: BLE001 -- pydantic ValidationError: say which key was wrong
-        raise InvalidInputError(
-            f"Invalid filter: {exc}. Allowed keys: {', '.join(Filter.model_fields)}."
-        ) from None
+        raise InvalidInputError(f"Invalid filter: {exc}. Allowed keys: {', '.join(Filter.model_fields)}.") from None

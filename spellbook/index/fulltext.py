@@ -19,9 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from spellbook.startup.heap import trim_heap
 from spellbook.index.keyword import STOPWORDS, match_query, query_tokens, tokenize
 from spellbook.index.postings import Postings
+from spellbook.startup.heap import trim_heap
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +32,9 @@ ARRAY_POSTINGS = 400_000  # ...(in memory, ~20x cheaper a match: hybrid and keyw
 COMMON_MIN_CHUNKS = 2_000  # ...once the index is this large (docs/search.md)
 MAX_KEYWORD_DEPTH = 10_000  # best matches looked through before a filter is applied in SQL instead
 DOC_COUNTS_KEPT = 50_000  # tokens whose chunk counts are kept until the next write
-BUILD_WAITED_ROWS = 1_000  # a first search builds the in-memory index before it answers up to this many chunks (~0.15 s)
+BUILD_WAITED_ROWS = (
+    1_000  # a first search builds the in-memory index before it answers up to this many chunks (~0.15 s)
+)
 
 # A chunk row the catalog wrote (its three keyword columns) or removed (None); row -1: every row.
 KeywordChange = tuple[int, tuple[str, str, str] | None]
@@ -42,7 +44,11 @@ class KeywordIndex:
     """BM25 ranking of chunks for a query, within the notes a filter selects."""
 
     def __init__(
-        self, reader: sqlite3.Connection, lock: threading.Lock, generation: Callable[[], int], file: Path,
+        self,
+        reader: sqlite3.Connection,
+        lock: threading.Lock,
+        generation: Callable[[], int],
+        file: Path,
         write_lock: threading.RLock,
     ) -> None:
         self._reader = reader
@@ -117,7 +123,12 @@ class KeywordIndex:
         trim_heap()  # the build's token lists and counts go back to the system (~30 MB at 10k chunks)
 
     def search(
-        self, query: str, where: str, params: Sequence[Any], limit: int, prune: bool = False,
+        self,
+        query: str,
+        where: str,
+        params: Sequence[Any],
+        limit: int,
+        prune: bool = False,
         allowed: frozenset[int] | None = None,
     ) -> list[tuple[str, float]]:
         """(chunk_id, bm25 score; higher is better) for the best keyword matches among the chunks
@@ -162,7 +173,8 @@ class KeywordIndex:
                 marks = ",".join("?" * len(best))
                 passing = self._reader.execute(
                     f"SELECT c.rowid, c.chunk_id FROM chunks c CROSS JOIN notes ON notes.path = c.path "
-                    f"WHERE c.rowid IN ({marks}) AND ({where})", [*scores, *params],
+                    f"WHERE c.rowid IN ({marks}) AND ({where})",
+                    [*scores, *params],
                 ).fetchall()
                 if len(passing) >= limit or len(best) < depth:
                     ranked = sorted(((cid, scores[rowid]) for rowid, cid in passing), key=lambda kv: (-kv[1], kv[0]))
@@ -183,7 +195,12 @@ class KeywordIndex:
         self.load(wait=rows <= BUILD_WAITED_ROWS)
 
     def _search_arrays(
-        self, postings: Postings, tokens: list[str], where: str, params: Sequence[Any], limit: int,
+        self,
+        postings: Postings,
+        tokens: list[str],
+        where: str,
+        params: Sequence[Any],
+        limit: int,
         allowed: frozenset[int] | None,
     ) -> list[tuple[str, float]] | None:
         """``search`` on the in-memory copy; None when a filter it cannot apply leaves too few of its
@@ -201,7 +218,8 @@ class KeywordIndex:
         with self._reader_lock:
             passing = self._reader.execute(
                 f"SELECT c.rowid, c.chunk_id FROM chunks c CROSS JOIN notes ON notes.path = c.path "
-                f"WHERE c.rowid IN ({marks}) AND ({where})", [*scores, *params],
+                f"WHERE c.rowid IN ({marks}) AND ({where})",
+                [*scores, *params],
             ).fetchall()
         if len(passing) < limit and len(best) == depth:
             return None
@@ -222,8 +240,11 @@ class KeywordIndex:
         if not ranked:
             return []
         marks = ",".join("?" * len(ranked))
-        ids = dict(self._reader.execute(f"SELECT rowid, chunk_id FROM chunks WHERE rowid IN ({marks})",
-                                        [rowid for rowid, _ in ranked]).fetchall())
+        ids = dict(
+            self._reader.execute(
+                f"SELECT rowid, chunk_id FROM chunks WHERE rowid IN ({marks})", [rowid for rowid, _ in ranked]
+            ).fetchall()
+        )
         return sorted(((ids[r], score) for r, score in ranked if r in ids), key=lambda kv: (-kv[1], kv[0]))
 
     def over_budget(self, query: str, budget: int, postings: Postings | None = None) -> set[str]:
@@ -236,7 +257,10 @@ class KeywordIndex:
         if postings is not None and postings.rows * len(tokens) <= budget:
             return set()  # every token in every chunk would fit
         with self._reader_lock:
-            if len(tokens) < 2 or (self._reader.execute("SELECT max(rowid) FROM chunks").fetchone()[0] or 0) < COMMON_MIN_CHUNKS:
+            if (
+                len(tokens) < 2
+                or (self._reader.execute("SELECT max(rowid) FROM chunks").fetchone()[0] or 0) < COMMON_MIN_CHUNKS
+            ):
                 return set()
             found = {t: postings.chunk_count(t) for t in tokens} if postings is not None else self._chunk_counts(tokens)
         kept, total = 0, 0
@@ -260,7 +284,9 @@ class KeywordIndex:
         missing = [t for t in tokens if t not in self._doc_counts]
         if missing:
             marks = ",".join("?" * len(missing))
-            found = dict(self._reader.execute(f"SELECT term, doc FROM chunks_vocab WHERE term IN ({marks})", missing).fetchall())
+            found = dict(
+                self._reader.execute(f"SELECT term, doc FROM chunks_vocab WHERE term IN ({marks})", missing).fetchall()
+            )
             self._doc_counts.update((t, found.get(t, 0)) for t in missing)
         return {t: self._doc_counts[t] for t in tokens}
 

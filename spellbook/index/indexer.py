@@ -69,8 +69,15 @@ class StagedBatch:
 
 
 class Indexer:
-    def __init__(self, vault: Vault, catalog: Catalog, vectors: Any, embedder: Any, max_chunk_chars: int = MAX_CHUNK_CHARS,
-                 embed_processes: bool | None = None):
+    def __init__(
+        self,
+        vault: Vault,
+        catalog: Catalog,
+        vectors: Any,
+        embedder: Any,
+        max_chunk_chars: int = MAX_CHUNK_CHARS,
+        embed_processes: bool | None = None,
+    ):
         self.vault = vault
         self.catalog = catalog
         self.vectors = vectors
@@ -106,12 +113,18 @@ class Indexer:
     def _open_lock(self) -> Iterator[None]:
         with self.lock:
             if self.closed:
-                raise IndexUnavailableError("The index is closing (the server is shutting down); retry after it restarts.")
+                raise IndexUnavailableError(
+                    "The index is closing (the server is shutting down); retry after it restarts."
+                )
             yield
 
     # --- identity -----------------------------------------------------------------------------
     def identity(self) -> dict[str, str]:
-        return {"format": INDEX_FORMAT, "embedder": self.embedder.model_id, "chunker": f"{CHUNKER_VERSION}/{self.max_chunk_chars}"}
+        return {
+            "format": INDEX_FORMAT,
+            "embedder": self.embedder.model_id,
+            "chunker": f"{CHUNKER_VERSION}/{self.max_chunk_chars}",
+        }
 
     def needs_rebuild(self) -> str | None:
         """Why the existing index cannot be trusted, or None."""
@@ -230,8 +243,11 @@ class Indexer:
             embedded = self.batches.embed([embed_text(notes[r.path].title, r.heading, r.text) for _, r in todo])
             with self._open_lock():  # keep only what is still current: a write may have replaced a chunk
                 now = self.catalog.chunks([cid for cid, _ in todo])
-                keep = [(cid, r, v) for (cid, r), v in zip(todo, embedded) if isinstance(v, list)
-                        and cid in self.missing and cid in now and now[cid].digest == r.digest]
+                keep = [
+                    (cid, r, v)
+                    for (cid, r), v in zip(todo, embedded)
+                    if isinstance(v, list) and cid in self.missing and cid in now and now[cid].digest == r.digest
+                ]
                 if keep:
                     ids, vectors = [k[0] for k in keep], [k[2] for k in keep]
                     self.vectors.upsert(ids, vectors)
@@ -359,8 +375,15 @@ class Indexer:
             self.catalog.touch(path, state.mtime_ns, state.size)
             report.unchanged += 1
             return None
-        return analyse_note(path, state.text, state.version, state.mtime_ns, state.size, self.max_chunk_chars,
-                            lambda note_id, path: self._holder_of(note_id, path, ids))
+        return analyse_note(
+            path,
+            state.text,
+            state.version,
+            state.mtime_ns,
+            state.size,
+            self.max_chunk_chars,
+            lambda note_id, path: self._holder_of(note_id, path, ids),
+        )
 
     def _skip(self, path: str, mtime_ns: int, size: int, why: str, report: SyncReport) -> None:
         log.warning("skipped %s: %s", path, why)
@@ -368,7 +391,6 @@ class Indexer:
         self.catalog.replace(FileRow(path, None, mtime_ns, size, why), None, [])
         report.skipped += 1
         report.problems.append({"path": path, "problem": why})
-        return None
 
     def _holder_of(self, note_id: str, path: str, ids: dict[str, str]) -> str | None:
         """Another existing file that has this id already (so this one is a duplicate), if any:
@@ -381,7 +403,9 @@ class Indexer:
                 return other.path
         return None
 
-    def _reusable(self, prepared: list[Prepared]) -> tuple[list[tuple[Any, str]], dict[str, list[float]], list[tuple[str, str]]]:
+    def _reusable(
+        self, prepared: list[Prepared]
+    ) -> tuple[list[tuple[Any, str]], dict[str, list[float]], list[tuple[str, str]]]:
         """The batch's chunks with their texts, the vectors they reuse (same content, already
         embedded or recently removed) and the (chunk id, text) pairs left to embed."""
         all_chunks = [(c, t) for p in prepared for c, t in zip(p.chunks, p.embed_texts)]

@@ -129,8 +129,12 @@ class Postings:
                 out._rows += len(lengths)
                 out._tokens += float(sum(lengths.values()))
                 if len(numbers):
-                    segment = _Segment.of(out._next_id, np.frombuffer(keys, dtype=np.int64)[numbers], row_ids,
-                                          np.minimum(freqs, MAX_FREQ).astype(np.uint8))
+                    segment = _Segment.of(
+                        out._next_id,
+                        np.frombuffer(keys, dtype=np.int64)[numbers],
+                        row_ids,
+                        np.minimum(freqs, MAX_FREQ).astype(np.uint8),
+                    )
                     out._next_id += 1
                     out._owner[segment.rows] = segment.id
                     out._segments.append(segment)
@@ -192,8 +196,12 @@ class Postings:
             keys.extend(entry.keys())
             freqs.extend(entry.values())
             rows.extend([row] * len(entry))
-        segment = _Segment.of(self._tail_id, np.frombuffer(keys, dtype=np.int64),
-                              np.frombuffer(rows, dtype=np.int32), np.frombuffer(freqs, dtype=np.uint8))
+        segment = _Segment.of(
+            self._tail_id,
+            np.frombuffer(keys, dtype=np.int64),
+            np.frombuffer(rows, dtype=np.int32),
+            np.frombuffer(freqs, dtype=np.uint8),
+        )
         self._segments.append(segment)
         self._tail, self._tail_keys = {}, {}
         self._tail_id, self._next_id = self._next_id, self._next_id + 1
@@ -209,8 +217,9 @@ class Postings:
         for at in range(len(segments) - 2, -1, -1):
             older, newer = segments[at], segments[at + 1]
             if newer.size * MERGE_RATIO >= older.size and older.size + newer.size <= SEGMENT_POSTINGS:
-                self._merging = threading.Thread(target=self._merge, args=(older, newer), name="spellbook-postings",
-                                                 daemon=True)
+                self._merging = threading.Thread(
+                    target=self._merge, args=(older, newer), name="spellbook-postings", daemon=True
+                )
                 self._merging.start()
                 return
 
@@ -296,7 +305,7 @@ class Postings:
         scores = np.bincount(rows, weights=contribution)
         if allowed is not None:
             scores[: len(allowed)][~allowed[: len(scores)]] = 0.0
-            scores[len(allowed):] = 0.0
+            scores[len(allowed) :] = 0.0
         candidates = np.flatnonzero(scores)
         if len(candidates) > limit:
             candidates = candidates[np.argpartition(-scores[candidates], limit - 1)[:limit]]
@@ -322,10 +331,15 @@ class Postings:
 
     def stats(self) -> dict[str, int]:
         with self._lock:
-            return {"rows": self._rows, "segments": len(self._segments), "tail": len(self._tail),
-                    "postings": sum(s.size for s in self._segments),
-                    "bytes": sum(s.keys.nbytes + s.starts.nbytes + s.rows.nbytes + s.freqs.nbytes for s in self._segments)
-                    + self._owner.nbytes + self._length.nbytes}
+            return {
+                "rows": self._rows,
+                "segments": len(self._segments),
+                "tail": len(self._tail),
+                "postings": sum(s.size for s in self._segments),
+                "bytes": sum(s.keys.nbytes + s.starts.nbytes + s.rows.nbytes + s.freqs.nbytes for s in self._segments)
+                + self._owner.nbytes
+                + self._length.nbytes,
+            }
 
 
 def _count(

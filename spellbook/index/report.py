@@ -19,8 +19,15 @@ class SyncReport:
     embedder_error: str | None = None
 
     def add(self, other: SyncReport) -> None:
-        for name in ("indexed", "unchanged", "removed", "skipped", "embedded_chunks", "reused_chunks",
-                     "vectors_missing"):
+        for name in (
+            "indexed",
+            "unchanged",
+            "removed",
+            "skipped",
+            "embedded_chunks",
+            "reused_chunks",
+            "vectors_missing",
+        ):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.problems.extend(other.problems)
         self.embedder_error = other.embedder_error or self.embedder_error

@@ -57,8 +57,14 @@ class NoteRow:
     def compact(self) -> dict[str, Any]:
         """The short form tools list memories in."""
         return {
-            "id": self.note_id, "path": self.path, "title": self.title, "category": self.category,
-            "topic": self.topic, "tags": self.tags, "type": self.type, "importance": self.importance,
+            "id": self.note_id,
+            "path": self.path,
+            "title": self.title,
+            "category": self.category,
+            "topic": self.topic,
+            "tags": self.tags,
+            "type": self.type,
+            "importance": self.importance,
             "updated": self.updated or self.created,
         }
 
@@ -103,10 +109,23 @@ NOTE_COUNT = NOTE_COLS.count(",") + 1
 
 def note_row(row: tuple) -> NoteRow:
     return NoteRow(
-        path=row[0], note_id=row[1], title=row[2] or "", category=row[3], topic=row[4], type=row[5],
-        context=row[6], importance=row[7], tags=json.loads(row[8] or "[]"), created=row[9], updated=row[10],
-        folder=row[11] or "", managed=bool(row[12]), meta=json.loads(row[13] or "{}"),
-        expires=row[14], archived=bool(row[15]), user=row[16],
+        path=row[0],
+        note_id=row[1],
+        title=row[2] or "",
+        category=row[3],
+        topic=row[4],
+        type=row[5],
+        context=row[6],
+        importance=row[7],
+        tags=json.loads(row[8] or "[]"),
+        created=row[9],
+        updated=row[10],
+        folder=row[11] or "",
+        managed=bool(row[12]),
+        meta=json.loads(row[13] or "{}"),
+        expires=row[14],
+        archived=bool(row[15]),
+        user=row[16],
     )
 
 
@@ -159,7 +178,6 @@ def _finite(value: Any) -> Any:
     if isinstance(value, dict):
         return {str(k): _finite(v) for k, v in value.items()}
     return value
-
 
 
 def file_changed(vault: Vault, row: FileRow | None, path: str) -> bool:

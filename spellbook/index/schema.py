@@ -32,7 +32,9 @@ CREATE VIRTUAL TABLE IF NOT EXISTS chunks_vocab USING fts5vocab(chunks_fts, 'row
 """
 
 ADDED_COLUMNS = {
-    "expires": "TEXT", "archived": "INTEGER NOT NULL DEFAULT 0", "user": "TEXT",
+    "expires": "TEXT",
+    "archived": "INTEGER NOT NULL DEFAULT 0",
+    "user": "TEXT",
     # the Claude Code session a note belongs to (spellbook/sessions), read from the frontmatter
     "session": "TEXT GENERATED ALWAYS AS (json_extract(meta, '$.session')) VIRTUAL",
 }

@@ -74,8 +74,7 @@ class VectorSnapshot:
             return None
         return None if head is None else f"{collection_id}/{head}"
 
-    def load(self, stamp: str,
-             room: Callable[[int], int] = lambda count: count) -> tuple[list[str], np.ndarray] | None:
+    def load(self, stamp: str, room: Callable[[int], int] = lambda count: count) -> tuple[list[str], np.ndarray] | None:
         """The ids and rows saved under ``stamp``, or None (no file, another stamp, damaged). The
         rows come in an array of ``room(count)`` rows (the rest zeros), read into it in place."""
         try:
@@ -90,7 +89,9 @@ class VectorSnapshot:
                 if min(count, dimensions) < 0 or f.tell() + row_bytes > os.fstat(f.fileno()).st_size:
                     return None  # a head that does not fit the file: never allocate what it claims
                 shape = (max(count, room(count)), dimensions)
-                rows = zero_rows(*shape) if ROW_TYPE == np.float32 else np.zeros(shape, dtype=ROW_TYPE)  # can grow in place
+                rows = (
+                    zero_rows(*shape) if ROW_TYPE == np.float32 else np.zeros(shape, dtype=ROW_TYPE)
+                )  # can grow in place
                 if f.readinto(memoryview(rows[:count]).cast("B")) != row_bytes:
                     return None
                 ids = f.read().decode("utf-8").split("\n")[:-1]
@@ -109,8 +110,14 @@ class VectorSnapshot:
         stamp = self.stamp(collection_id)
         return stamp is not None and self.save(stamp, *matrix.shape(), matrix.blocks(), still)
 
-    def save(self, stamp: str, count: int, dimensions: int, blocks: Iterable[tuple[list[str], np.ndarray]],
-             still: Callable[[], bool]) -> bool:
+    def save(
+        self,
+        stamp: str,
+        count: int,
+        dimensions: int,
+        blocks: Iterable[tuple[list[str], np.ndarray]],
+        still: Callable[[], bool],
+    ) -> bool:
         """Write ``count`` rows, given in blocks, under ``stamp``; the file takes its place only if
         ``still()`` answers True once it is written (no vector changed meanwhile)."""
         for left in self.file.parent.glob(f".{self.file.name}.*.tmp"):  # a save cut short (kill -9)

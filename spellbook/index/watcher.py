@@ -64,13 +64,26 @@ HOLD_SECONDS = 5.0  # seconds a file open for writing waits at most for its clos
 # The events the watcher acts on. Not a file opened or closed unwritten (every read of a note, the
 # indexer's own among them) nor a folder's "modified" beside each change in it: inotify is not
 # even asked for the first two, and watchdog makes no event object for any of them.
-EVENTS = [FileCreatedEvent, FileModifiedEvent, FileDeletedEvent, FileMovedEvent, FileClosedEvent,
-          DirCreatedEvent, DirDeletedEvent, DirMovedEvent]
+EVENTS = [
+    FileCreatedEvent,
+    FileModifiedEvent,
+    FileDeletedEvent,
+    FileMovedEvent,
+    FileClosedEvent,
+    DirCreatedEvent,
+    DirDeletedEvent,
+    DirMovedEvent,
+]
 
 
 class VaultWatcher(FileSystemEventHandler):
-    def __init__(self, indexer: Indexer, debounce: float | None = None, reconcile: Callable[[], object] | None = None,
-                 hold: float = HOLD_SECONDS) -> None:
+    def __init__(
+        self,
+        indexer: Indexer,
+        debounce: float | None = None,
+        reconcile: Callable[[], object] | None = None,
+        hold: float = HOLD_SECONDS,
+    ) -> None:
         self.indexer = indexer
         self._reconcile = reconcile or indexer.reconcile
         self.root = indexer.vault.root
@@ -169,7 +182,7 @@ class VaultWatcher(FileSystemEventHandler):
                     paths = [p for p in sorted(dirty) if p not in settled or self._changed(p)]
                     if paths:
                         self.indexer.sync_paths(paths)
-            except Exception:  # noqa: BLE001 - a bad batch must never stop the watcher
+            except Exception:
                 log.exception("watcher: sync failed; will retry on the next change")
 
     def _held(self) -> dict[str, float]:
@@ -202,21 +215,30 @@ def _observer() -> BaseObserver:
         from watchdog.observers.inotify import InotifyEmitter, InotifyObserver, InotifyWatchGroup
     except ImportError:  # not Linux
         return Observer()
-    if not (hasattr(InotifyWatchGroup, "_add_callback") and isinstance(Observer, type)
-            and issubclass(Observer, InotifyObserver) and "inotify_fd" in signature(InotifyEmitter).parameters):
+    if not (
+        hasattr(InotifyWatchGroup, "_add_callback")
+        and isinstance(Observer, type)
+        and issubclass(Observer, InotifyObserver)
+        and "inotify_fd" in signature(InotifyEmitter).parameters
+    ):
         return Observer()
 
     class Group(InotifyWatchGroup):
         def _add_callback(self, path: bytes) -> None:  # every folder watched goes through here
-            below = path[len(self.path):].split(b"/") if path.startswith(self.path + b"/") else []
+            below = path[len(self.path) :].split(b"/") if path.startswith(self.path + b"/") else []
             if any(os.fsdecode(part) in IGNORED_DIRS for part in below):
                 return
             super()._add_callback(path)
 
     class Emitter(InotifyEmitter):
         def on_thread_start(self) -> None:  # InotifyEmitter's, with the group above
-            self._inotify = Group(self._inotify_fd, os.fsencode(self.watch.path), is_recursive=self.watch.is_recursive,
-                                  event_mask=self.get_event_mask_from_filter(), follow_symlink=self.watch.follow_symlink)
+            self._inotify = Group(
+                self._inotify_fd,
+                os.fsencode(self.watch.path),
+                is_recursive=self.watch.is_recursive,
+                event_mask=self.get_event_mask_from_filter(),
+                follow_symlink=self.watch.follow_symlink,
+            )
 
     class Pruned(InotifyObserver):
         def __init__(self) -> None:

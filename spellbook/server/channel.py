@@ -63,8 +63,13 @@ class _Refused(Exception):
 class ChannelServer:
     """Serves ``handle(method, params)`` to followers; ``start()`` returns what owner.json publishes."""
 
-    def __init__(self, index_dir: Path, handle: Callable[[str, dict[str, Any]], Any], methods: frozenset[str],
-                 transport: str = "auto") -> None:
+    def __init__(
+        self,
+        index_dir: Path,
+        handle: Callable[[str, dict[str, Any]], Any],
+        methods: frozenset[str],
+        transport: str = "auto",
+    ) -> None:
         self.index_dir = index_dir
         self.handle = handle
         self.methods = methods
@@ -101,7 +106,8 @@ class ChannelServer:
         if self.transport != "tcp" and hasattr(socket, "AF_UNIX"):
             with contextlib.suppress(OSError):
                 server: socketserver.BaseServer = type("UnixServer", (Limited, socketserver.UnixStreamServer), {})(
-                    None, Handler, bind_and_activate=False)
+                    None, Handler, bind_and_activate=False
+                )
                 try:
                     self._bind_unix(server.socket)  # type: ignore[attr-defined]
                     server.server_activate()
@@ -112,7 +118,8 @@ class ChannelServer:
                 return {"socket": SOCKET_NAME}
             log.warning("cannot listen on a Unix socket in %s; followers will use loopback TCP", self.index_dir)
         tcp = type("TcpServer", (Limited, socketserver.TCPServer), {"allow_reuse_address": True})(
-            ("127.0.0.1", 0), Handler)
+            ("127.0.0.1", 0), Handler
+        )
         self.token = secrets.token_hex(16)
         self._run(tcp)
         return {"port": tcp.server_address[1], "token": self.token}
@@ -120,8 +127,9 @@ class ChannelServer:
     def _run(self, server: socketserver.BaseServer) -> None:
         self._server = server
         self._wake = os.pipe()
-        self._listening = threading.Thread(target=self._listen, args=(server, self._wake[0]), name="spellbook-rpc",
-                                           daemon=True)
+        self._listening = threading.Thread(
+            target=self._listen, args=(server, self._wake[0]), name="spellbook-rpc", daemon=True
+        )
         self._listening.start()
 
     @staticmethod
@@ -199,9 +207,11 @@ class ChannelServer:
             reply: dict[str, Any] = {"result": self.handle(method, params)}
         except SpellbookError as exc:
             reply = {"error": exc.to_wire()}
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             log.exception("forwarded call failed")
-            reply = {"error": RemoteError(f"Internal error in the owning process: {type(exc).__name__}: {exc}").to_wire()}
+            reply = {
+                "error": RemoteError(f"Internal error in the owning process: {type(exc).__name__}: {exc}").to_wire()
+            }
         with contextlib.suppress(OSError):
             _send(conn, reply)
 
@@ -211,8 +221,10 @@ def request(index_dir: Path, method: str, params: dict[str, Any], timeout: float
     """One call to the owner. Raises ``Unreachable`` when it cannot be asked, its error when it answers one."""
     body = json.dumps(params, ensure_ascii=False).encode()
     if len(body) > MAX_REQUEST_BYTES:
-        raise InvalidInputError(f"The request is {len(body):,} bytes; the largest is {MAX_REQUEST_BYTES:,}. "
-                                "Send less at once (fewer ids, a shorter text).")
+        raise InvalidInputError(
+            f"The request is {len(body):,} bytes; the largest is {MAX_REQUEST_BYTES:,}. "
+            "Send less at once (fewer ids, a shorter text)."
+        )
     try:
         info = json.loads((index_dir / "owner.json").read_text())
         header: dict[str, Any] = {"method": method, "length": len(body)}
@@ -250,7 +262,7 @@ def _read_reply(sock: socket.socket) -> dict[str, Any]:
     length = json.loads(header)["length"]
     reply = json.loads(_read_exactly(sock, int(length), rest, None))
     if not isinstance(reply, dict):
-        raise ValueError("malformed reply")
+        raise ValueError("malformed reply")  # noqa: TRY004 - the wire sent bad JSON: read as the JSON errors are
     return reply
 
 

@@ -120,7 +120,13 @@ class _Gate:
     """
 
     def __init__(
-        self, app: Any, sse: Any, hub: Hub, token: str | None, origins: set[str], security: TransportSecurityMiddleware,
+        self,
+        app: Any,
+        sse: Any,
+        hub: Hub,
+        token: str | None,
+        origins: set[str],
+        security: TransportSecurityMiddleware,
         pages: Any = None,
     ) -> None:
         self.app = app
@@ -152,10 +158,19 @@ class _Gate:
             await _send(send, 200, json.dumps(self._health()).encode(), cors, "application/json")
             return
         if self.token and not _authorized(headers.get("authorization", ""), self.token):
-            body = json.dumps({"error": "missing or wrong bearer token (Authorization: Bearer <token>; the token is "
-                               "SPELLBOOK_TOKEN or the one in <index folder>/http.token)"})
-            await _send(send, 401, body.encode(), cors + [(b"www-authenticate", b'Bearer realm="spellbook"')],
-                        "application/json")
+            body = json.dumps(
+                {
+                    "error": "missing or wrong bearer token (Authorization: Bearer <token>; the token is "
+                    "SPELLBOOK_TOKEN or the one in <index folder>/http.token)"
+                }
+            )
+            await _send(
+                send,
+                401,
+                body.encode(),
+                cors + [(b"www-authenticate", b'Bearer realm="spellbook"')],
+                "application/json",
+            )
             return
 
         async def send_with_cors(message: dict) -> None:
@@ -208,8 +223,14 @@ class _Gate:
         ]
 
     def _health(self) -> dict[str, Any]:
-        return {"status": "ok", "name": "spellbook", "version": __version__, "role": self.hub.role, "endpoint": "/mcp",
-                "sse_endpoint": SSE_PATH}
+        return {
+            "status": "ok",
+            "name": "spellbook",
+            "version": __version__,
+            "role": self.hub.role,
+            "endpoint": "/mcp",
+            "sse_endpoint": SSE_PATH,
+        }
 
 
 def _authorized(header: str, token: str) -> bool:

@@ -181,7 +181,9 @@ class Hub:
                 engine.embedder.warm_up()  # load the model now rather than on the first query (a call waits for it)
             if self.reconcile_on_open:
                 engine.reconcile(progress)
-                threading.Thread(target=self._fill_vectors, args=(engine,), name="spellbook-vectors", daemon=True).start()
+                threading.Thread(
+                    target=self._fill_vectors, args=(engine,), name="spellbook-vectors", daemon=True
+                ).start()
             if self.warm_up:
                 engine.vectors.matrix()  # the in-memory vectors filtered searches use
                 if hasattr(engine.vectors, "rest_after_start"):
@@ -194,7 +196,7 @@ class Hub:
                 syncer = threading.Thread(target=self._sync_timer, name="spellbook-sync", daemon=True)
                 syncer.start()
                 self._syncer = syncer
-        except BaseException as exc:  # noqa: BLE001 - reported to every caller instead
+        except BaseException as exc:
             log.exception("could not open the index")
             self._open_error = exc
             self._ready.set()
@@ -266,7 +268,9 @@ class Hub:
             params["session"] = self.settings.session_id  # this client's session (Claude Code's env)
         # context/user are the call's scope (spellbook/scope.py), resolved here against this
         # process's settings: a follower's client may be scoped differently from the owner's.
-        scope = resolve(params.pop("context", None), params.pop("user", None), self.settings.context, self.settings.user)
+        scope = resolve(
+            params.pop("context", None), params.pop("user", None), self.settings.context, self.settings.user
+        )
         if scope:
             params[SCOPE_KEY] = {"context": scope.context, "user": scope.user}
         who = actor()  # the MCP client (server/tools.py), else this process's own label

@@ -24,18 +24,30 @@ def add_resources_and_prompts(server: MCPServer, hub: Hub) -> None:
         except SpellbookError as exc:
             raise ResourceError(str(exc)) from exc
 
-    @server.resource("memory://index", name="index", mime_type="application/json",
-                     description="Table of contents: categories -> topics -> note counts.")
+    @server.resource(
+        "memory://index",
+        name="index",
+        mime_type="application/json",
+        description="Table of contents: categories -> topics -> note counts.",
+    )
     async def index() -> str:
         return json.dumps(await call("get_index"), ensure_ascii=False)
 
-    @server.resource("memory://recent", name="recent", mime_type="application/json",
-                     description="The 20 most recently updated memories.")
+    @server.resource(
+        "memory://recent",
+        name="recent",
+        mime_type="application/json",
+        description="The 20 most recently updated memories.",
+    )
     async def recent() -> str:
         return json.dumps(await call("list_memories", limit=20), ensure_ascii=False)
 
-    @server.resource("memory://notes/{id}", name="memory", mime_type="text/markdown",
-                     description="One memory's markdown file, by id.")
+    @server.resource(
+        "memory://notes/{id}",
+        name="memory",
+        mime_type="text/markdown",
+        description="One memory's markdown file, by id.",
+    )
     async def memory(id: str) -> str:
         return (await call("memory_file", id=id))["text"]  # scrubbed by the engine, as every answer
 

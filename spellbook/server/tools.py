@@ -18,11 +18,9 @@ from mcp.server.stdio import stdio_server
 from mcp.types import CallToolResult
 from pydantic import Field
 
-from spellbook.version import __version__
 from spellbook.errors import SpellbookError
 from spellbook.index.filter_model import Filter
 from spellbook.scope import Actor, acting
-from spellbook.startup.front import Front
 from spellbook.server.hub import Hub
 from spellbook.server.models.base import inline_defs
 from spellbook.server.resources import add_resources_and_prompts
@@ -43,17 +41,24 @@ from spellbook.server.tools_exchange import add_exchange_tools
 from spellbook.server.tools_history import add_history_tools
 from spellbook.server.tools_knowledge import add_knowledge_tools
 from spellbook.server.tools_structure import about_text, add_structure_tools, index_text
+from spellbook.startup.front import Front
+from spellbook.version import __version__
 
 log = logging.getLogger(__name__)
 
-INSTRUCTIONS = """Spellbook is your long-term memory: a markdown vault the user also reads and edits.
-- At the start of a task, call get_index (what exists), then memorize with what you are about to work on.
-- Before your first scribe in a vault, read the guide: memorize("how to chunk memories", filter={"category": "system"}).
-- Store one idea per memory (scribe) with a clear title, category, topic, tags and the questions it answers.
-- memorize returns short hits; call get_memories with their ids for the full text and a version.
-- To change a memory, revise it with the version you read; if the person edited it since, you get the current text to merge.
-- When scribe reports a near-duplicate, merge the two (its answer names the call) or revise that memory instead; when a memory replaces another, link(new, old, "supersedes").
-- Working for one project or person in a shared vault: pass context (project) and/or user on every call."""
+INSTRUCTIONS = (
+    "Spellbook is your long-term memory: a markdown vault the user also reads and edits.\n"
+    "- At the start of a task, call get_index (what exists), then memorize with what you are about to work on.\n"
+    '- Before your first scribe in a vault, read the guide: memorize("how to chunk memories", '
+    'filter={"category": "system"}).\n'
+    "- Store one idea per memory (scribe) with a clear title, category, topic, tags and the questions it answers.\n"
+    "- memorize returns short hits; call get_memories with their ids for the full text and a version.\n"
+    "- To change a memory, revise it with the version you read; "
+    "if the person edited it since, you get the current text to merge.\n"
+    "- When scribe reports a near-duplicate, merge the two (its answer names the call) or revise that memory instead; "
+    'when a memory replaces another, link(new, old, "supersedes").\n'
+    "- Working for one project or person in a shared vault: pass context (project) and/or user on every call."
+)
 
 Expires = Annotated[
     str | None, Field(description="ISO date or date-time when it stops being relevant; then hidden and archived.")
@@ -107,8 +112,10 @@ class _Server(MCPServer):
 
     async def list_tools(self) -> list[Any]:
         """The SDK's list, each output schema with its definitions written in place (models/base.py)."""
-        return [t.model_copy(update={"output_schema": inline_defs(t.output_schema)}) if t.output_schema else t
-                for t in await super().list_tools()]
+        return [
+            t.model_copy(update={"output_schema": inline_defs(t.output_schema)}) if t.output_schema else t
+            for t in await super().list_tools()
+        ]
 
     def run_stdio(self, wire: Front) -> None:
         """``run("stdio")`` over the wire the front took at start (spellbook/startup/front.py): the
@@ -152,8 +159,12 @@ def _caller(context: Any) -> Actor:
 
 
 def build_server(hub: Hub) -> MCPServer:
-    server = _Server("spellbook", version=__version__, instructions=INSTRUCTIONS,
-                     request_state_security=RequestStateSecurity(codec=NoRequestState()))
+    server = _Server(
+        "spellbook",
+        version=__version__,
+        instructions=INSTRUCTIONS,
+        request_state_security=RequestStateSecurity(codec=NoRequestState()),
+    )
     call = hub_caller(hub)
     for add_tools in (add_core_tools, add_structure_tools, add_exchange_tools, add_history_tools, add_knowledge_tools):
         add_tools(server, call)
@@ -181,9 +192,21 @@ def add_core_tools(server: MCPServer, call: Call) -> None:
     ) -> CallToolResult:
         """Store a new memory as a markdown note in the vault."""
         data = await call(
-            "scribe", text=text, title=title, category=category, topic=topic, tags=tags, keywords=keywords,
-            questions=questions, entities=entities, importance=importance, type=type, context=context,
-            source=source, expires=expires, ttl_days=ttl_days,
+            "scribe",
+            text=text,
+            title=title,
+            category=category,
+            topic=topic,
+            tags=tags,
+            keywords=keywords,
+            questions=questions,
+            entities=entities,
+            importance=importance,
+            type=type,
+            context=context,
+            source=source,
+            expires=expires,
+            ttl_days=ttl_days,
         )
         text = f"Stored memory {data['id']} at {data['path']} (version {data['version']})."
         if data.get("redacted"):
@@ -211,7 +234,16 @@ def add_core_tools(server: MCPServer, call: Call) -> None:
         user: ScopeUser = None,
     ) -> CallToolResult:
         """Search memories by meaning and keywords. Returns compact hits; use get_memories for full text."""
-        data = await call("memorize", context=context, user=user, query=query, limit=limit, filter=filter, mode=mode, min_score=min_score)
+        data = await call(
+            "memorize",
+            context=context,
+            user=user,
+            query=query,
+            limit=limit,
+            filter=filter,
+            mode=mode,
+            min_score=min_score,
+        )
         lines = [f"{len(data['results'])} result(s) for {data['query']!r}:"]
         for n, hit in enumerate(data["results"], 1):
             where = hit["path"] + (f" › {hit['heading']}" if hit.get("heading") else "")
@@ -284,9 +316,24 @@ def add_core_tools(server: MCPServer, call: Call) -> None:
     ) -> CallToolResult:
         """Change a memory's text and/or metadata. Empty string or [] removes a field."""
         data = await call(
-            "revise", id=id, text=text, version=version, title=title, category=category, topic=topic, tags=tags,
-            keywords=keywords, questions=questions, entities=entities, importance=importance, type=type,
-            context=context, user=user, source=source, expires=expires, ttl_days=ttl_days,
+            "revise",
+            id=id,
+            text=text,
+            version=version,
+            title=title,
+            category=category,
+            topic=topic,
+            tags=tags,
+            keywords=keywords,
+            questions=questions,
+            entities=entities,
+            importance=importance,
+            type=type,
+            context=context,
+            user=user,
+            source=source,
+            expires=expires,
+            ttl_days=ttl_days,
         )
         text = f"Revised {data['id']} ({data['path']}), now version {data['version']}."
         if data.get("redacted"):
@@ -332,7 +379,9 @@ def add_core_tools(server: MCPServer, call: Call) -> None:
 
     @tool(server, "get_topic", _READ)
     async def get_topic(
-        topic: str, category: str | None = None, offset: Annotated[int, Field(ge=0)] = 0,
+        topic: str,
+        category: str | None = None,
+        offset: Annotated[int, Field(ge=0)] = 0,
         context: ScopeContext = None,
         user: ScopeUser = None,
     ) -> CallToolResult:

@@ -27,13 +27,17 @@ NoteType = Literal["insight", "success", "failure", "decision", "note", "tempora
 StrList = list[str] | None
 ScopeContext = Annotated[
     str | None,
-    Field(description="Project scope: see only this project's memories and shared ones; what you write is "
-          "stamped with it. Default: the server's SPELLBOOK_CONTEXT."),
+    Field(
+        description="Project scope: see only this project's memories and shared ones; what you write is "
+        "stamped with it. Default: the server's SPELLBOOK_CONTEXT."
+    ),
 ]
 ScopeUser = Annotated[
     str | None,
-    Field(description="Person scope: see only this person's memories and shared ones; what you write is "
-          "stamped with it. Default: the server's SPELLBOOK_USER."),
+    Field(
+        description="Person scope: see only this person's memories and shared ones; what you write is "
+        "stamped with it. Default: the server's SPELLBOOK_USER."
+    ),
 ]
 
 READ = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)

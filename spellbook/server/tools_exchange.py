@@ -18,8 +18,10 @@ _IMPORT = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempoten
 
 FilePath = Annotated[
     str | None,
-    Field(description="A file name, kept in the exports folder <vault>/.spellbook/exports/ (or an absolute path in a "
-          "folder the person listed in SPELLBOOK_EXPORT_DIRS). Omit to get the export inline."),
+    Field(
+        description="A file name, kept in the exports folder <vault>/.spellbook/exports/ (or an absolute path in a "
+        "folder the person listed in SPELLBOOK_EXPORT_DIRS). Omit to get the export inline."
+    ),
 ]
 
 
@@ -37,7 +39,9 @@ def add_exchange_tools(server: MCPServer, call: Call) -> None:
     ) -> CallToolResult:
         """Export memories (all, or a filter) as JSON for import, or one markdown document. Files go only to
         the exports folder or SPELLBOOK_EXPORT_DIRS, never over a file Spellbook did not export."""
-        data = await call("export", context=context, user=user, format=format, path=path, filter=filter, overwrite=overwrite)
+        data = await call(
+            "export", context=context, user=user, format=format, path=path, filter=filter, overwrite=overwrite
+        )
         if "path" in data:
             text = f"Exported {data['count']} memories as {format} to {data['path']} ({data['bytes']:,} bytes)."
         elif format == "json":
@@ -52,7 +56,8 @@ def add_exchange_tools(server: MCPServer, call: Call) -> None:
     async def import_memories(
         path: Annotated[str, Field(description="The file: absolute, or a name in <vault>/.spellbook/exports/.")],
         format: Annotated[
-            ImportFormat, Field(description="json = a Spellbook export; mcp-memory = the MCP memory server's memory.jsonl.")
+            ImportFormat,
+            Field(description="json = a Spellbook export; mcp-memory = the MCP memory server's memory.jsonl."),
         ] = "auto",
         on_conflict: Annotated[
             OnConflict, Field(description="When the vault has a memory with the same id: skip, overwrite, new_id.")
@@ -63,7 +68,12 @@ def add_exchange_tools(server: MCPServer, call: Call) -> None:
     ) -> CallToolResult:
         """Import memories from a Spellbook JSON export or an MCP memory server memory.jsonl."""
         data = await call(
-            "import_memories", context=context, user=user, path=path, format=format, on_conflict=on_conflict, dry_run=dry_run
+            "import_memories",
+            context=context,
+            user=user,
+            path=path,
+            format=format,
+            on_conflict=on_conflict,
+            dry_run=dry_run,
         )
         return tool_result(import_summary(data), data)
-

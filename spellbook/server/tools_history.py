@@ -48,9 +48,13 @@ def add_history_tools(server: MCPServer, call: Call) -> None:
         user: ScopeUser = None,
     ) -> CallToolResult:
         """Bring back an earlier version of a memory (also an erased one); keeps its id and path."""
-        data = await call("restore", context=context, user=user, id=id, version=version, current_version=current_version)
+        data = await call(
+            "restore", context=context, user=user, id=id, version=version, current_version=current_version
+        )
         if data.get("unchanged"):
             text = f"{data['id']} ({data['path']}) already holds version {data['restored']}; nothing written."
         else:
-            text = f"Restored {data['id']} ({data['path']}) to version {data['restored']}; now version {data['version']}."
+            text = (
+                f"Restored {data['id']} ({data['path']}) to version {data['restored']}; now version {data['version']}."
+            )
         return tool_result(text, data)

@@ -33,10 +33,14 @@ def add_knowledge_tools(server: MCPServer, call: Call) -> None:
         user: ScopeUser = None,
     ) -> CallToolResult:
         """Link two memories with a relation, written as a [[wikilink]] in the source note's frontmatter."""
-        data = await call("link", context=context, user=user, source=source, target=target, relation=relation, reason=reason)
+        data = await call(
+            "link", context=context, user=user, source=source, target=target, relation=relation, reason=reason
+        )
         if data["changed"]:
-            text = (f"Linked {data['path']} -[{data['relation']}]-> {data['target_path']} as {data['link']} "
-                    f"(version {data['version']}).")
+            text = (
+                f"Linked {data['path']} -[{data['relation']}]-> {data['target_path']} as {data['link']} "
+                f"(version {data['version']})."
+            )
         else:
             text = f"Already linked: {data['path']} -[{data['relation']}]-> {data['target_path']}; nothing changed."
         return tool_result(text, data)
@@ -89,12 +93,16 @@ def add_knowledge_tools(server: MCPServer, call: Call) -> None:
     @tool(server, "merge", _MERGE)
     async def merge(
         ids: Annotated[list[str], Field(min_length=2, max_length=50, description="The memories to merge, in order.")],
-        into: Annotated[str | None, Field(description="Id of the memory that keeps its id and file (default: the "
-                                                      "first of ids).")] = None,
-        version: Annotated[str | None, Field(description="The survivor's version you read (get_memories); refuses "
-                                                         "if it changed since.")] = None,
-        text: Annotated[str | None, Field(description="The merged body; omit to append the others' text under "
-                                                      "their titles.")] = None,
+        into: Annotated[
+            str | None, Field(description="Id of the memory that keeps its id and file (default: the first of ids).")
+        ] = None,
+        version: Annotated[
+            str | None,
+            Field(description="The survivor's version you read (get_memories); refuses if it changed since."),
+        ] = None,
+        text: Annotated[
+            str | None, Field(description="The merged body; omit to append the others' text under their titles.")
+        ] = None,
         context: ScopeContext = None,
         user: ScopeUser = None,
     ) -> CallToolResult:
@@ -102,8 +110,10 @@ def add_knowledge_tools(server: MCPServer, call: Call) -> None:
         others go to .trash/ and every link to them in your scope points at it."""
         data = await call("merge", context=context, user=user, ids=ids, into=into, version=version, text=text)
         names = ", ".join(f"{n['title']} (id {n['id']})" for n in data["merged"])
-        text = (f"Merged {names} into {data['title']} (id {data['id']}, {data['path']}), now version "
-                f"{data['version']}; {len(data['relinked'])} note(s) relinked to it.")
+        text = (
+            f"Merged {names} into {data['title']} (id {data['id']}, {data['path']}), now version "
+            f"{data['version']}; {len(data['relinked'])} note(s) relinked to it."
+        )
         for extra in (data.get("note"), data.get("redacted") and f"Privacy filter: {data['redacted']}."):
             text += f" {extra}" if extra else ""
         return tool_result(text, data)

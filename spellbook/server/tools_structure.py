@@ -29,8 +29,13 @@ def add_structure_tools(server: MCPServer, call: Call) -> None:
     ) -> CallToolResult:
         """Write a category's or topic's description (its _about.md), shown by get_index and get_topic."""
         data = await call(
-            "describe", category=category, topic=topic, description=description, summary=summary,
-            keywords=keywords, title=title,
+            "describe",
+            category=category,
+            topic=topic,
+            description=description,
+            summary=summary,
+            keywords=keywords,
+            title=title,
         )
         verb = "Created" if data["created"] else "Updated"
         return tool_result(f"{verb} {data['path']} (version {data['version']}).", data)
@@ -39,7 +44,9 @@ def add_structure_tools(server: MCPServer, call: Call) -> None:
     async def erase_topic(
         topic: Annotated[str, Field(description="The topic to remove (a name from get_index).")],
         category: Annotated[str | None, Field(description="Its category; needed when several have it.")] = None,
-        confirm: Annotated[bool, Field(description="false: only list what would go. true: move it to .trash/.")] = False,
+        confirm: Annotated[
+            bool, Field(description="false: only list what would go. true: move it to .trash/.")
+        ] = False,
         context: ScopeContext = None,
         user: ScopeUser = None,
     ) -> CallToolResult:
@@ -64,7 +71,9 @@ def index_text(data: dict[str, Any]) -> str:
     if data.get("description"):
         lines.append(data["description"])
     for name, cat in data["categories"].items():
-        lines.append(f"\n## {name} ({cat['notes']} memories)" + (f": {cat['description']}" if cat.get("description") else ""))
+        lines.append(
+            f"\n## {name} ({cat['notes']} memories)" + (f": {cat['description']}" if cat.get("description") else "")
+        )
         for topic, entry in cat["topics"].items():
             label = topic if entry["title"] == topic else f"{topic} ({entry['title']})"
             line = f"- {label}: {entry['notes']} memories, {entry['chunks']} chunks"

@@ -54,24 +54,36 @@ def session_context(hub: Any, project: str, cwd: str | None, budget: int, semant
     durable = _durable(hub, scope)
     shown = {m["id"] for m in durable} | {s["id"] for s in sessions}
     query = " ".join([project, *recent_files(cwd)])
-    found = hub.call("memorize", {"query": query[:1_000], "limit": RELEVANT + 8,
-                                  "mode": "hybrid" if semantic else "keyword", **scope})
-    relevant = [h for h in found["results"] if h.get("type") != "session" and h["id"] not in shown
-                and not str(h.get("path", "")).startswith("system/")][:RELEVANT]
+    found = hub.call(
+        "memorize",
+        {"query": query[:1_000], "limit": RELEVANT + 8, "mode": "hybrid" if semantic else "keyword", **scope},
+    )
+    relevant = [
+        h
+        for h in found["results"]
+        if h.get("type") != "session" and h["id"] not in shown and not str(h.get("path", "")).startswith("system/")
+    ][:RELEVANT]
     index = hub.call("get_index", scope)
     if not sessions and not durable and not relevant and not index.get("total_notes"):
         return ""
     name = one_line(project, 120)
-    lines = [Line(f"# Spellbook memory for project {name}", (0, 0)),
-             Line("From earlier sessions and memories, newest first; ids open with get_memories, a session's "
-                  "events with timeline. A value marked (changed ...) was replaced later: use the newer one.", (0, 1))]
+    lines = [
+        Line(f"# Spellbook memory for project {name}", (0, 0)),
+        Line(
+            "From earlier sessions and memories, newest first; ids open with get_memories, a session's "
+            "events with timeline. A value marked (changed ...) was replaced later: use the newer one.",
+            (0, 1),
+        ),
+    ]
     lines += _open_lines(sessions)
     lines += _durable_lines(durable)
     lines += _session_lines(sessions, name)
     if relevant:
         lines.append(Line("## Related memories", (4, 0)))
-        lines += [Line(f"- {one_line(h['title'], 120)} (id {h['id']}): {one_line(h.get('snippet', ''), 200)}", (4, n + 1))
-                  for n, h in enumerate(relevant)]
+        lines += [
+            Line(f"- {one_line(h['title'], 120)} (id {h['id']}): {one_line(h.get('snippet', ''), 200)}", (4, n + 1))
+            for n, h in enumerate(relevant)
+        ]
     lines += [Line(text, (6, 0)) for text in _index_lines(index)]
     _mark_changed(lines)
     for n, line in enumerate(lines):
@@ -93,8 +105,14 @@ def _last_sessions(hub: Any, scope: dict[str, Any]) -> list[dict[str, Any]]:
     for memory in got:
         meta = memory.get("metadata") or {}
         started = str(meta.get("started") or meta.get("ended") or memory["title"][:10])
-        out.append({"id": memory["id"], "title": memory["title"], "started": started,
-                    "digest": digests.parse(memory.get("text") or "")})
+        out.append(
+            {
+                "id": memory["id"],
+                "title": memory["title"],
+                "started": started,
+                "digest": digests.parse(memory.get("text") or ""),
+            }
+        )
     return sorted(out, key=lambda s: s["started"], reverse=True)
 
 
@@ -108,8 +126,10 @@ def _durable(hub: Any, scope: dict[str, Any]) -> list[dict[str, Any]]:
     rows = rows[:DURABLE]
     if not rows:
         return []
-    texts = {m["id"]: m.get("text") or "" for m in hub.call("get_memories", {"ids": [r["id"] for r in rows],
-                                                                            **scope})["memories"]}
+    texts = {
+        m["id"]: m.get("text") or ""
+        for m in hub.call("get_memories", {"ids": [r["id"] for r in rows], **scope})["memories"]
+    }
     return [{**r, "text": texts.get(r["id"], "")} for r in rows]
 
 
@@ -118,12 +138,20 @@ def _open_lines(sessions: list[dict[str, Any]]) -> list[Line]:
     most of the item's words in what it asked, did, decided or fixed)."""
     out: list[Line] = []
     for n, session in enumerate(sessions):
-        later = " ".join(" ".join(s["digest"].asked + s["digest"].outcome + s["digest"].fixed + s["digest"].decided)
-                         for s in sessions[:n])
+        later = " ".join(
+            " ".join(s["digest"].asked + s["digest"].outcome + s["digest"].fixed + s["digest"].decided)
+            for s in sessions[:n]
+        )
         for item in session["digest"].open:
             if not _taken_up(item, later):
-                out.append(Line(f"- {one_line(item, 240)} (from {session['started'][:10]}, session id {session['id']})",
-                                (1, len(out) + 1), session["started"], session["id"]))
+                out.append(
+                    Line(
+                        f"- {one_line(item, 240)} (from {session['started'][:10]}, session id {session['id']})",
+                        (1, len(out) + 1),
+                        session["started"],
+                        session["id"],
+                    )
+                )
     out = out[:OPEN_ITEMS]
     return [Line("## Left open", (1, 0)), *out] if out else []
 
@@ -144,8 +172,16 @@ def _durable_lines(durable: list[dict[str, Any]]) -> list[Line]:
     for n, memory in enumerate(durable, 1):
         first = next(iter(digests.sentences(memory["text"])), "")
         when = str(memory.get("updated") or "")
-        out.append(Line(f"- {memory.get('type') or 'memory'} {when[:10]}: {one_line(memory['title'], 120)} (id {memory['id']}): "
-                        f"{one_line(first, 220)}", (2, n), when, memory["id"]))
+        out.append(
+            Line(
+                f"- {memory.get('type') or 'memory'} {when[:10]}: "
+                f"{one_line(memory['title'], 120)} (id {memory['id']}): "
+                f"{one_line(first, 220)}",
+                (2, n),
+                when,
+                memory["id"],
+            )
+        )
     return out
 
 
@@ -156,8 +192,9 @@ def _session_lines(sessions: list[dict[str, Any]], name: str) -> list[Line]:
     for n, session in enumerate(sessions):
         d, when = session["digest"], session["started"]
         title = one_line(_PART.sub("", session["title"])[10:].strip() or session["title"], 120)
-        out.append(Line(f"### {when[:16].replace('T', ' ')} {title} (id {session['id']})", (3, 2 * n), "",
-                        session["id"]))
+        out.append(
+            Line(f"### {when[:16].replace('T', ' ')} {title} (id {session['id']})", (3, 2 * n), "", session["id"])
+        )
         said = " ".join(d.decided + d.fixed)
         items = [("Decided", x) for x in d.decided] + [("Fixed", x) for x in d.fixed]
         items += [("Outcome", x) for x in d.outcome if x not in said]
@@ -179,8 +216,11 @@ def _mark_changed(lines: list[Line]) -> None:
     for old in heads + facts:
         heading = old.text.startswith("### ")
         for new in facts:
-            if not (new.when > old.when or (heading and new.source == old.source)) or new.source == old.source \
-                    and not heading:
+            if (
+                not (new.when > old.when or (heading and new.source == old.source))
+                or new.source == old.source
+                and not heading
+            ):
                 continue
             change = changed_value(said[id(old)], said[id(new)])
             if change:

@@ -47,19 +47,28 @@ def capture(hub: Any, session: Session, lock_dir: Path, digested: Digest | None 
             if found["text"].strip() == note.body.strip():  # the body says when the session ended, too
                 done["unchanged"] += 1
                 continue
-            hub.call("revise", {"id": found["id"], "text": note.body, "version": found["version"],
-                                "context": project, **_revisable(note)})
+            hub.call(
+                "revise",
+                {
+                    "id": found["id"],
+                    "text": note.body,
+                    "version": found["version"],
+                    "context": project,
+                    **_revisable(note),
+                },
+            )
             done["updated"].append(found["path"])
     return done
 
 
 def _existing_parts(hub: Any, session_id: str, project: str) -> dict[int, dict[str, Any]]:
-    listed = hub.call("list_memories", {"filter": {"session": session_id, "type": "session"}, "limit": 200,
-                                        "context": project})
+    listed = hub.call(
+        "list_memories", {"filter": {"session": session_id, "type": "session"}, "limit": 200, "context": project}
+    )
     ids = [m["id"] for m in listed["memories"]]
     parts: dict[int, dict[str, Any]] = {}
     for start in range(0, len(ids), 20):
-        got = hub.call("get_memories", {"ids": ids[start:start + 20], "context": project})
+        got = hub.call("get_memories", {"ids": ids[start : start + 20], "context": project})
         for memory in got["memories"]:
             parts.setdefault(part_of(memory["title"]), memory)
     return parts

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from spellbook.errors import SpellbookError
 from spellbook.files import atomic_write
 from spellbook.vault.note import parse_note
 
@@ -91,8 +92,15 @@ def _read(file: Path) -> str | None:
         return None
 
 
-def sync(hub: Any, project: str, project_dirs: list[Path], index_dir: Path, *, home: Path | None = None,
-         env: Mapping[str, str] | None = None) -> dict[str, int]:
+def sync(
+    hub: Any,
+    project: str,
+    project_dirs: list[Path],
+    index_dir: Path,
+    *,
+    home: Path | None = None,
+    env: Mapping[str, str] | None = None,
+) -> dict[str, int]:
     """Bring ``project``'s imported memories in step with Claude Code's files (for each of
     ``project_dirs``: the session's folder and its git root); returns the counts."""
     state_file = index_dir / STATE
@@ -113,7 +121,7 @@ def sync(hub: Any, project: str, project_dirs: list[Path], index_dir: Path, *, h
         try:
             hub.call("erase", {"id": mine[origin]["id"], "context": project})
             done["erased"] += 1
-        except Exception:  # already gone (erased by hand): nothing to undo
+        except SpellbookError:  # already gone (erased by hand): nothing to undo
             pass
         del state[origin]
     if done["created"] or done["updated"] or done["erased"]:
@@ -122,17 +130,31 @@ def sync(hub: Any, project: str, project_dirs: list[Path], index_dir: Path, *, h
 
 
 def _upsert(hub: Any, project: str, source: Source) -> str:
-    fields = {"title": source.title, "context": project, "source": "claude-code", "tags": ["claude-memory"],
-              "category": "claude-memory", "topic": project}
+    fields = {
+        "title": source.title,
+        "context": project,
+        "source": "claude-code",
+        "tags": ["claude-memory"],
+        "category": "claude-memory",
+        "topic": project,
+    }
     try:
         existing = hub.call("get_memories", {"ids": [source.id], "context": project})["memories"]
-    except Exception:  # not there yet
+    except SpellbookError:  # not there yet
         existing = []
     if not existing:
         hub.call("scribe", {"text": source.text, "_id": source.id, **fields})
         return "created"
     if existing[0]["text"].strip() == source.text and existing[0]["title"] == source.title:
         return "unchanged"
-    hub.call("revise", {"id": source.id, "text": source.text, "title": source.title,
-                        "version": existing[0]["version"], "context": project})
+    hub.call(
+        "revise",
+        {
+            "id": source.id,
+            "text": source.text,
+            "title": source.title,
+            "version": existing[0]["version"],
+            "context": project,
+        },
+    )
     return "updated"

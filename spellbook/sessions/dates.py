@@ -13,25 +13,59 @@ from __future__ import annotations
 import datetime as dt
 import re
 
-_NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
-            "eight": 8, "nine": 9, "ten": 10, "a couple of": 2, "couple of": 2}
+_NUMBERS = {
+    "a": 1,
+    "an": 1,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "a couple of": 2,
+    "couple of": 2,
+}
 _SEASON_ENDS = {"spring": 5, "summer": 8, "autumn": 11, "fall": 11}  # the month each ends (northern)
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _COUNT = r"(\d{1,2}|an?|one|two|three|four|five|six|seven|eight|nine|ten|a couple of|couple of|a few|few)"
-_EN = (r"\b(?:the day before yesterday|yesterday|last night|tomorrow"
-       rf"|{_COUNT} (day|week|month|year)s? ago"
-       r"|(last|this past|past|next) (week(?:end)?|month|year|spring|summer|autumn|fall)"
-       rf"|(last|next) ({'|'.join(_WEEKDAYS)}))\b")
+_EN = (
+    r"\b(?:the day before yesterday|yesterday|last night|tomorrow"
+    rf"|{_COUNT} (day|week|month|year)s? ago"
+    r"|(last|this past|past|next) (week(?:end)?|month|year|spring|summer|autumn|fall)"
+    rf"|(last|next) ({'|'.join(_WEEKDAYS)}))\b"
+)
 # Korean and Japanese words, longest first (一昨日 before 昨日); no word boundaries in either script.
-_CJK = {"그저께": -2, "그제": -2, "어제": -1, "내일": 1, "一昨日": -2, "おととい": -2, "昨日": -1, "明日": 1,
-        "지난주": "week", "先週": "week", "지난달": "month", "先月": "month", "작년": "year", "지난해": "year",
-        "去年": "year", "昨年": "year"}
+_CJK = {
+    "그저께": -2,
+    "그제": -2,
+    "어제": -1,
+    "내일": 1,
+    "一昨日": -2,
+    "おととい": -2,
+    "昨日": -1,
+    "明日": 1,
+    "지난주": "week",
+    "先週": "week",
+    "지난달": "month",
+    "先月": "month",
+    "작년": "year",
+    "지난해": "year",
+    "去年": "year",
+    "昨年": "year",
+}
 _PHRASE = re.compile(rf"{_EN}|{'|'.join(_CJK)}", re.IGNORECASE)
 _FOLLOWED = re.compile(r"\s*\(")
 _MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
 _ORDINAL = r"(\d{1,2})(?:st|nd|rd|th)?"
-_NAMED = re.compile(rf"\b(?:{_ORDINAL}\s*(?:of\s+)?({_MONTHS}),?\s*(\d{{4}})|({_MONTHS})\s+{_ORDINAL},?\s*(\d{{4}})"
-                    rf"|({_MONTHS}),?\s+(\d{{4}}))\b", re.IGNORECASE)
+_NAMED = re.compile(
+    rf"\b(?:{_ORDINAL}\s*(?:of\s+)?({_MONTHS}),?\s*(\d{{4}})|({_MONTHS})\s+{_ORDINAL},?\s*(\d{{4}})"
+    rf"|({_MONTHS}),?\s+(\d{{4}}))\b",
+    re.IGNORECASE,
+)
 
 
 def day_text(day: dt.date) -> str:
@@ -44,8 +78,13 @@ def named_dates(text: str) -> list[str]:
     ``16 November 2023``, "in May 2022" -> ``May 2022``."""
     out = []
     for match in _NAMED.finditer(text):
-        day, month, year = (match.group(1, 2, 3) if match.group(1) else match.group(5, 4, 6) if match.group(5)
-                            else (None, *match.group(7, 8)))
+        day, month, year = (
+            match.group(1, 2, 3)
+            if match.group(1)
+            else match.group(5, 4, 6)
+            if match.group(5)
+            else (None, *match.group(7, 8))
+        )
         month = month.capitalize()
         out.append(f"{int(day)} {month} {year}" if day else f"{month} {year}")
     return out
@@ -53,6 +92,7 @@ def named_dates(text: str) -> list[str]:
 
 def resolve_dates(text: str, when: dt.date) -> str:
     """``text`` with each relative date it names followed by the date it means on ``when``."""
+
     def one(match: re.Match[str]) -> str:
         if _FOLLOWED.match(text, match.end()):
             return match.group(0)

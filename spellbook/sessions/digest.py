@@ -19,29 +19,47 @@ from spellbook.sessions.transcript import Session, Turn
 
 ITEM_CHARS = 240
 LIMITS = {"asked": 4, "outcome": 5, "decided": 5, "fixed": 5, "open": 6, "ran": 8, "files": 12}
-LABELS = {"asked": "Asked", "outcome": "Outcome", "decided": "Decided", "fixed": "Fixed", "open": "Open",
-          "ran": "Ran", "files": "Files changed"}
+LABELS = {
+    "asked": "Asked",
+    "outcome": "Outcome",
+    "decided": "Decided",
+    "fixed": "Fixed",
+    "open": "Open",
+    "ran": "Ran",
+    "files": "Files changed",
+}
 JOINED = {"ran": "; ", "files": ", "}  # shown on one line, split back by parse
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[^\s.])|(?<=[。！？])\s*|\n+")
 _DECISION = re.compile(
     r"\b(?:decided|decision|we chose|chose|choose|going with|go with|settled on|opted|switch(?:ed|ing)? (?:\w+ )*?to|"
     r"let's use|we'll use|"
-    r"instead of|rather than|pinned)\b|\b(?:raised|lowered|increased|decreased|bumped|changed)\b.*\bfrom\b|결정|하기로|대신|決定|決め|ことにし|代わりに|採用", re.IGNORECASE)
-_REASON = re.compile(r"\b(?:because|since|so that|due to|as it|the reason)\b|때문|위해|왜냐하면|ので|ため|なぜなら",
-                     re.IGNORECASE)
+    r"instead of|rather than|pinned)\b|\b(?:raised|lowered|increased|decreased|bumped|changed)\b.*\bfrom\b|"
+    r"결정|하기로|대신|決定|決め|ことにし|代わりに|採用",
+    re.IGNORECASE,
+)
+_REASON = re.compile(
+    r"\b(?:because|since|so that|due to|as it|the reason)\b|때문|위해|왜냐하면|ので|ため|なぜなら", re.IGNORECASE
+)
 _TROUBLE = re.compile(
     r"\b(?:error|errors|exception|fail(?:s|ed|ure|ing)?|crash(?:es|ed)?|bug|broke|broken|flak(?:e|es|y)|"
     r"hang|hung|leak|mismatch|oomkill(?:ed)?|timed out|traceback)\b|오류|에러|실패|버그|エラー|失敗|不具合|バグ",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 _FIX = re.compile(
     r"\b(?:fix(?:ed|es)?|caused by|came from|root cause|was due to|resolved|solved|the cause|workaround|"
-    r"gotcha)\b|수정|고쳤|고침|원인|해결|修正|原因|解決|直し", re.IGNORECASE)
+    r"gotcha)\b|수정|고쳤|고침|원인|해결|修正|原因|解決|直し",
+    re.IGNORECASE,
+)
 _OPEN = re.compile(
     r"\b(?:todo|fixme|next step|next steps|left open|still need|still needs|not yet|not started|follow[- ]up|"
-    r"open question|remaining|we need to|needs to be done|for later|do (?:it|this|that) later)\b|해야 합니다|해야 함|남은|아직|다음 단계|"
-    r"次のステップ|残り|まだ|必要があります|今後", re.IGNORECASE)
-_OPEN_LEAD = re.compile(r"^(?:todo|fixme|next steps?|left open|follow[- ]up|次のステップ|다음 단계)\s*[:：\-–]\s*",
-                        re.IGNORECASE)
+    r"open question|remaining|we need to|needs to be done|for later|do (?:it|this|that) later)\b|"
+    r"해야 합니다|해야 함|남은|아직|다음 단계|"
+    r"次のステップ|残り|まだ|必要があります|今後",
+    re.IGNORECASE,
+)
+_OPEN_LEAD = re.compile(
+    r"^(?:todo|fixme|next steps?|left open|follow[- ]up|次のステップ|다음 단계)\s*[:：\-–]\s*", re.IGNORECASE
+)
 _PREAMBLE = re.compile(r"^(?:let me|i'll|i will|sure|okay|ok|great|now)\b", re.IGNORECASE)
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
 _LINE = re.compile(r"^- (Asked|Outcome|Decided|Fixed|Open|Ran|Files changed): (.+)$", re.MULTILINE)
@@ -164,12 +182,12 @@ def _one_line(text: str, limit: int = ITEM_CHARS) -> str:
     if len(line) <= limit:
         return line
     cut = line[:limit]
-    if " " in cut[limit // 2:]:
+    if " " in cut[limit // 2 :]:
         cut = cut.rsplit(" ", 1)[0]
     return cut.rstrip(" ,.;:") + "…"
 
 
 def _short(file: str, cwd: str | None) -> str:
     if cwd and file.startswith(cwd.rstrip(os.sep) + os.sep):
-        return file[len(cwd.rstrip(os.sep)) + 1:]
+        return file[len(cwd.rstrip(os.sep)) + 1 :]
     return file

@@ -53,7 +53,9 @@ def run(event: str, args: Any) -> int:
     try:
         settings = settings_from(args)
         if settings.session_prompt_recall is None:  # the environment does not say: the hook's flag does
-            settings = settings.model_copy(update={"session_prompt_recall": bool(getattr(args, "prompt_recall", False))})
+            settings = settings.model_copy(
+                update={"session_prompt_recall": bool(getattr(args, "prompt_recall", False))}
+            )
         _log_to(settings)
         payload = _read_payload()
         if getattr(args, "from_plugin", False) and _settings_hooks(payload):
@@ -143,11 +145,11 @@ class LineFormatter(logging.Formatter):
     another control character, so they are escaped in the message, and a traceback's lines are
     indented; no input can write a line that reads as a record of its own."""
 
-    def formatMessage(self, record: logging.LogRecord) -> str:  # noqa: N802 - logging's name
+    def formatMessage(self, record: logging.LogRecord) -> str:
         record.message = _escape(record.message)
         return super().formatMessage(record)
 
-    def formatException(self, ei: Any) -> str:  # noqa: N802 - logging's name
+    def formatException(self, ei: Any) -> str:
         return "\n".join("    " + _escape(line) for line in super().formatException(ei).split("\n"))
 
 
@@ -226,8 +228,9 @@ def _prompt(settings: Any, payload: dict[str, Any]) -> str:
     hub = _open_hub(settings)
     try:
         # Without a server, keyword search spares this process loading the model (as at SessionStart).
-        return prompt_context(hub, project, prompt, MIN_RELEVANCE, PROMPT_BUDGET, session_id or None,
-                              semantic=hub.role == "follower")
+        return prompt_context(
+            hub, project, prompt, MIN_RELEVANCE, PROMPT_BUDGET, session_id or None, semantic=hub.role == "follower"
+        )
     finally:
         hub.close()
 
@@ -240,14 +243,23 @@ def _spawn_capture(settings: Any, payload: dict[str, Any], key: str) -> None:
     claude = "spellbook_agent" not in payload  # Codex and Gemini: every turn's end (no SessionEnd to wait for)
     if key == "stop" and claude and not _stop_due(settings, str(payload.get("session_id") or "")):
         return  # SessionEnd and PreCompact capture it; Stop only now and then, in case neither comes
-    env = dict(os.environ, SPELLBOOK_VAULT=str(settings.vault_dir), SPELLBOOK_INDEX_DIR=str(settings.index_path),
-               SPELLBOOK_EMBEDDER=settings.embedder)
+    env = dict(
+        os.environ,
+        SPELLBOOK_VAULT=str(settings.vault_dir),
+        SPELLBOOK_INDEX_DIR=str(settings.index_path),
+        SPELLBOOK_EMBEDDER=settings.embedder,
+    )
     if settings.chroma_url:
         env["SPELLBOOK_CHROMA_URL"] = settings.chroma_url
     with open(settings.index_path / LOG_NAME, "ab") as out:
         child = subprocess.Popen(
-            [sys.executable, "-m", "spellbook", "hook", "capture"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-            stderr=out, env=env, start_new_session=True, close_fds=True,
+            [sys.executable, "-m", "spellbook", "hook", "capture"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=out,
+            env=env,
+            start_new_session=True,
+            close_fds=True,
         )
     assert child.stdin is not None
     child.stdin.write(json.dumps(payload).encode("utf-8"))
@@ -276,9 +288,9 @@ def _session_file(settings: Any, session_id: str, suffix: str) -> Path:
 
 
 def _capture(settings: Any, payload: dict[str, Any]) -> None:
+    from spellbook.sessions.agents import read_session
     from spellbook.sessions.capture import capture
     from spellbook.sessions.notes import redact_session
-    from spellbook.sessions.agents import read_session
 
     transcript = Path(str(payload.get("transcript_path")))
     try:
@@ -307,5 +319,10 @@ def _capture(settings: Any, payload: dict[str, Any]) -> None:
         done = capture(hub, session, settings.index_path / "sessions", digested)
     finally:
         hub.close()
-    log.info("capture: session %s: created %s, updated %s, unchanged %d", session.session_id,
-             done["created"], done["updated"], done["unchanged"])
+    log.info(
+        "capture: session %s: created %s, updated %s, unchanged %d",
+        session.session_id,
+        done["created"],
+        done["updated"],
+        done["unchanged"],
+    )

@@ -31,8 +31,9 @@ class HookConfigError(SpellbookError):
     """Claude Code's settings file cannot be read or updated safely; nothing was written."""
 
 
-def settings_path(scope: str, *, home: Path | None = None, env: Mapping[str, str] | None = None,
-                  project: Path | None = None) -> Path:
+def settings_path(
+    scope: str, *, home: Path | None = None, env: Mapping[str, str] | None = None, project: Path | None = None
+) -> Path:
     env = os.environ if env is None else env
     if scope == "project":
         return (project or Path.cwd()) / ".claude" / "settings.json"
@@ -73,8 +74,9 @@ def is_ours(hook: Any) -> bool:
     return len(words) >= 3 and Path(words[0]).name in ("spellbook", "spellbook.exe") and words[1] == "hook"
 
 
-def install_hooks(file: Path, commands: Mapping[str, str],
-                  timeouts: Mapping[str, int] | None = None) -> tuple[bool, Path | None]:
+def install_hooks(
+    file: Path, commands: Mapping[str, str], timeouts: Mapping[str, int] | None = None
+) -> tuple[bool, Path | None]:
     """Write ``commands`` as Spellbook's hooks in ``file``; returns (changed, backup). ``timeouts``:
     per event, in the unit the file's reader expects (Claude Code's seconds by default). Codex's
     hooks.json and Gemini's settings.json take the same layout (sessions/agents/)."""
@@ -110,7 +112,7 @@ def installed_hooks(file: Path) -> dict[str, list[str]]:
         return {}
     found: dict[str, list[str]] = {}
     hooks = config.get("hooks")
-    for event, groups in (hooks.items() if isinstance(hooks, dict) else []):
+    for event, groups in hooks.items() if isinstance(hooks, dict) else []:
         for group in groups if isinstance(groups, list) else []:
             for hook in (group.get("hooks") or []) if isinstance(group, dict) else []:
                 if is_ours(hook):
@@ -154,8 +156,10 @@ def _read(file: Path) -> tuple[dict[str, Any], bool]:
     try:
         config = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise HookConfigError(f"{file} is not valid JSON (line {exc.lineno}: {exc.msg}); nothing was written. "
-                              "Fix it by hand (or restore a .bak copy) and run the command again.") from exc
+        raise HookConfigError(
+            f"{file} is not valid JSON (line {exc.lineno}: {exc.msg}); nothing was written. "
+            "Fix it by hand (or restore a .bak copy) and run the command again."
+        ) from exc
     if not isinstance(config, dict):
         raise HookConfigError(f"{file} is not a JSON object; nothing was written. Fix it by hand and retry.")
     return config, True

@@ -68,10 +68,18 @@ def part_of(title: str) -> int:
 def redact_session(session: Session, scrub: Callable[[str], str]) -> Session:
     """The session with ``scrub`` (the privacy filter) applied to every text it will store, whole:
     ``render_session`` cuts them afterwards."""
-    exchanges = [replace(x, prompt=scrub(x.prompt), answer=scrub(x.answer), tools=[(n, scrub(t)) for n, t in x.tools],
-                         files=[scrub(f) for f in x.files], insights=[scrub(i) for i in x.insights],
-                         commands=[(scrub(c), ok) for c, ok in x.commands])
-                 for x in session.exchanges]
+    exchanges = [
+        replace(
+            x,
+            prompt=scrub(x.prompt),
+            answer=scrub(x.answer),
+            tools=[(n, scrub(t)) for n, t in x.tools],
+            files=[scrub(f) for f in x.files],
+            insights=[scrub(i) for i in x.insights],
+            commands=[(scrub(c), ok) for c, ok in x.commands],
+        )
+        for x in session.exchanges
+    ]
     return replace(session, exchanges=exchanges)
 
 
@@ -95,17 +103,25 @@ def render_session(session: Session, project: str | None = None, digested: Diges
     notes: list[SessionNote] = []
     for n, group in enumerate(groups, 1):
         title = base if n == 1 else f"{base} (part {n})"
-        head = (f"{AGENT_NAMES.get(session.source, session.source)} session `{session.session_id}` in **{project}**"
-                f"{f' (branch {session.branch})' if session.branch else ''}, "
-                f"{_clock(session.started, True)} to {_clock(session.ended, True)}"
-                f"{f', part {n} of {len(groups)}' if len(groups) > 1 else ''}.\n")
+        head = (
+            f"{AGENT_NAMES.get(session.source, session.source)} session `{session.session_id}` in **{project}**"
+            f"{f' (branch {session.branch})' if session.branch else ''}, "
+            f"{_clock(session.started, True)} to {_clock(session.ended, True)}"
+            f"{f', part {n} of {len(groups)}' if len(groups) > 1 else ''}.\n"
+        )
         if n == 1:
             head += _summary(session, digested or digest(session))
         body = head + "\n" + "\n".join(group)
         fields = {
-            "category": CATEGORY, "topic": project, "type": "session", "context": project,
-            "session": session.session_id, "started": session.started, "ended": session.ended,
-            "source": session.source, "tags": ["session", session.source],
+            "category": CATEGORY,
+            "topic": project,
+            "type": "session",
+            "context": project,
+            "session": session.session_id,
+            "started": session.started,
+            "ended": session.ended,
+            "source": session.source,
+            "tags": ["session", session.source],
         }
         notes.append(SessionNote(n, title, body, {k: v for k, v in fields.items() if v}))
     return notes

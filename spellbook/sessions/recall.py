@@ -35,19 +35,39 @@ STANDOUT = 0.037  # cosine similarity, best minus median of the passages found
 _WORD = re.compile(r"\w+")
 
 
-def prompt_context(hub: Any, project: str, prompt: str, min_relevance: float, budget: int = PROMPT_BUDGET,
-                   session_id: str | None = None, semantic: bool = True) -> str:
+def prompt_context(
+    hub: Any,
+    project: str,
+    prompt: str,
+    min_relevance: float,
+    budget: int = PROMPT_BUDGET,
+    session_id: str | None = None,
+    semantic: bool = True,
+) -> str:
     """The passages most likely to answer one prompt, of relevance ``min_relevance`` or more, within
     ``budget`` tokens: best first (the newer first among equals), each once, none of the running
     session's own nor of the starter notes, and of a captured session only what was said (``SAID``);
     empty unless ``answers`` finds them worth it."""
     named = named_dates(prompt)  # "what did Tim say on 16 November 2023": that day's passages first
     limit = min(50, PASSAGES * (2 if named else 1))
-    found = hub.call("recall", {"query": prompt[:2_000], "limit": limit, "min_score": min_relevance,
-                                "mode": "hybrid" if semantic else "keyword", "context": project})
+    found = hub.call(
+        "recall",
+        {
+            "query": prompt[:2_000],
+            "limit": limit,
+            "min_score": min_relevance,
+            "mode": "hybrid" if semantic else "keyword",
+            "context": project,
+        },
+    )
     starter = starter_notes()
-    hits = [h for h in found["results"] if h["path"] not in starter and (not session_id or h.get("session") != session_id)
-            and (h.get("type") != "session" or h.get("event") in SAID)]
+    hits = [
+        h
+        for h in found["results"]
+        if h["path"] not in starter
+        and (not session_id or h.get("session") != session_id)
+        and (h.get("type") != "session" or h.get("event") in SAID)
+    ]
     if not answers(hits, prompt):
         return ""
     hits.sort(key=lambda h: str(h.get("date") or ""), reverse=True)
@@ -78,7 +98,9 @@ def _said_on(hit: dict[str, Any]) -> str:
     day = _date(hit.get("date"))
     if not day:
         return ""
-    return f"{day_text(day)} {resolve_dates(str(hit.get('passage') or ''), day) if hit.get('type') == 'session' else ''}"
+    return (
+        f"{day_text(day)} {resolve_dates(str(hit.get('passage') or ''), day) if hit.get('type') == 'session' else ''}"
+    )
 
 
 def _date(date: Any) -> dt.date | None:

@@ -46,8 +46,11 @@ def summarise(settings: Any, session: Session, fallback: Digest) -> Digest:
         return fallback
     kind, model = settings.summariser.split(":", 1)
     prompt = _transcript(session)
-    kept = settings.index_path / "sessions" / (hashlib.sha1(session.session_id.encode("utf-8")).hexdigest()[:16]
-                                               + ".digest.json")
+    kept = (
+        settings.index_path
+        / "sessions"
+        / (hashlib.sha1(session.session_id.encode("utf-8")).hexdigest()[:16] + ".digest.json")
+    )
     key = hashlib.sha1(f"{settings.summariser}\n{prompt}".encode()).hexdigest()
     with contextlib.suppress(OSError, ValueError, TypeError, KeyError):
         saved = json.loads(kept.read_text(encoding="utf-8"))
@@ -62,12 +65,13 @@ def summarise(settings: Any, session: Session, fallback: Digest) -> Digest:
             return fallback
         try:
             text, used = (_ollama if kind == "ollama" else _openai)(settings, model, prompt)
-        except Exception as exc:  # any failure of the model leaves the extractive digest
+        except Exception as exc:  # noqa: BLE001 - any failure of the model leaves the extractive digest
             day["fallbacks"] += 1
             if "timeout" in type(exc).__name__.lower() or "timed out" in str(exc).lower():
                 day["tokens"] += reserve  # it may have run to the end: charge what it could have cost
-            log.warning("summariser %s failed (%s): the extractive digest stays", settings.summariser,
-                        type(exc).__name__)
+            log.warning(
+                "summariser %s failed (%s): the extractive digest stays", settings.summariser, type(exc).__name__
+            )
             return fallback
         day["calls"] += 1
         day["tokens"] += used if used is not None else reserve
@@ -75,8 +79,13 @@ def summarise(settings: Any, session: Session, fallback: Digest) -> Digest:
     if not (written.outcome or written.decided or written.fixed or written.open):
         log.warning("summariser %s: no digest lines in its answer; the extractive digest stays", settings.summariser)
         return fallback
-    made = {"outcome": written.outcome, "decided": written.decided, "fixed": written.fixed, "open": written.open,
-            "by": settings.summariser}
+    made = {
+        "outcome": written.outcome,
+        "decided": written.decided,
+        "fixed": written.fixed,
+        "open": written.open,
+        "by": settings.summariser,
+    }
     with contextlib.suppress(OSError):
         kept.parent.mkdir(parents=True, exist_ok=True)
         kept.write_text(json.dumps({"key": key, "digest": made}, ensure_ascii=False), encoding="utf-8")
@@ -96,9 +105,11 @@ def _ollama(settings: Any, model: str, prompt: str) -> tuple[str, int | None]:
     import ollama
 
     client = ollama.Client(host=settings.ollama_url, timeout=TIMEOUT_SECONDS)
-    answer = client.chat(model=model, messages=[{"role": "system", "content": INSTRUCTIONS},
-                                                {"role": "user", "content": prompt}],
-                         options={"num_predict": MAX_ANSWER_TOKENS, "temperature": 0})
+    answer = client.chat(
+        model=model,
+        messages=[{"role": "system", "content": INSTRUCTIONS}, {"role": "user", "content": prompt}],
+        options={"num_predict": MAX_ANSWER_TOKENS, "temperature": 0},
+    )
     counts = (answer.get("prompt_eval_count"), answer.get("eval_count"))
     used = sum(c for c in counts if c) if any(c is not None for c in counts) else None
     return str((answer.get("message") or {}).get("content") or ""), used
@@ -110,9 +121,15 @@ def _openai(settings: Any, model: str, prompt: str) -> tuple[str, int | None]:
     key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
     response = httpx.post(
         settings.openai_url.rstrip("/") + "/chat/completions",
-        json={"model": model, "max_tokens": MAX_ANSWER_TOKENS, "temperature": 0,
-              "messages": [{"role": "system", "content": INSTRUCTIONS}, {"role": "user", "content": prompt}]},
-        headers={"Authorization": f"Bearer {key}"} if key else {}, timeout=TIMEOUT_SECONDS)
+        json={
+            "model": model,
+            "max_tokens": MAX_ANSWER_TOKENS,
+            "temperature": 0,
+            "messages": [{"role": "system", "content": INSTRUCTIONS}, {"role": "user", "content": prompt}],
+        },
+        headers={"Authorization": f"Bearer {key}"} if key else {},
+        timeout=TIMEOUT_SECONDS,
+    )
     response.raise_for_status()
     data = response.json()
     usage = data.get("usage") or {}

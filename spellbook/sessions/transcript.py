@@ -177,8 +177,14 @@ def _prompt_text(entry: dict[str, Any], content: Any) -> str:
 
 def _add_tool(exchange: Turn, name: str, params: dict[str, Any], when: str | None) -> None:
     exchange.tool_time = exchange.tool_time or when
-    target = next((str(params[k]) for k in ("file_path", "notebook_path", "path", "pattern", "url", "query")
-                   if isinstance(params.get(k), str)), "")
+    target = next(
+        (
+            str(params[k])
+            for k in ("file_path", "notebook_path", "path", "pattern", "url", "query")
+            if isinstance(params.get(k), str)
+        ),
+        "",
+    )
     if name == "Bash":
         target = str(params.get("description") or params.get("command") or "")
     if name in EDIT_TOOLS and target and target not in exchange.files:

@@ -39,7 +39,8 @@ class LocalChroma:
         self._bindings: Any = rust.Bindings(
             allow_reset=True,
             sqlite_db_config=rust.SqliteDBConfig(
-                hash_type=rust.MigrationHash.MD5, migration_mode=rust.MigrationMode.Apply,
+                hash_type=rust.MigrationHash.MD5,
+                migration_mode=rust.MigrationMode.Apply,
                 url=str(folder / "chroma.sqlite3"),
             ),
             persist_path=str(folder),
@@ -52,8 +53,9 @@ class LocalChroma:
             raise RuntimeError("this Chroma client was closed")
         return self._bindings
 
-    def get_or_create_collection(self, name: str, embedding_function: None = None,
-                                 configuration: dict[str, Any] | None = None) -> LocalCollection:
+    def get_or_create_collection(
+        self, name: str, embedding_function: None = None, configuration: dict[str, Any] | None = None
+    ) -> LocalCollection:
         """As chromadb's, for the one configuration Spellbook makes: cosine, no embedding function."""
         if embedding_function is not None or configuration not in (None, {"hnsw": {"space": "cosine"}}):
             raise ValueError("LocalChroma makes cosine collections without an embedding function only")
@@ -100,15 +102,31 @@ class LocalCollection:
         if ids:
             self._client.bindings.delete(self.id, list(ids), None, None, None, TENANT, DATABASE)
 
-    def get(self, ids: Sequence[str] | None = None, include: Sequence[str] = (), limit: int | None = None,
-            offset: int | None = None) -> dict[str, Any]:
-        got = self._client.bindings.get(self.id, list(ids) if ids is not None else None, None, limit, offset or 0,
-                                        None, list(include), TENANT, DATABASE)
+    def get(
+        self,
+        ids: Sequence[str] | None = None,
+        include: Sequence[str] = (),
+        limit: int | None = None,
+        offset: int | None = None,
+    ) -> dict[str, Any]:
+        got = self._client.bindings.get(
+            self.id,
+            list(ids) if ids is not None else None,
+            None,
+            limit,
+            offset or 0,
+            None,
+            list(include),
+            TENANT,
+            DATABASE,
+        )
         return {"ids": list(got.ids), "embeddings": got.embeddings, **{key: getattr(got, key) for key in include}}
 
-    def query(self, query_embeddings: Sequence[Sequence[float]], n_results: int,
-              include: Sequence[str] = ("distances",)) -> dict[str, Any]:
+    def query(
+        self, query_embeddings: Sequence[Sequence[float]], n_results: int, include: Sequence[str] = ("distances",)
+    ) -> dict[str, Any]:
         queries = list(np.asarray(query_embeddings, dtype=np.float32))
-        got = self._client.bindings.query(self.id, None, queries, n_results, None, None, list(include),
-                                          TENANT, DATABASE)
+        got = self._client.bindings.query(
+            self.id, None, queries, n_results, None, None, list(include), TENANT, DATABASE
+        )
         return {"ids": got.ids, "distances": got.distances}

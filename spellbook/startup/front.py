@@ -1,17 +1,17 @@
 """The stdio wire, and the client's opening requests answered while the server is still starting.
 
 A client (Claude Code, Claude Desktop, Cursor) starts ``spellbook serve`` and waits for the
-handshake and the tool list before its session begins. Importing the MCP SDK takes ~1 s of a
-start on a 2-core machine (its protocol types are pydantic models), and those answers are the
-same on every start of one installation. So a stdio server's first step is this module (standard
-library only, before the rest of Spellbook is imported; ``spellbook.startup.begin``): ``start`` takes the wire (fds 0 and 1 are
-pointed at ``/dev/null`` and stderr, so a stray print or a child process never writes into it),
-reads the client's messages on a thread of its own and answers ``initialize`` (the handshake of
-the protocol versions up to 2025-11-25), ``server/discover`` (2026-07-28) and ``tools/list`` with
-what the SDK answered to the same request, from the same client, on an earlier start (the
-handshake cache, ``mcp-front-<digest>.json`` in the cache folder). Every other message waits, in
-order, for the SDK, which then serves the connection as if it had read the wire itself
-(``serve``).
+handshake and the tool list before its session begins. Importing the MCP SDK takes ~1 s of a start
+on a 2-core machine (its protocol types are pydantic models), and those answers are the same on
+every start of one installation. So a stdio server's first step is this module (standard library
+only, before the rest of Spellbook is imported; ``spellbook.startup.begin``): ``start`` takes the
+wire (fds 0 and 1 are pointed at ``/dev/null`` and stderr, so a stray print or a child process
+never writes into it), reads the client's messages on a thread of its own and answers
+``initialize`` (the handshake of the protocol versions up to 2025-11-25), ``server/discover``
+(2026-07-28) and ``tools/list`` with what the SDK answered to the same request, from the same
+client, on an earlier start (the handshake cache, ``mcp-front-<digest>.json`` in the cache folder).
+Every other message waits, in order, for the SDK, which then serves the connection as if it had
+read the wire itself (``serve``).
 
 An early answer is never the cache's word alone: the request is also handed to the SDK, under an
 id of the front's own, and the SDK's answer is compared with the one sent; a difference is logged,
@@ -64,7 +64,11 @@ _running: Front | None = None
 def serves_stdio(argv: list[str]) -> bool:
     """Whether ``spellbook <argv>`` is ``serve`` over stdio with a client on the other end (not a
     terminal, not ``--help``, not ``--http`` or an abbreviation of it)."""
-    if sys.platform == "win32" or argv[:1] != ["serve"] or any(a in ("-h", "--help") or a.startswith("--ht") for a in argv[1:]):
+    if (
+        sys.platform == "win32"
+        or argv[:1] != ["serve"]
+        or any(a in ("-h", "--help") or a.startswith("--ht") for a in argv[1:])
+    ):
         return False
     try:
         return not os.isatty(0)
@@ -116,7 +120,9 @@ def cache_digest() -> str:
                 st = os.stat(init)
             except OSError:
                 continue
-            versions = sorted(f for f in os.listdir(entry or ".") if f.startswith(f"{name}-") and f.endswith(".dist-info"))
+            versions = sorted(
+                f for f in os.listdir(entry or ".") if f.startswith(f"{name}-") and f.endswith(".dist-info")
+            )
             h.update(f"{init}:{st.st_size}:{st.st_mtime_ns}:{versions}\n".encode())
             break
     return h.hexdigest()[:24]
@@ -183,7 +189,9 @@ class Front:
             self._opening = params
         key = _key(method, params, None if method == "initialize" else self._opening)
         with self._lock:
-            answer = None if self._serving or (isinstance(params, dict) and params.get("cursor")) else self._answers.get(key)
+            answer = (
+                None if self._serving or (isinstance(params, dict) and params.get("cursor")) else self._answers.get(key)
+            )
             if answer is None:
                 self._waiting[_id(message["id"])] = (method, key, None)  # its answer is kept for next time
                 return line
@@ -223,15 +231,21 @@ class Front:
         result = message.get("result")
         if early is not None and not isinstance(result, dict):  # the SDK refused what the cache answered
             self._disagreed = True
-            log.warning("the server answered the handshake cache's %s with %s; the cache entry is dropped",
-                        method, message.get("error"))
+            log.warning(
+                "the server answered the handshake cache's %s with %s; the cache entry is dropped",
+                method,
+                message.get("error"),
+            )
             with self._lock:
                 self._changed = self._answers.pop(key, None) is not None or self._changed
         if isinstance(result, dict) and self._answers.get(key) != result:
             if early is not None:
                 self._disagreed = True
-                log.warning("the handshake cache's answer to %s differs from the server's; it is replaced%s",
-                            method, " and the client told to list the tools again" if method == "tools/list" else "")
+                log.warning(
+                    "the handshake cache's answer to %s differs from the server's; it is replaced%s",
+                    method,
+                    " and the client told to list the tools again" if method == "tools/list" else "",
+                )
                 if method == "tools/list":
                     self._send(_line({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}))
             with self._lock:
@@ -242,9 +256,12 @@ class Front:
                 self._save()
             if self.answered_early and not self._reported:
                 self._reported = True
-                log.info("answered %d opening request(s) from the handshake cache before the MCP SDK was loaded; "
-                         "the server's own answers matched%s", self.answered_early,
-                         "" if not self._disagreed else " except where logged above")
+                log.info(
+                    "answered %d opening request(s) from the handshake cache before the MCP SDK was loaded; "
+                    "the server's own answers matched%s",
+                    self.answered_early,
+                    "" if not self._disagreed else " except where logged above",
+                )
         return None if early is not None else data
 
     def _room_for(self, size: int) -> bool:
@@ -262,7 +279,7 @@ class Front:
         with self._write_lock:
             view = memoryview(data)
             while view:
-                view = view[os.write(self._out, view):]
+                view = view[os.write(self._out, view) :]
 
     # --- the cache file ---------------------------------------------------------------------
     def _load(self) -> dict[str, Any]:

@@ -63,8 +63,11 @@ def mismatched(path: list[str] | None = None) -> list[str]:
 def _installed(folder: str, distribution: str) -> str:
     prefix = f"{distribution}-"
     try:
-        versions = [n[len(prefix):-len(".dist-info")] for n in os.listdir(folder)
-                    if n.lower().startswith(prefix.lower()) and n.endswith(".dist-info")]
+        versions = [
+            n[len(prefix) : -len(".dist-info")]
+            for n in os.listdir(folder)
+            if n.lower().startswith(prefix.lower()) and n.endswith(".dist-info")
+        ]
     except OSError:
         versions = []
     return ", ".join(sorted(versions)) or "of unknown version"
@@ -90,5 +93,3 @@ def _decide(value: str) -> tuple[frozenset[str], str | None]:
     if different:
         return frozenset(TRICKS), "installed " + "; ".join(different)
     return frozenset(), None
-
-

@@ -29,18 +29,25 @@ _ARGS = rf"[^\n|;&]{{0,{ARGS_CHARS}}}?"  # the command's other arguments, up to 
 _VALUE = r"""(?!-)(?:"(?P<dq>[^"\n]*)"|'(?P<sq>[^'\n]*)'|(?P<uq>[^\s"'`|;&<>()]+))"""
 _USER_PASSWORD = r"""(?P<q>["']?)[^\s:"']*:(?P<pw>[^\s"']+)(?P=q)"""  # user:password, maybe quoted
 _SUDO_ARGS = rf"(?:/usr/bin/)?sudo{_END}(?P<args>[^\n|;&<]{{0,{ARGS_CHARS}}}+)"  # possessive: no going back
-_FORMS = tuple(re.compile(form) for form in (
-    rf"{_START}(?:mysql|mariadb)[\w-]*{_END}{_ARGS}[ \t]-p(?=\S){_VALUE}",
-    rf"{_START}sshpass(?:[ \t]+-[A-Za-oq-z]+)*[ \t]+-p[ \t]*{_VALUE}",
-    rf"{_START}curl{_END}{_ARGS}[ \t](?:-[uU][ \t]*|--(?:proxy-)?user[ \t=]+){_USER_PASSWORD}",
-    rf"{_START}(?:docker|podman|nerdctl|buildah|skopeo|oras|helm(?:[ \t]+registry)?)[ \t]+login{_END}{_ARGS}"
-    rf"[ \t]-p[ \t]*{_VALUE}",
-    rf"{_START}(?:redis|valkey|keydb)-cli{_END}{_ARGS}[ \t]-a[ \t]*{_VALUE}",
-    rf"{_START}(?:echo|printf)(?:[ \t]+-[neE]{{1,3}})?(?:[ \t]+['\"]%s\\n['\"])?[ \t]+{_VALUE}"
-    rf"[ \t]*\|[ \t]*{_SUDO_ARGS}",
-    rf"{_START}{_SUDO_ARGS}<<<[ \t]*{_VALUE}",
-    rf"{_START}openssl{_END}{_ARGS}[ \t]-k[ \t]+{_VALUE}",
-))
+_FORMS = tuple(
+    re.compile(form)
+    for form in (
+        rf"{_START}(?:mysql|mariadb)[\w-]*{_END}{_ARGS}[ \t]-p(?=\S){_VALUE}",
+        rf"{_START}sshpass(?:[ \t]+-[A-Za-oq-z]+)*[ \t]+-p[ \t]*{_VALUE}",
+        rf"{_START}curl{_END}{_ARGS}[ \t](?:-[uU][ \t]*|--(?:proxy-)?user[ \t=]+){_USER_PASSWORD}",
+        (
+            rf"{_START}(?:docker|podman|nerdctl|buildah|skopeo|oras|helm(?:[ \t]+registry)?)[ \t]+login{_END}{_ARGS}"
+            rf"[ \t]-p[ \t]*{_VALUE}"
+        ),
+        rf"{_START}(?:redis|valkey|keydb)-cli{_END}{_ARGS}[ \t]-a[ \t]*{_VALUE}",
+        (
+            rf"{_START}(?:echo|printf)(?:[ \t]+-[neE]{{1,3}})?(?:[ \t]+['\"]%s\\n['\"])?[ \t]+{_VALUE}"
+            rf"[ \t]*\|[ \t]*{_SUDO_ARGS}"
+        ),
+        rf"{_START}{_SUDO_ARGS}<<<[ \t]*{_VALUE}",
+        rf"{_START}openssl{_END}{_ARGS}[ \t]-k[ \t]+{_VALUE}",
+    )
+)
 _STDIN_FLAG = re.compile(rf"[ \t]-(?:[A-Za-z]*S|-stdin){_END}")  # sudo reads the password from its input
 _GROUPS = ("dq", "sq", "uq", "pw")
 

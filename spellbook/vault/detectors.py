@@ -40,12 +40,66 @@ _PLACEHOLDER_RE = re.compile(
     re.IGNORECASE | re.VERBOSE | re.DOTALL,
 )
 _STOPWORDS = frozenset(
-    """
-    none null nil true false yes no on off undefined unset empty default required optional hidden
-    masked secret secrets password passwords token tokens string str bytes int integer bool boolean
-    number any object text secretstr secretbytes sensitive dummy test testing sample foo bar baz
-    todo tbd fixme env environ environment prompt ask stdin keyring vault omitted generic opaque
-    """.split()
+    [
+        "none",
+        "null",
+        "nil",
+        "true",
+        "false",
+        "yes",
+        "no",
+        "on",
+        "off",
+        "undefined",
+        "unset",
+        "empty",
+        "default",
+        "required",
+        "optional",
+        "hidden",
+        "masked",
+        "secret",
+        "secrets",
+        "password",
+        "passwords",
+        "token",
+        "tokens",
+        "string",
+        "str",
+        "bytes",
+        "int",
+        "integer",
+        "bool",
+        "boolean",
+        "number",
+        "any",
+        "object",
+        "text",
+        "secretstr",
+        "secretbytes",
+        "sensitive",
+        "dummy",
+        "test",
+        "testing",
+        "sample",
+        "foo",
+        "bar",
+        "baz",
+        "todo",
+        "tbd",
+        "fixme",
+        "env",
+        "environ",
+        "environment",
+        "prompt",
+        "ask",
+        "stdin",
+        "keyring",
+        "vault",
+        "omitted",
+        "generic",
+        "opaque",
+    ]
 )
 _SECRET_WORDS = frozenset({"password", "passwd", "pass", "pwd", "secret", "token", "key", "apikey", "passphrase"})
 _IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
@@ -333,8 +387,10 @@ def _find_cjk(text: str) -> Iterator[Match]:
             pin = kind == "password" and value.isdigit() and len(value) >= 4
             if _ALGO_RE.match(value) or not (pin or _plausible_value(value, quoted=False)):
                 continue
-            if m.group("particle") and not pin and not (
-                any(c.isdigit() for c in value) and any(c.isalpha() for c in value)
+            if (
+                m.group("particle")
+                and not pin
+                and not (any(c.isdigit() for c in value) and any(c.isalpha() for c in value))
             ):
                 continue  # "토큰은 JWT입니다": prose, not a value
         pos = m.end()
@@ -426,8 +482,9 @@ BUILTIN: tuple[Detector, ...] = (
     _regex("jwt", r"(?<![\w-])eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*" + _END, ("eyJ",)),
     Detector(frozenset({"url-password"}), _find_url_passwords, needles=("://",)),
     Detector(frozenset({"bearer-token", "basic-auth"}), _find_auth, needles=("bearer", "token", "bas"), folded=True),
-    Detector(frozenset({"password"}), lambda text: command_lines.find(text, _is_placeholder),
-             needles=command_lines.NEEDLES),
+    Detector(
+        frozenset({"password"}), lambda text: command_lines.find(text, _is_placeholder), needles=command_lines.NEEDLES
+    ),
     Detector(
         frozenset({"password", "secret", "api-key", "token"}),
         _find_assignments,

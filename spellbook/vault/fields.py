@@ -204,7 +204,7 @@ def title_of(meta: dict[str, Any], path: str) -> str:
     if isinstance(title, str) and title.strip():
         return title.strip()
     name = path.rsplit("/", 1)[-1]
-    return name[:-3] if name.endswith(".md") else name
+    return name.removesuffix(".md")
 
 
 def place_of(meta: dict[str, Any], path: str) -> tuple[str | None, str | None]:

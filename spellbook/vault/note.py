@@ -125,9 +125,7 @@ def parse_note(text: str) -> ParsedNote:
         problem = f"frontmatter is a {type(data).__name__}, not a mapping of keys to values"
         return ParsedNote(meta={}, body=text, newline=newline, bom=bom, problem=problem)
     meta = {str(k): _plain(v) for k, v in data.items()}
-    return ParsedNote(
-        meta=meta, body=body, frontmatter=raw, newline=newline, bom=bom, blocks=_split_blocks(raw)
-    )
+    return ParsedNote(meta=meta, body=body, frontmatter=raw, newline=newline, bom=bom, blocks=_split_blocks(raw))
 
 
 def render_note(
@@ -217,7 +215,7 @@ def _nesting(value: Any, limit: int) -> int:
 
 def now_iso() -> str:
     """The current time, ISO 8601 with timezone, to the second."""
-    return dt.datetime.now(dt.timezone.utc).astimezone().replace(microsecond=0).isoformat()
+    return dt.datetime.now(dt.UTC).astimezone().replace(microsecond=0).isoformat()
 
 
 def _split_blocks(raw: str) -> list[tuple[str | None, str]]:
@@ -281,7 +279,9 @@ except ImportError:  # pragma: no cover - PyYAML built without libyaml
     _READER = (Reader, Scanner)
 
 
-class _BudgetLoader(yaml.composer.Composer, yaml.constructor.SafeConstructor, yaml.resolver.Resolver, *_READER, _Parser):
+class _BudgetLoader(
+    yaml.composer.Composer, yaml.constructor.SafeConstructor, yaml.resolver.Resolver, *_READER, _Parser
+):
     """``yaml.SafeLoader`` that counts depth, aliases and nodes while it composes the document."""
 
     def __init__(self, stream: str) -> None:

@@ -92,9 +92,7 @@ def resolve_path(vault: Path, path: str) -> Path:
     posix = path.replace("\\", "/")
     parts = [part for part in posix.split("/") if part not in ("", ".")]
     if posix.startswith("/") or ".." in parts or _DRIVE.match(path):
-        raise VaultPathError(
-            f"Path {path!r} is not inside the vault. Pass a vault-relative path without '..'."
-        )
+        raise VaultPathError(f"Path {path!r} is not inside the vault. Pass a vault-relative path without '..'.")
     root = str(vault)
     file = os.path.join(root, *parts)
     if _has_symlink(root, parts):  # it may point outside: check where it leads

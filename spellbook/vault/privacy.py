@@ -353,4 +353,3 @@ def describe(redactions: Iterable[Redaction | str]) -> str:
     counts = Counter(kinds)
     parts = [k if counts[k] == 1 else f"{k} x{counts[k]}" for k in dict.fromkeys(kinds)]
     return f"{len(kinds)} secret{'s' if len(kinds) != 1 else ''} redacted: {', '.join(parts)}"
-

@@ -114,5 +114,5 @@ def targets_of(item: Any) -> list[str]:
 
 def _mask_code(text: str) -> str:
     """``text`` with code (fenced blocks, then inline code) blanked out, same length and lines."""
-    blank = lambda m: re.sub(r"[^\n]", " ", m.group(0))  # noqa: E731
+    blank = lambda m: re.sub(r"[^\n]", " ", m.group(0))
     return _INLINE_CODE.sub(blank, _FENCE.sub(blank, text))

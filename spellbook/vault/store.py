@@ -1,12 +1,12 @@
 """The vault store: the ONLY code that writes note files.
 
 Every write is atomic (``spellbook/files.py``: a unique dotfile temp, fsync, then rename), so a
-crash leaves either the old file or the new one, never half of one. The engine's vault makes its temp files in the index's
-``tmp`` folder when the index is in the vault (the default) and on the note's file system, so
-nothing transient appears beside a person's notes (for Obsidian, a sync tool or ``git add``), and
-the vault watcher sees one event per write instead of six (it cost the owner ~2 ms of CPU a scribe,
-in three threads); elsewhere, beside the note. A write that names the version it read refuses to
-overwrite a file that changed since.
+crash leaves either the old file or the new one, never half of one. The engine's vault makes its
+temp files in the index's ``tmp`` folder when the index is in the vault (the default) and on the
+note's file system, so nothing transient appears beside a person's notes (for Obsidian, a sync tool
+or ``git add``), and the vault watcher sees one event per write instead of six (it cost the owner
+~2 ms of CPU a scribe, in three threads); elsewhere, beside the note. A write that names the
+version it read refuses to overwrite a file that changed since.
 
 Permissions (docs/security.md, "Writes and files"): a rewritten file keeps the mode it had; a new
 file gets its folder's mode without the execute bits, limited by the umask (a 0700 folder gives
@@ -28,7 +28,12 @@ from spellbook.errors import FileChangedError, InvalidInputError, VaultPathError
 from spellbook.files import atomic_write, fsync_dir, new_file_mode, place, write_temp
 from spellbook.vault.note import content_version
 from spellbook.vault.paths import (
-    ARCHIVE_DIR, IGNORED_DIRS, first_symlink, is_ignored, resolve_path, with_suffix_number,
+    ARCHIVE_DIR,
+    IGNORED_DIRS,
+    first_symlink,
+    is_ignored,
+    resolve_path,
+    with_suffix_number,
 )
 from spellbook.vault.syncing import sync_files
 
@@ -236,9 +241,11 @@ class Vault:
         parts = [part for part in f"{folder}/{path}".split("/") if part]
         link = first_symlink(str(self.root), parts)
         if link is not None:
-            raise VaultPathError(f"{link} in the vault is a symbolic link, and Spellbook never moves a note "
-                                 f"through one; nothing was moved. Make {link} a real folder (or remove the link) "
-                                 "and try again.")
+            raise VaultPathError(
+                f"{link} in the vault is a symbolic link, and Spellbook never moves a note "
+                f"through one; nothing was moved. Make {link} a real folder (or remove the link) "
+                "and try again."
+            )
 
     def _move_under(self, folder: str, path: str) -> str:
         source = self.file(path)

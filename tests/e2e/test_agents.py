@@ -39,28 +39,50 @@ def setup(tmp_path: Path, node_bin: Path) -> tuple[Path, Path, Path, dict[str, s
     env = agent_env(home, node_bin)
     subprocess.run([SPELLBOOK, "init", str(vault)], env=env, check=True, capture_output=True)
     for agent in ("codex", "gemini"):
-        done = subprocess.run([SPELLBOOK, "install", agent, "--vault", str(vault)], cwd=project, env=env,
-                              capture_output=True, text=True, timeout=60, check=False)
+        done = subprocess.run(
+            [SPELLBOOK, "install", agent, "--vault", str(vault)],
+            cwd=project,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
         assert done.returncode == 0, done.stderr
         assert "configured spellbook in" in done.stdout and "session hooks" in done.stdout, done.stdout
     # Gemini runs MCP servers and hooks only in a folder the person trusts, with an auth method chosen.
     (home / ".gemini" / "trustedFolders.json").write_text(json.dumps({str(project): "TRUST_FOLDER"}))
     settings = home / ".gemini" / "settings.json"
-    settings.write_text(json.dumps({**json.loads(settings.read_text()),
-                                    "security": {"auth": {"selectedType": "gemini-api-key"}}}))
+    settings.write_text(
+        json.dumps({**json.loads(settings.read_text()), "security": {"auth": {"selectedType": "gemini-api-key"}}})
+    )
     return home, project, vault, env
 
 
 def test_mcp_lists_see_spellbook_and_a_second_install_changes_nothing(tmp_path: Path, node_bin: Path) -> None:
     home, project, vault, env = setup(tmp_path, node_bin)
-    codex = subprocess.run([str(node_bin / "codex"), "mcp", "list", "--json"], cwd=project, env=env,
-                           capture_output=True, text=True, timeout=60, check=False)
+    codex = subprocess.run(
+        [str(node_bin / "codex"), "mcp", "list", "--json"],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert codex.returncode == 0, codex.stderr
     listed = {s["name"]: s for s in json.loads(codex.stdout)}
     assert listed["spellbook"]["transport"]["command"] == SPELLBOOK
     assert listed["spellbook"]["transport"]["args"] == ["serve", "--vault", str(vault)]
-    gemini = subprocess.run([str(node_bin / "gemini"), "mcp", "list"], cwd=project, env=env,
-                            capture_output=True, text=True, timeout=90, check=False)
+    gemini = subprocess.run(
+        [str(node_bin / "gemini"), "mcp", "list"],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=90,
+        check=False,
+    )
     out = gemini.stdout + gemini.stderr
     assert gemini.returncode == 0, out
     assert re.search(r"spellbook: .*spellbook serve --vault " + re.escape(str(vault)) + r".*Connected", out), out
@@ -68,8 +90,15 @@ def test_mcp_lists_see_spellbook_and_a_second_install_changes_nothing(tmp_path: 
     files = [home / ".codex" / "config.toml", home / ".codex" / "hooks.json", home / ".gemini" / "settings.json"]
     before = {f: f.read_bytes() for f in files}
     for agent in ("codex", "gemini"):
-        again = subprocess.run([SPELLBOOK, "install", agent, "--vault", str(vault)], cwd=project, env=env,
-                               capture_output=True, text=True, timeout=60, check=False)
+        again = subprocess.run(
+            [SPELLBOOK, "install", agent, "--vault", str(vault)],
+            cwd=project,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
         assert again.returncode == 0 and "already configured: spellbook" in again.stdout, again.stdout + again.stderr
         assert "already configured: session hooks" in again.stdout
     assert {f: f.read_bytes() for f in files} == before
@@ -77,15 +106,34 @@ def test_mcp_lists_see_spellbook_and_a_second_install_changes_nothing(tmp_path: 
 
 def run_codex(node_bin: Path, env: dict, project: Path, turns: list[dict], prompt: str) -> tuple[str, list[dict]]:
     stub = ModelStub("openai", turns)
-    provider = (f'{{name="stub", base_url="http://127.0.0.1:{stub.port}/v1", env_key="OPENAI_API_KEY", '
-                'wire_api="responses"}')
+    provider = (
+        f'{{name="stub", base_url="http://127.0.0.1:{stub.port}/v1", env_key="OPENAI_API_KEY", wire_api="responses"}}'
+    )
     try:
         done = subprocess.run(
-            [str(node_bin / "codex"), "exec", "-c", 'model_provider="stub"', "-c", f"model_providers.stub={provider}",
-             "-c", 'model="gpt-5"', "-c", 'mcp_servers.spellbook.default_tools_approval_mode="approve"',
-             # the stub answers at once: wait for the MCP server's tools, as a real model's seconds would
-             "-c", "mcp_servers.spellbook.required=true", prompt],
-            cwd=project, env=env, capture_output=True, text=True, timeout=180, check=False)
+            [
+                str(node_bin / "codex"),
+                "exec",
+                "-c",
+                'model_provider="stub"',
+                "-c",
+                f"model_providers.stub={provider}",
+                "-c",
+                'model="gpt-5"',
+                "-c",
+                'mcp_servers.spellbook.default_tools_approval_mode="approve"',
+                # the stub answers at once: wait for the MCP server's tools, as a real model's seconds would
+                "-c",
+                "mcp_servers.spellbook.required=true",
+                prompt,
+            ],
+            cwd=project,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=180,
+            check=False,
+        )
     finally:
         stub.close()
     assert done.returncode == 0, done.stderr[-3000:]
@@ -97,8 +145,13 @@ def run_gemini(node_bin: Path, env: dict, project: Path, turns: list[dict], prom
     try:
         done = subprocess.run(
             [str(node_bin / "gemini"), "-p", prompt, "--approval-mode", "yolo", "-m", "gemini-2.5-flash"],
-            cwd=project, env=dict(env, GOOGLE_GEMINI_BASE_URL=f"http://127.0.0.1:{stub.port}"),
-            capture_output=True, text=True, timeout=180, check=False)
+            cwd=project,
+            env=dict(env, GOOGLE_GEMINI_BASE_URL=f"http://127.0.0.1:{stub.port}"),
+            capture_output=True,
+            text=True,
+            timeout=180,
+            check=False,
+        )
     finally:
         stub.close()
     assert done.returncode == 0, done.stderr[-3000:]
@@ -127,11 +180,20 @@ def test_codex_and_gemini_sessions_are_captured_and_briefed(tmp_path: Path, node
     assert any(" hook SessionStart --agent codex" in c for c in trusted), trusted
 
     answer = "The checkout timed out: the payment client opened a TLS connection per request; pooled now."
-    out, requests = run_codex(node_bin, env, project, [
-        {"namespace": "mcp__spellbook", "tool": "scribe",
-         "input": {"text": "Reuse one pooled payment session.", "title": "Pool payment"}},
-        {"text": answer},
-    ], "Why does the checkout page time out?")
+    out, requests = run_codex(
+        node_bin,
+        env,
+        project,
+        [
+            {
+                "namespace": "mcp__spellbook",
+                "tool": "scribe",
+                "input": {"text": "Reuse one pooled payment session.", "title": "Pool payment"},
+            },
+            {"text": answer},
+        ],
+        "Why does the checkout page time out?",
+    )
     assert answer in out
     assert "Spellbook memory for project shop" in json.dumps(requests[0]["body"]["input"])  # SessionStart reached it
     stored = json.dumps(requests[1]["body"]["input"])
@@ -143,10 +205,16 @@ def test_codex_and_gemini_sessions_are_captured_and_briefed(tmp_path: Path, node
     assert "context: shop" in text and "mcp__spellbook__scribe" in text and "## insight · " in text
 
     # A Gemini session in the same project is told about the Codex session, and is captured beside it.
-    out, requests = run_gemini(node_bin, env, project, [
-        {"tool": "mcp_spellbook_memorize", "input": {"query": "checkout payment"}},
-        {"text": "Last time: the payment client needed a pooled connection."},
-    ], "What did we find out about checkout?")
+    out, requests = run_gemini(
+        node_bin,
+        env,
+        project,
+        [
+            {"tool": "mcp_spellbook_memorize", "input": {"query": "checkout payment"}},
+            {"text": "Last time: the payment client needed a pooled connection."},
+        ],
+        "What did we find out about checkout?",
+    )
     assert "pooled connection" in out
     first = json.dumps(requests[0]["body"]["contents"])
     assert "Last sessions in shop" in first and "Why does the checkout page time out" in first

@@ -33,7 +33,8 @@ def chroma_url(tmp_path_factory):
     chroma = str(Path(sys.executable).with_name("chroma"))
     proc = subprocess.Popen(
         [chroma, "run", "--path", str(data), "--host", "127.0.0.1", "--port", str(port)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
@@ -75,7 +76,9 @@ def test_engine_on_a_chroma_server(tmp_path: Path, chroma_url: str) -> None:
     other = tmp_path / "other"
     other.mkdir()
     (other / "x.md").write_text("# X\n\nOrchids again.\n")
-    second = Engine(Settings(vault=other, embedder="hashing", watch=False, chroma_url=chroma_url), embedder=CountingEmbedder())
+    second = Engine(
+        Settings(vault=other, embedder="hashing", watch=False, chroma_url=chroma_url), embedder=CountingEmbedder()
+    )
     second.start()
     try:
         assert [h["path"] for h in second.memorize("orchids", limit=10)["results"]] == ["x.md"]

@@ -24,18 +24,28 @@ TOKEN = "not-the-servers-token"
 
 
 def install(env: dict[str, str], project: Path, *args: str) -> None:
-    result = subprocess.run([SPELLBOOK, "install", "claude-code", *args], cwd=project, env=env,
-                            capture_output=True, text=True, timeout=60, check=False)
+    result = subprocess.run(
+        [SPELLBOOK, "install", "claude-code", *args],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert result.returncode == 0, result.stderr
 
 
 def mcp_list(claude: Path, env: dict[str, str], project: Path) -> tuple[dict[str, str], str]:
     """``claude mcp list`` in ``project``: {server name: status line}, and the whole output."""
-    result = subprocess.run([str(claude), "mcp", "list"], cwd=project, env=env,
-                            capture_output=True, text=True, timeout=180, check=False)
+    result = subprocess.run(
+        [str(claude), "mcp", "list"], cwd=project, env=env, capture_output=True, text=True, timeout=180, check=False
+    )
     output = f"exit {result.returncode}\n{result.stdout}{result.stderr}"
-    statuses = {m["name"]: m["status"] for m in re.finditer(r"^(?P<name>[\w.-]+): .* - (?P<status>.+)$",
-                                                             result.stdout, re.MULTILINE)}
+    statuses = {
+        m["name"]: m["status"]
+        for m in re.finditer(r"^(?P<name>[\w.-]+): .* - (?P<status>.+)$", result.stdout, re.MULTILINE)
+    }
     return statuses, output
 
 

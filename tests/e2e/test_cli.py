@@ -23,7 +23,9 @@ def test_init_index_search_stats(tmp_path: Path) -> None:
     assert list((vault / "system").rglob("*.md"))
     for n in range(30):
         (vault / "journal").mkdir(exist_ok=True)
-        (vault / "journal" / f"Day {n}.md").write_text(f"# Day {n}\n\n## Weather\n\nDay {n} was sunny.\n\n## Food\n\nAte dish number {n}.\n")
+        (vault / "journal" / f"Day {n}.md").write_text(
+            f"# Day {n}\n\n## Weather\n\nDay {n} was sunny.\n\n## Food\n\nAte dish number {n}.\n"
+        )
     (vault / "journal" / "Day 7.md").write_text("# Day 7\n\n## Trip\n\nWe hiked up Mount Hallasan on Jeju.\n")
     common = ["--vault", str(vault), "--embedder", "hashing"]
     indexed = run("index", *common)
@@ -97,8 +99,14 @@ def test_doctor_finds_drift_and_repairs_it(tmp_path: Path) -> None:
     assert sick.returncode == 1
     report = json.loads(sick.stdout)
     assert report["counts"] == {
-        "not_indexed": 1, "deleted_but_indexed": 1, "changed": 1, "changed_unseen": 0, "vectors_missing": 1,
-        "vectors_lost": 1, "orphan_vectors": 0, "ids_read_as_numbers": 0,
+        "not_indexed": 1,
+        "deleted_but_indexed": 1,
+        "changed": 1,
+        "changed_unseen": 0,
+        "vectors_missing": 1,
+        "vectors_lost": 1,
+        "orphan_vectors": 0,
+        "ids_read_as_numbers": 0,
     }
     assert report["not_indexed"] == ["New.md"] and report["changed_since_indexed"] == ["Welcome.md"]
     assert report["drift"] and not report["consistent"]
@@ -137,13 +145,20 @@ def test_install_and_uninstall_a_client(tmp_path: Path) -> None:
     project.mkdir()
     (project / ".mcp.json").write_text('{"mcpServers": {"other": {"command": "x"}}}\n')
     env = child_env(HOME=str(tmp_path))
+
     def cli(*args):
-        return subprocess.run([SPELLBOOK, *args], capture_output=True, text=True, env=env, cwd=project, timeout=60)
+        return subprocess.run(
+            [SPELLBOOK, *args], capture_output=True, text=True, env=env, cwd=project, timeout=60, check=False
+        )
+
     first = cli("install", "claude-code", "--scope", "project", "--vault", "notes")
     assert first.returncode == 0, first.stderr
     config = json.loads((project / ".mcp.json").read_text())
     assert config["mcpServers"]["other"] == {"command": "x"}
-    assert config["mcpServers"]["spellbook"] == {"command": SPELLBOOK, "args": ["serve", "--vault", str(project / "notes")]}
+    assert config["mcpServers"]["spellbook"] == {
+        "command": SPELLBOOK,
+        "args": ["serve", "--vault", str(project / "notes")],
+    }
     assert "already configured" in cli("install", "claude-code", "--scope", "project", "--vault", "notes").stdout
     assert cli("uninstall", "claude-code", "--scope", "project").returncode == 0
     assert json.loads((project / ".mcp.json").read_text()) == {"mcpServers": {"other": {"command": "x"}}}
@@ -182,20 +197,35 @@ def test_an_import_leaves_without_the_teardown_and_loses_nothing(tmp_path: Path)
     vault = tmp_path / "vault"
     vault.mkdir()
     export = tmp_path / "export.json"
-    memories = [{"id": f"m{n}", "path": f"imp/Note {n}.md", "title": f"Note {n}", "metadata": {"id": f"m{n}"},
-                 "body": f"Imported body number {n}."} for n in range(40)]
+    memories = [
+        {
+            "id": f"m{n}",
+            "path": f"imp/Note {n}.md",
+            "title": f"Note {n}",
+            "metadata": {"id": f"m{n}"},
+            "body": f"Imported body number {n}.",
+        }
+        for n in range(40)
+    ]
     memories.append({"id": "bad", "path": "../outside.md", "title": "x", "metadata": {}, "body": "x"})
     export.write_text(json.dumps({"spellbook_export": 1, "memories": memories[:40]}), encoding="utf-8")
     common = ["--vault", str(vault), "--embedder", "hashing"]
-    done = subprocess.run([SPELLBOOK, "import", *common, str(export)], env=env, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [SPELLBOOK, "import", *common, str(export)], env=env, capture_output=True, text=True, timeout=120, check=False
+    )
     assert done.returncode == 0 and "40 created" in done.stdout, done.stderr[-500:]
-    stats = subprocess.run([SPELLBOOK, "stats", *common, "--json"], env=env, capture_output=True, text=True, timeout=120)
+    stats = subprocess.run(
+        [SPELLBOOK, "stats", *common, "--json"], env=env, capture_output=True, text=True, timeout=120, check=False
+    )
     assert json.loads(stats.stdout)["notes"] == 40 and json.loads(stats.stdout)["vectors"] == 40
-    doctor = subprocess.run([SPELLBOOK, "doctor", *common], env=env, capture_output=True, text=True, timeout=120)
+    doctor = subprocess.run(
+        [SPELLBOOK, "doctor", *common], env=env, capture_output=True, text=True, timeout=120, check=False
+    )
     assert doctor.returncode == 0, doctor.stdout[-800:]
     assert marker.read_text().split() == ["stats", "doctor"]  # the import's teardown never ran
 
     export.write_text(json.dumps({"spellbook_export": 1, "memories": memories}), encoding="utf-8")
-    refused = subprocess.run([SPELLBOOK, "import", *common, str(export)], env=env, capture_output=True, text=True,
-                             timeout=120)
+    refused = subprocess.run(
+        [SPELLBOOK, "import", *common, str(export)], env=env, capture_output=True, text=True, timeout=120, check=False
+    )
     assert refused.returncode == 1 and "outside" in refused.stderr  # an error is still reported and exits 1

@@ -33,8 +33,14 @@ time.sleep(60)  # ...then dies (its crash point) before Chroma has their vectors
 
 
 def doctor(vault: Path, *flags: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([SPELLBOOK, "doctor", "--vault", str(vault), *flags], capture_output=True, text=True,
-                          env=child_env(SPELLBOOK_EMBEDDER="hashing"), timeout=120, check=False)
+    return subprocess.run(
+        [SPELLBOOK, "doctor", "--vault", str(vault), *flags],
+        capture_output=True,
+        text=True,
+        env=child_env(SPELLBOOK_EMBEDDER="hashing"),
+        timeout=120,
+        check=False,
+    )
 
 
 def test_doctor_says_pending_after_a_killed_owner_and_fails_only_on_drift(tmp_path: Path) -> None:

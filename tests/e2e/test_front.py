@@ -94,15 +94,19 @@ def test_a_cache_that_disagrees_with_the_server_is_replaced_and_the_client_told(
 def test_the_sdk_client_lists_from_the_cache_and_calls_through_the_server(tmp_path: Path) -> None:
     """The SDK's own client opens with `server/discover` (protocol 2026-07-28), not `initialize`."""
     cache = tmp_path / "cache"
-    params = StdioServerParameters(command=SPELLBOOK, args=["serve", "--vault", str(tmp_path / "vault"), "--embedder",
-                                   "hashing"], env=child_env(SPELLBOOK_CACHE_DIR=str(cache)))
+    params = StdioServerParameters(
+        command=SPELLBOOK,
+        args=["serve", "--vault", str(tmp_path / "vault"), "--embedder", "hashing"],
+        env=child_env(SPELLBOOK_CACHE_DIR=str(cache)),
+    )
 
     async def session(log: Path) -> list[dict[str, Any]]:
         with log.open("w") as errlog:
             async with Client(stdio_client(params, errlog=errlog)) as client:
                 tools = await client.list_tools(cache_mode="bypass")
-                stored = await client.call_tool("scribe", {"text": "The front door key is under the mat.",
-                                                           "title": "Key", "category": "home"})
+                stored = await client.call_tool(
+                    "scribe", {"text": "The front door key is under the mat.", "title": "Key", "category": "home"}
+                )
                 assert not stored.is_error, stored.content
                 hits = await client.call_tool("memorize", {"query": "front door key", "mode": "keyword"})
                 assert hits.structured_content["results"][0]["title"] == "Key"
@@ -172,7 +176,9 @@ def test_a_client_that_reads_late_gets_every_answer(tmp_path: Path) -> None:
         wire.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         for n in range(40):  # ~60 KB an answer: far more than the pipe holds
             wire.send({"jsonrpc": "2.0", "id": 100 + n, "method": "tools/list"})
-            wire.send({"jsonrpc": "2.0", "id": 200 + n, "method": "tools/call", "params": {"name": "stats", "arguments": {}}})
+            wire.send(
+                {"jsonrpc": "2.0", "id": 200 + n, "method": "tools/call", "params": {"name": "stats", "arguments": {}}}
+            )
         time.sleep(2)  # the server writes into a full pipe meanwhile
         expected = sorted([100 + n for n in range(40)] + [200 + n for n in range(40)])
         answered: list[int] = []
@@ -189,13 +195,19 @@ def test_answers_to_a_plain_file(tmp_path: Path) -> None:
     """stdout redirected to a file (not a pipe): every write goes through a worker thread."""
     answers = tmp_path / "answers.jsonl"
     with answers.open("wb") as stdout:
-        proc = subprocess.Popen([SPELLBOOK, "serve", "--vault", str(tmp_path / "vault"), "--embedder", "hashing"],
-                                stdin=subprocess.PIPE, stdout=stdout, stderr=subprocess.DEVNULL,
-                                env=child_env(SPELLBOOK_CACHE_DIR=str(tmp_path / "cache")))
+        proc = subprocess.Popen(
+            [SPELLBOOK, "serve", "--vault", str(tmp_path / "vault"), "--embedder", "hashing"],
+            stdin=subprocess.PIPE,
+            stdout=stdout,
+            stderr=subprocess.DEVNULL,
+            env=child_env(SPELLBOOK_CACHE_DIR=str(tmp_path / "cache")),
+        )
     assert proc.stdin is not None
-    for message in ({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": INITIALIZE},
-                    {"jsonrpc": "2.0", "method": "notifications/initialized"},
-                    {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "stats", "arguments": {}}}):
+    for message in (
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": INITIALIZE},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "stats", "arguments": {}}},
+    ):
         proc.stdin.write(json.dumps(message).encode() + b"\n")
     proc.stdin.flush()
     deadline = time.monotonic() + 60
@@ -208,16 +220,19 @@ def test_answers_to_a_plain_file(tmp_path: Path) -> None:
     assert got[2]["result"]["structuredContent"]["vault"] == str(tmp_path / "vault")
 
 
-@pytest.mark.parametrize(("argv", "expected"), [
-    (["serve"], True),
-    (["serve", "--vault", "v", "--embedder", "hashing"], True),
-    (["serve", "--http"], False),
-    (["serve", "--htt"], False),  # argparse takes an unambiguous abbreviation
-    (["serve", "--help"], False),
-    (["serve", "-h"], False),
-    (["index"], False),
-    ([], False),
-])
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["serve"], True),
+        (["serve", "--vault", "v", "--embedder", "hashing"], True),
+        (["serve", "--http"], False),
+        (["serve", "--htt"], False),  # argparse takes an unambiguous abbreviation
+        (["serve", "--help"], False),
+        (["serve", "-h"], False),
+        (["index"], False),
+        ([], False),
+    ],
+)
 def test_which_commands_take_the_wire(argv: list[str], expected: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(front.os, "isatty", lambda fd: False)
     assert front.serves_stdio(argv) is expected

@@ -29,7 +29,9 @@ def bearer(vault: Path) -> dict[str, str]:
 @contextmanager
 def sse_session(base: str, **headers: str) -> Iterator[str]:
     """A raw ``GET /sse`` stream, open for the block; yields the session's message URL."""
-    with httpx2.stream("GET", f"{base}/sse", headers={"Accept": "text/event-stream", **headers}, timeout=10) as response:
+    with httpx2.stream(
+        "GET", f"{base}/sse", headers={"Accept": "text/event-stream", **headers}, timeout=10
+    ) as response:
         assert response.status_code == 200, response.status_code
         lines = response.iter_lines()  # keep a reference: closing the iterator closes the stream
         assert next(lines) == "event: endpoint"
@@ -48,11 +50,20 @@ def test_http_tools_health_cors_and_origin_checks(tmp_path: Path) -> None:
         health = httpx2.get(f"http://127.0.0.1:{port}/healthz").json()
         assert health["status"] == "ok" and health["version"]
         assert httpx2.get(url).json()["status"] == "ok"  # GET without an MCP accept header
-        preflight = httpx2.request("OPTIONS", url, headers={"Origin": f"http://localhost:{port}",
-                                                            "Access-Control-Request-Method": "POST"})
+        preflight = httpx2.request(
+            "OPTIONS", url, headers={"Origin": f"http://localhost:{port}", "Access-Control-Request-Method": "POST"}
+        )
         assert preflight.status_code == 204 and preflight.headers["access-control-allow-origin"]
-        init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+        init = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"},
+            },
+        }
         accept = {"Accept": "application/json, text/event-stream", **auth}
         evil_origin = httpx2.post(url, json=init, headers={**accept, "Origin": "http://evil.example"})
         assert evil_origin.status_code == 403
@@ -60,9 +71,11 @@ def test_http_tools_health_cors_and_origin_checks(tmp_path: Path) -> None:
         assert evil_host.status_code == 421
 
         async def main() -> None:
-            async with (httpx2.AsyncClient(headers=auth) as http,
-                        Client(streamable_http_client(url, http_client=http)) as a,
-                        Client(streamable_http_client(url, http_client=http)) as b):  # two clients, one server
+            async with (
+                httpx2.AsyncClient(headers=auth) as http,
+                Client(streamable_http_client(url, http_client=http)) as a,
+                Client(streamable_http_client(url, http_client=http)) as b,
+            ):  # two clients, one server
                 stored = await a.call_tool("scribe", {"text": "HTTP clients share one vault.", "title": "Shared"})
                 assert not stored.is_error
                 hits = await b.call_tool("memorize", {"query": "clients share vault"})
@@ -85,9 +98,11 @@ def test_http_bearer_token(tmp_path: Path) -> None:
         assert wrong.status_code == 401
 
         async def main() -> None:
-            async with httpx2.AsyncClient(headers={"Authorization": "Bearer s3cret-token"}) as http:
-                async with Client(streamable_http_client(url, http_client=http)) as client:
-                    assert {t.name for t in (await client.list_tools()).tools} >= {"scribe", "memorize"}
+            async with (
+                httpx2.AsyncClient(headers={"Authorization": "Bearer s3cret-token"}) as http,
+                Client(streamable_http_client(url, http_client=http)) as client,
+            ):
+                assert {t.name for t in (await client.list_tools()).tools} >= {"scribe", "memorize"}
 
         anyio.run(main)
     finally:
@@ -97,14 +112,22 @@ def test_http_bearer_token(tmp_path: Path) -> None:
 def test_refuses_to_bind_beyond_loopback_without_a_token(tmp_path: Path) -> None:
     result = subprocess.run(
         [SPELLBOOK, "serve", "--http", "--host", "0.0.0.0", "--vault", str(tmp_path / "v"), "--embedder", "hashing"],
-        env=child_env(), capture_output=True, text=True, timeout=60,
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
     assert result.returncode == 1 and "SPELLBOOK_TOKEN" in result.stderr
     assert not (tmp_path / "v").exists()  # refused before creating anything
 
 
-INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-    "protocolVersion": "2024-11-05", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2024-11-05", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+}
 
 
 def test_legacy_sse_tools_and_the_same_protections(tmp_path: Path) -> None:
@@ -118,9 +141,11 @@ def test_legacy_sse_tools_and_the_same_protections(tmp_path: Path) -> None:
 
         async def main() -> None:
             # an old client on SSE and a new one on streamable HTTP share one vault
-            async with (Client(sse_client(f"{base}/sse", headers=auth)) as old,
-                        httpx2.AsyncClient(headers=auth) as http,
-                        Client(streamable_http_client(f"{base}/mcp", http_client=http)) as new):
+            async with (
+                Client(sse_client(f"{base}/sse", headers=auth)) as old,
+                httpx2.AsyncClient(headers=auth) as http,
+                Client(streamable_http_client(f"{base}/mcp", http_client=http)) as new,
+            ):
                 assert {t.name for t in (await old.list_tools()).tools} >= {"scribe", "memorize", "get_memories"}
                 stored = await old.call_tool("scribe", {"text": "Legacy SSE clients still work.", "title": "SSE"})
                 assert not stored.is_error, stored.content[0].text
@@ -155,8 +180,6 @@ def test_legacy_sse_tools_and_the_same_protections(tmp_path: Path) -> None:
         if proc.poll() is None:
             stop(proc)
     assert "Exception in ASGI" not in log and "without completing response" not in log, log
-
-
 
 
 def test_legacy_sse_bearer_token(tmp_path: Path) -> None:
@@ -202,9 +225,11 @@ def test_loopback_needs_the_token_made_on_first_start(tmp_path: Path) -> None:
             assert httpx2.post(messages, json=INIT).status_code == 401
 
         async def main() -> None:
-            async with httpx2.AsyncClient(headers=bearer(vault)) as http:
-                async with Client(streamable_http_client(f"{base}/mcp", http_client=http)) as client:
-                    assert not (await client.call_tool("list_memories", {})).is_error
+            async with (
+                httpx2.AsyncClient(headers=bearer(vault)) as http,
+                Client(streamable_http_client(f"{base}/mcp", http_client=http)) as client,
+            ):
+                assert not (await client.call_tool("list_memories", {})).is_error
 
         anyio.run(main)
     finally:
@@ -232,14 +257,26 @@ def test_install_http_writes_the_token_into_the_clients_config(tmp_path: Path) -
     home.mkdir()
     env = child_env(HOME=str(home), CLAUDE_CONFIG_DIR=str(home))
     url = f"http://127.0.0.1:{port}/mcp"
-    done = subprocess.run([SPELLBOOK, "install", "claude-code", "--http", url, "--vault", str(vault)],
-                          env=env, capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [SPELLBOOK, "install", "claude-code", "--http", url, "--vault", str(vault)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     config = json.loads((home / ".claude.json").read_text())
     assert config["mcpServers"]["spellbook"]["headers"] == bearer(vault)
     assert stat.S_IMODE((home / ".claude.json").stat().st_mode) == 0o600
-    missing = subprocess.run([SPELLBOOK, "install", "cursor", "--http", url, "--vault", str(tmp_path / "none")],
-                             env=env, capture_output=True, text=True, timeout=60)
+    missing = subprocess.run(
+        [SPELLBOOK, "install", "cursor", "--http", url, "--vault", str(tmp_path / "none")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert missing.returncode == 1 and "http.token" in missing.stderr
 
 
@@ -251,17 +288,30 @@ def test_an_import_over_http_embeds_in_child_processes_that_end_with_it(tmp_path
     vault = tmp_path / "vault"
     proc = start(vault, port, "--embedder", "use-m3", SPELLBOOK_CACHE_DIR=str(tmp_path / "cache"))
     export = tmp_path / "export.json"
-    texts = ["The canary release rolls back when the error rate doubles within ten minutes.",
-             "배포 파이프라인이 실패하면 롤백 스크립트를 실행하고 담당자에게 알린다.",
-             "東京の倉庫では毎週月曜日に在庫を数え、足りない部品を発注する。"]
-    memories = [{"id": f"m{i:03d}", "path": f"imp/Note {i}.md", "title": f"Note {i}", "metadata": {"id": f"m{i:03d}"},
-                 "body": f"{texts[i % 3]} ({i}) " * 4} for i in range(300)]
+    texts = [
+        "The canary release rolls back when the error rate doubles within ten minutes.",
+        "배포 파이프라인이 실패하면 롤백 스크립트를 실행하고 담당자에게 알린다.",
+        "東京の倉庫では毎週月曜日に在庫を数え、足りない部品を発注する。",
+    ]
+    memories = [
+        {
+            "id": f"m{i:03d}",
+            "path": f"imp/Note {i}.md",
+            "title": f"Note {i}",
+            "metadata": {"id": f"m{i:03d}"},
+            "body": f"{texts[i % 3]} ({i}) " * 4,
+        }
+        for i in range(300)
+    ]
     export.write_text(json.dumps({"spellbook_export": 1, "memories": memories}), encoding="utf-8")
     seen: set[int] = set()
     try:
+
         async def main() -> dict:
-            async with (httpx2.AsyncClient(headers=bearer(vault), timeout=120) as http,
-                        Client(streamable_http_client(f"http://127.0.0.1:{port}/mcp", http_client=http)) as client):
+            async with (
+                httpx2.AsyncClient(headers=bearer(vault), timeout=120) as http,
+                Client(streamable_http_client(f"http://127.0.0.1:{port}/mcp", http_client=http)) as client,
+            ):
                 done = anyio.Event()
 
                 async def watch() -> None:

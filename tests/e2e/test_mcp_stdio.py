@@ -24,14 +24,30 @@ def test_tools_over_stdio(tmp_path: Path) -> None:
     async def main() -> None:
         async with Client(server(vault)) as client:
             names = {t.name for t in (await client.list_tools()).tools}
-            assert {"scribe", "memorize", "get_memories", "revise", "erase", "list_memories", "stats",
-                    "rebuild_index", "get_index"} <= names
+            assert {
+                "scribe",
+                "memorize",
+                "get_memories",
+                "revise",
+                "erase",
+                "list_memories",
+                "stats",
+                "rebuild_index",
+                "get_index",
+            } <= names
             # the template's system notes are there for the agent to read first
             guide = await call(client, "memorize", query="how to chunk memories", filter={"category": "system"})
             assert guide["results"] and all(h["category"] == "system" for h in guide["results"])
 
-            stored = await call(client, "scribe", text="Tea steeps for 3 minutes at 80C.", title="Green tea",
-                                category="kitchen", tags=["tea"], type="insight")
+            stored = await call(
+                client,
+                "scribe",
+                text="Tea steeps for 3 minutes at 80C.",
+                title="Green tea",
+                category="kitchen",
+                tags=["tea"],
+                type="insight",
+            )
             assert (vault / stored["path"]).is_file()
             hits = (await call(client, "memorize", query="green tea steeping"))["results"]
             assert hits[0]["id"] == stored["id"]  # read-your-writes
@@ -183,10 +199,10 @@ def test_merge_over_stdio(tmp_path: Path) -> None:
 
     async def main() -> None:
         async with Client(server(vault)) as client:
-            first = await call(client, "scribe", text="Green tea steeps 3 minutes at 80C.", title="Tea",
-                               tags=["tea"])
-            result = await client.call_tool("scribe", {"text": "Green tea steeps 3 minutes at 80C.",
-                                                       "title": "Tea again", "keywords": ["steep"]})
+            first = await call(client, "scribe", text="Green tea steeps 3 minutes at 80C.", title="Tea", tags=["tea"])
+            result = await client.call_tool(
+                "scribe", {"text": "Green tea steeps 3 minutes at 80C.", "title": "Tea again", "keywords": ["steep"]}
+            )
             second = result.structured_content
             assert f'merge(ids=["{first["id"]}", "{second["id"]}"])' in result.content[0].text
 

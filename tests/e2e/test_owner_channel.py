@@ -136,8 +136,11 @@ def test_only_public_methods_are_served(owner: Hub, method: str) -> None:
 
 def test_an_authenticated_request_is_bounded_too(owner: Hub) -> None:
     published = info(owner)
-    header = {"method": "stats", "length": channel.MAX_REQUEST_BYTES + 1, **{k: published[k] for k in ("token",)
-                                                                            if k in published}}
+    header = {
+        "method": "stats",
+        "length": channel.MAX_REQUEST_BYTES + 1,
+        **{k: published[k] for k in ("token",) if k in published},
+    }
     with connect(owner) as sock:
         sock.sendall(json.dumps(header).encode() + b"\n")
         assert closed_by_peer(sock, within=5.0)  # refused on the header: the body is never read
@@ -198,7 +201,12 @@ def test_errors_keep_their_class_and_fields() -> None:
     conflict = ConflictError("a.md", "v1", "v2", "current text", note_id="n1")
     back = SpellbookError.from_wire(json.loads(json.dumps(conflict.to_wire())))
     assert type(back) is ConflictError and str(back) == str(conflict)
-    assert (back.current_version, back.content, back.note_id, back.expected_version) == ("v2", "current text", "n1", "v1")
+    assert (back.current_version, back.content, back.note_id, back.expected_version) == (
+        "v2",
+        "current text",
+        "n1",
+        "v1",
+    )
     missing = SpellbookError.from_wire(NoteNotFoundError("zz").to_wire())
     assert isinstance(missing, LookupError) and missing.note_id == "zz"
     unknown = SpellbookError.from_wire({"type": "NoSuchError", "message": "boom", "fields": {"x": 1}})
@@ -242,7 +250,7 @@ def test_an_index_path_too_long_for_sun_path(tmp_path: Path) -> None:
 def _netns_refused() -> str | None:
     if not shutil.which("unshare"):
         return "unshare is not installed"
-    probe = subprocess.run(["unshare", "-n", "true"], capture_output=True, text=True)
+    probe = subprocess.run(["unshare", "-n", "true"], capture_output=True, text=True, check=False)
     return None if probe.returncode == 0 else f"the kernel refuses a network namespace: {probe.stderr.strip()}"
 
 
@@ -272,15 +280,26 @@ def test_servers_in_different_network_namespaces_share_a_vault(tmp_path: Path) -
                 probe.bind(("127.0.0.1", 0))
                 probe.listen()
                 port = probe.getsockname()[1]
-                reach = subprocess.run(["unshare", "-n", sys.executable, "-c",
-                                        f"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=3)"],
-                                       capture_output=True, text=True)
+                reach = subprocess.run(
+                    [
+                        "unshare",
+                        "-n",
+                        sys.executable,
+                        "-c",
+                        f"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=3)",
+                    ],
+                    capture_output=True,
+                    text=True,
+                    check=False,
+                )
                 assert reach.returncode != 0, "unshare -n did not isolate the network"
             async with Client(isolated) as second:
                 started = time.monotonic()
                 assert (await call(second, "stats"))["owner_pid"] == owner  # forwarded across namespaces
                 assert time.monotonic() - started < 5.0
-                a = await call(second, "scribe", text="Saffron fact from the isolated one.", title="Saffron", category="c")
+                a = await call(
+                    second, "scribe", text="Saffron fact from the isolated one.", title="Saffron", category="c"
+                )
                 assert (await call(first, "memorize", query="saffron"))["results"][0]["id"] == a["id"]
 
                 os.kill(owner, signal.SIGKILL)  # leaves a stale owner.sock behind

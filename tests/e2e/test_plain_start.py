@@ -37,8 +37,9 @@ def serve_once(tmp_path: Path, name: str, **env: str) -> dict:
         wire.request(1, "initialize", INITIALIZE)
         wire.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         assert len(wire.request(2, "tools/list")["result"]["tools"]) > 20
-        scribed = wire.request(3, "tools/call", {"name": "scribe",
-                                                 "arguments": {"text": "The boiler is serviced in May."}})
+        scribed = wire.request(
+            3, "tools/call", {"name": "scribe", "arguments": {"text": "The boiler is serviced in May."}}
+        )
         assert not scribed["result"]["isError"], scribed
         found = wire.request(4, "tools/call", {"name": "memorize", "arguments": {"query": "boiler service"}})
         assert found["result"]["structuredContent"]["results"], found
@@ -77,15 +78,20 @@ print(json.dumps({"blas": os.environ.get("OPENBLAS_NUM_THREADS"), "heap": heap.l
 """
 
 
-@pytest.mark.parametrize(("value", "expected"), [
-    ("", {"blas": "1", "heap": True, "plain": False}),
-    ("1", {"blas": None, "heap": False, "plain": True}),
-    ("blas", {"blas": None, "heap": True, "plain": False}),
-])
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("", {"blas": "1", "heap": True, "plain": False}),
+        ("1", {"blas": None, "heap": False, "plain": True}),
+        ("blas", {"blas": None, "heap": True, "plain": False}),
+    ],
+)
 def test_a_commands_process_knobs_with_and_without_the_tricks(value: str, expected: dict) -> None:
     env = child_env(SPELLBOOK_PLAIN_START=value)
     env.pop("OPENBLAS_NUM_THREADS", None)
-    done = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, timeout=120, check=False
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(done.stdout) == expected
 
@@ -110,7 +116,8 @@ def test_the_versions_are_read_where_python_imports_each_package_from(tmp_path: 
     (tmp_path / "here" / "chromadb").mkdir(parents=True)  # a folder of that name, not a package: Python passes it
     assert switch.mismatched([str(tmp_path / "here"), str(SITE)]) == []
     assert switch.mismatched([str(tmp_path / "empty")]) == [
-        f"{name} not found (tricks written for {version})" for name, _, version in switch.WRITTEN_AGAINST]
+        f"{name} not found (tricks written for {version})" for name, _, version in switch.WRITTEN_AGAINST
+    ]
 
 
 def test_an_upgraded_package_turns_the_tricks_off_by_itself(tmp_path: Path) -> None:
@@ -127,10 +134,17 @@ def test_the_versions_the_tricks_were_written_for_are_the_pinned_ones() -> None:
         assert pins.get(distribution.replace("_", "-")) == version, (distribution, pins)
 
 
-@pytest.mark.parametrize(("value", "off"), [
-    ("", set()), ("0", set()), ("false", set()),
-    ("1", set(switch.TRICKS)), ("yes", set(switch.TRICKS)), ("front, heap", {"front", "heap"}),
-    ("front,bogus", set(switch.TRICKS)),  # a word that names no trick: all off, never none
-])
+@pytest.mark.parametrize(
+    ("value", "off"),
+    [
+        ("", set()),
+        ("0", set()),
+        ("false", set()),
+        ("1", set(switch.TRICKS)),
+        ("yes", set(switch.TRICKS)),
+        ("front, heap", {"front", "heap"}),
+        ("front,bogus", set(switch.TRICKS)),  # a word that names no trick: all off, never none
+    ],
+)
 def test_the_switchs_values(value: str, off: set[str]) -> None:
     assert set(switch._decide(value)[0]) == off

@@ -24,25 +24,66 @@ from tests.helpers.processes import SPELLBOOK, child_env
 
 # git-config(1)'s keys that name a program (or turn on a check that runs one), whatever the command.
 PROGRAM_KEYS = [
-    "core.fsmonitor", "core.sshCommand", "core.askPass", "core.editor", "sequence.editor", "core.pager",
-    "core.alternateRefsCommand", "core.gitProxy", "diff.external", "credential.helper",
-    "credential.https://example.com.helper", "gpg.program", "gpg.openpgp.program", "gpg.x509.program",
-    "gpg.ssh.program", "gpg.ssh.defaultKeyCommand", "web.browser", "instaweb.httpd", "sendemail.smtpServer",
-    "sendemail.sendmailCmd", "sendemail.toCmd", "sendemail.ccCmd", "sendemail.headerCmd", "sendemail.work.toCmd",
-    "filter.evil.clean", "filter.evil.smudge", "filter.evil.process", "diff.evil.textconv", "diff.evil.command",
-    "merge.evil.driver", "mergetool.evil.cmd", "difftool.evil.cmd", "remote.mirror.uploadpack",
-    "remote.mirror.receivepack", "pager.log", "pager.show", "pager.status", "trailer.sign.command",
-    "browser.evil.cmd", "man.evil.cmd", "guitool.evil.cmd",
+    "core.fsmonitor",
+    "core.sshCommand",
+    "core.askPass",
+    "core.editor",
+    "sequence.editor",
+    "core.pager",
+    "core.alternateRefsCommand",
+    "core.gitProxy",
+    "diff.external",
+    "credential.helper",
+    "credential.https://example.com.helper",
+    "gpg.program",
+    "gpg.openpgp.program",
+    "gpg.x509.program",
+    "gpg.ssh.program",
+    "gpg.ssh.defaultKeyCommand",
+    "web.browser",
+    "instaweb.httpd",
+    "sendemail.smtpServer",
+    "sendemail.sendmailCmd",
+    "sendemail.toCmd",
+    "sendemail.ccCmd",
+    "sendemail.headerCmd",
+    "sendemail.work.toCmd",
+    "filter.evil.clean",
+    "filter.evil.smudge",
+    "filter.evil.process",
+    "diff.evil.textconv",
+    "diff.evil.command",
+    "merge.evil.driver",
+    "mergetool.evil.cmd",
+    "difftool.evil.cmd",
+    "remote.mirror.uploadpack",
+    "remote.mirror.receivepack",
+    "pager.log",
+    "pager.show",
+    "pager.status",
+    "trailer.sign.command",
+    "browser.evil.cmd",
+    "man.evil.cmd",
+    "guitool.evil.cmd",
 ]
 SIGNATURES = {"ssh": "SSH SIGNATURE", "openpgp": "PGP SIGNATURE", "x509": "SIGNED MESSAGE"}
-HOOKS = ("pre-commit", "post-commit", "reference-transaction", "post-index-change", "pre-auto-gc", "post-checkout",
-         "fsmonitor-watchman", "post-rewrite", "push-to-checkout")
+HOOKS = (
+    "pre-commit",
+    "post-commit",
+    "reference-transaction",
+    "post-index-change",
+    "pre-auto-gc",
+    "post-checkout",
+    "fsmonitor-watchman",
+    "post-rewrite",
+    "push-to-checkout",
+)
 
 
 def program(bin_dir: Path, name: str, marker: Path) -> Path:
     """A program that writes ``name`` and its arguments to ``marker`` and fails at once."""
     path = bin_dir / name.replace("/", "_").replace(":", "_")
-    path.write_text(f"#!/bin/sh\necho \"{name} $*\" >> {marker}\nexit 1\n")
+    path.write_text(f'#!/bin/sh\necho "{name} $*" >> {marker}\nexit 1\n')
     path.chmod(0o755)
     return path
 
@@ -51,9 +92,11 @@ def signed_commit(root: Path, message: str, header: str) -> str:
     """A commit of the index's tree on HEAD carrying a (fake) ``gpgsig`` header, made by hand."""
     tree = git(root, "write-tree").strip()
     parent = git(root, "rev-parse", "HEAD").strip()
-    body = (f"tree {tree}\nparent {parent}\nauthor Person <p@x> 1700000000 +0000\n"
-            f"committer Person <p@x> 1700000000 +0000\ngpgsig -----BEGIN {header}-----\n U1NIU0lHAAAAAQ==\n"
-            f" -----END {header}-----\n\n{message}\n")
+    body = (
+        f"tree {tree}\nparent {parent}\nauthor Person <p@x> 1700000000 +0000\n"
+        f"committer Person <p@x> 1700000000 +0000\ngpgsig -----BEGIN {header}-----\n U1NIU0lHAAAAAQ==\n"
+        f" -----END {header}-----\n\n{message}\n"
+    )
     (root.parent / "commit.txt").write_text(body)
     commit = git(root, "hash-object", "-t", "commit", "-w", str(root.parent / "commit.txt")).strip()
     git(root, "update-ref", "HEAD", commit)
@@ -85,28 +128,45 @@ def hostile_vault(root: Path, marker: Path) -> None:
     allowed = root.parent / "allowed_signers"
     allowed.write_text("p@x ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBogusBogusBogusBogusBogusBogusBogusBogusBo\n")
     settings += [
-        ("log.showSignature", "true"), ("gpg.format", "ssh"), ("gpg.ssh.allowedSignersFile", str(allowed)),
-        ("commit.gpgSign", "true"), ("tag.gpgSign", "true"), ("user.signingKey", "key::ssh-ed25519 AAAA"),
-        ("filter.evil.required", "true"), ("gc.auto", "1"), ("gc.autoDetach", "false"), ("maintenance.auto", "true"),
-        ("core.hooksPath", str(root.parent / "hooks")), ("help.autoCorrect", "-1"),
+        ("log.showSignature", "true"),
+        ("gpg.format", "ssh"),
+        ("gpg.ssh.allowedSignersFile", str(allowed)),
+        ("commit.gpgSign", "true"),
+        ("tag.gpgSign", "true"),
+        ("user.signingKey", "key::ssh-ed25519 AAAA"),
+        ("filter.evil.required", "true"),
+        ("gc.auto", "1"),
+        ("gc.autoDetach", "false"),
+        ("maintenance.auto", "true"),
+        ("core.hooksPath", str(root.parent / "hooks")),
+        ("help.autoCorrect", "-1"),
         ("submodule.sub.update", f"!{program(bin_dir, 'submodule', marker)}"),
         ("alias.lg", f"!{program(bin_dir, 'alias', marker)}"),
-        ("hook.evil.event", "reference-transaction"), ("hook.evil.command", str(program(bin_dir, "hook.evil", marker))),
+        ("hook.evil.event", "reference-transaction"),
+        ("hook.evil.command", str(program(bin_dir, "hook.evil", marker))),
         # A partial clone: git fetches a missing object from its promisor remotes when a command reads it.
-        ("core.repositoryFormatVersion", "1"), ("extensions.partialClone", "origin"),
+        ("core.repositoryFormatVersion", "1"),
+        ("extensions.partialClone", "origin"),
         ("remote.origin.url", f"ext::{program(bin_dir, 'ext-transport', marker)} %S"),
         ("remote.origin.promisor", "true"),
-        ("remote.mirror.url", str(root.parent / "mirror")), ("remote.mirror.promisor", "true"),
-        ("protocol.allow", "always"), ("protocol.ext.allow", "always"), ("protocol.file.allow", "always"),
+        ("remote.mirror.url", str(root.parent / "mirror")),
+        ("remote.mirror.promisor", "true"),
+        ("protocol.allow", "always"),
+        ("protocol.ext.allow", "always"),
+        ("protocol.file.allow", "always"),
     ]
     for key, value in settings:
         git(root, "config", "--add", key, value)
     include = root.parent / "included.gitconfig"
     include_if = root.parent / "included-if.gitconfig"
-    include.write_text(f"[gpg \"x509\"]\n\tprogram = {program(bin_dir, 'gpg.x509.program(included)', marker)}\n"
-                       f"[diff \"inc\"]\n\ttextconv = {program(bin_dir, 'diff.inc.textconv', marker)}\n")
-    include_if.write_text(f"[filter \"inc\"]\n\tclean = {program(bin_dir, 'filter.inc.clean', marker)}\n"
-                          f"\tsmudge = {program(bin_dir, 'filter.inc.smudge', marker)}\n")
+    include.write_text(
+        f'[gpg "x509"]\n\tprogram = {program(bin_dir, "gpg.x509.program(included)", marker)}\n'
+        f'[diff "inc"]\n\ttextconv = {program(bin_dir, "diff.inc.textconv", marker)}\n'
+    )
+    include_if.write_text(
+        f'[filter "inc"]\n\tclean = {program(bin_dir, "filter.inc.clean", marker)}\n'
+        f"\tsmudge = {program(bin_dir, 'filter.inc.smudge', marker)}\n"
+    )
     git(root, "config", "include.path", str(include))
     git(root, "config", f"includeIf.gitdir:{root}/.git.path", str(include_if))
     for folder in (root.parent / "hooks", root / ".git" / "hooks"):
@@ -172,8 +232,15 @@ def test_the_session_start_hook_runs_nothing_from_the_repository_it_is_opened_in
     notes = tmp_path / "notes"
     notes.mkdir()
     payload = json.dumps({"session_id": "s", "hook_event_name": "SessionStart", "cwd": str(vault)})
-    hook = subprocess.run([SPELLBOOK, "hook", "SessionStart", "--vault", str(notes)], input=payload, text=True,
-                          capture_output=True, env=child_env(SPELLBOOK_EMBEDDER="hashing"), timeout=60, check=False)
+    hook = subprocess.run(
+        [SPELLBOOK, "hook", "SessionStart", "--vault", str(notes)],
+        input=payload,
+        text=True,
+        capture_output=True,
+        env=child_env(SPELLBOOK_EMBEDDER="hashing"),
+        timeout=60,
+        check=False,
+    )
     assert hook.returncode == 0, hook.stderr
     assert ran(vault) == ""
     assert "hook SessionStart done" in (notes / ".spellbook" / "hooks.log").read_text()

@@ -28,9 +28,16 @@ def hook(event: str, vault: Path, payload: dict | str, timeout: float = 60) -> s
         os.umask(0o022)
         resource.setrlimit(resource.RLIMIT_AS, (1536 * 1024 * 1024, 1536 * 1024 * 1024))
 
-    return subprocess.run([SPELLBOOK, "hook", event, "--vault", str(vault)], input=data, text=True,
-                          capture_output=True, env=child_env(SPELLBOOK_EMBEDDER="hashing"), timeout=timeout,
-                          check=False, preexec_fn=limit)
+    return subprocess.run(
+        [SPELLBOOK, "hook", event, "--vault", str(vault)],
+        input=data,
+        text=True,
+        capture_output=True,
+        env=child_env(SPELLBOOK_EMBEDDER="hashing"),
+        timeout=timeout,
+        check=False,
+        preexec_fn=limit,
+    )
 
 
 def test_a_capture_reads_only_a_regular_transcript_and_never_blocks(tmp_path: Path) -> None:
@@ -63,10 +70,14 @@ def test_every_agents_transcript_reader_refuses_what_is_not_a_regular_file(tmp_p
 def test_a_line_over_the_cap_is_skipped_and_the_rest_is_read(tmp_path: Path) -> None:
     """A line over MAX_LINE_BYTES (16 MiB) is skipped, even one that is a valid entry."""
     long = 20 * 1024 * 1024
-    file, session_id, _ = make_transcript(tmp_path, "/work/shop", 3, seed=4)
+    file, _session_id, _ = make_transcript(tmp_path, "/work/shop", 3, seed=4)
     lines = file.read_text().splitlines(keepends=True)
-    huge = {"type": "user", "timestamp": "2026-11-02T09:00:30Z", "cwd": "/work/shop",
-            "message": {"role": "user", "content": "x" * long}}
+    huge = {
+        "type": "user",
+        "timestamp": "2026-11-02T09:00:30Z",
+        "cwd": "/work/shop",
+        "message": {"role": "user", "content": "x" * long},
+    }
     file.write_text("".join(lines[:2]) + json.dumps(huge) + "\n" + "".join(lines[2:]))
     session = read_transcript(file)
     assert len(session.exchanges) == 3 and all(len(x.prompt) < 1000 for x in session.exchanges)

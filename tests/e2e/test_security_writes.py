@@ -37,7 +37,7 @@ def hostile_repo(root: Path, marker: Path) -> None:
     git(root, "add", "-A")
     git(root, "commit", "-qm", "base")
     script = root.parent / "evil.sh"
-    script.write_text(f"#!/bin/sh\necho \"$0 $*\" >> {marker}\ncat\n")
+    script.write_text(f'#!/bin/sh\necho "$0 $*" >> {marker}\ncat\n')
     script.chmod(0o755)
     for key, value in (
         ("core.fsmonitor", str(script)),
@@ -123,12 +123,13 @@ def test_cut_by_bytes_never_splits_a_character() -> None:
         for limit in range(1, 60):
             cut = cut_utf8(title, limit)
             assert len(cut.encode("utf-8")) <= limit and title.startswith(cut)
-            rest = title[len(cut):]
+            rest = title[len(cut) :]
             assert not rest or not rest.startswith(("\u200d", "\u0301", "\ufe0f")), (limit, cut)
             assert not cut.endswith("\u200d")
 
 
 # --- permissions: the index is no more readable than the notes, a rewrite keeps a file's mode ----
+
 
 def umask() -> int:
     current = os.umask(0o022)
@@ -202,6 +203,7 @@ def test_the_index_folder_and_its_files_are_owner_only(tmp_path: Path) -> None:
 
 # --- export writes only where the rule allows ------------------------------------------------
 
+
 def attacks(vault: Path, tmp_path: Path) -> dict[str, Path]:
     """Files an agent's export must never replace; each made as the issue showed."""
     victim = tmp_path / "victim.txt"
@@ -215,9 +217,15 @@ def attacks(vault: Path, tmp_path: Path) -> dict[str, Path]:
     bashrc.write_text("# shell\n")
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
-    return {"symlink": link, "victim": victim, "obsidian": vault / ".obsidian" / "app.json",
-            "catalog": vault / ".spellbook" / "catalog.sqlite3", "bashrc": bashrc, "fifo": fifo,
-            "device": Path("/dev/null")}
+    return {
+        "symlink": link,
+        "victim": victim,
+        "obsidian": vault / ".obsidian" / "app.json",
+        "catalog": vault / ".spellbook" / "catalog.sqlite3",
+        "bashrc": bashrc,
+        "fifo": fifo,
+        "device": Path("/dev/null"),
+    }
 
 
 def test_export_never_writes_outside_its_folders(tmp_path: Path) -> None:
@@ -229,8 +237,10 @@ def test_export_never_writes_outside_its_folders(tmp_path: Path) -> None:
     try:
         engine.scribe("Deploys go through CI.", title="Deploy", category="ops")
         targets = attacks(vault, tmp_path)
-        before = {name: (os.lstat(f).st_mode, f.read_bytes() if f.is_file() and name != "fifo" else None)
-                  for name, f in targets.items()}
+        before = {
+            name: (os.lstat(f).st_mode, f.read_bytes() if f.is_file() and name != "fifo" else None)
+            for name, f in targets.items()
+        }
         for name, file in targets.items():
             with pytest.raises(InvalidInputError):
                 engine.export(path=str(file), overwrite=True)
@@ -389,15 +399,22 @@ def test_install_http_makes_the_client_config_holding_the_token_private(tmp_path
     env = child_env(HOME=str(home), CLAUDE_CONFIG_DIR="")
 
     def install(token: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([SPELLBOOK, "install", "claude-code", "--http", "http://127.0.0.1:8765/mcp",
-                               "--token", token], env=env, capture_output=True, text=True, timeout=60, check=True)
+        return subprocess.run(
+            [SPELLBOOK, "install", "claude-code", "--http", "http://127.0.0.1:8765/mcp", "--token", token],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
 
     done = install("first-secret")
     assert mode(config) == 0o600
     assert f"{config} holds the token now: made it readable by you only (644 -> 600)" in done.stderr
     saved = json.loads(config.read_text())
     assert saved["numStartups"] == 3 and saved["mcpServers"]["spellbook"]["headers"] == {
-        "Authorization": "Bearer first-secret"}
+        "Authorization": "Bearer first-secret"
+    }
     # Already configured, but the file was opened up since: closed again.
     config.chmod(0o644)
     assert "(644 -> 600)" in install("first-secret").stderr and mode(config) == 0o600
@@ -418,12 +435,17 @@ def test_no_note_moves_through_a_symlinked_trash_or_folder_on_its_way(tmp_path: 
     outside.mkdir()
     engine = open_engine(vault)
     try:
-        ids = [engine.scribe(f"Fact {n} about deploys.", title=f"Deploy {n}", category="ops", topic="ci")["id"]
-               for n in range(3)]
+        ids = [
+            engine.scribe(f"Fact {n} about deploys.", title=f"Deploy {n}", category="ops", topic="ci")["id"]
+            for n in range(3)
+        ]
         notes = sorted(p.relative_to(vault) for p in vault.rglob("*.md"))
         (vault / ".trash").symlink_to(outside, target_is_directory=True)
-        for call in (lambda: engine.erase(ids[0]), lambda: engine.merge(ids),
-                     lambda: engine.erase_topic("ci", category="ops", confirm=True)):
+        for call in (
+            lambda: engine.erase(ids[0]),
+            lambda: engine.merge(ids),
+            lambda: engine.erase_topic("ci", category="ops", confirm=True),
+        ):
             with pytest.raises(VaultPathError, match=r"\.trash in the vault is a symbolic link.*nothing was moved"):
                 call()
             assert sorted(p.relative_to(vault) for p in vault.rglob("*.md")) == notes and not list(outside.iterdir())

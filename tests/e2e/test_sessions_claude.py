@@ -22,20 +22,31 @@ from tests.helpers.processes import SPELLBOOK, claude_env
 
 pytestmark = pytest.mark.slow
 
-FAKE_KEY = "sk-ant-api03-" + "Zq8xW2vT5nR1mK7pL4sJ9dF3gH6bN0cV2xZ8qW5eR7tY1uI4oP3aS6dF9gH2jK5lM8nB1vC4xZ7qW0eR3tY6uI9oP2aS5dF8gH1j-AAAAAA"
+FAKE_KEY = (
+    "sk-ant-api03-"
+    + "Zq8xW2vT5nR1mK7pL4sJ9dF3gH6bN0cV2xZ8qW5eR7tY1uI4oP3aS6dF9gH2jK5lM8nB1vC4xZ7qW0eR3tY6uI9oP2aS5dF8gH1j-AAAAAA"
+)
 SECRET = "hunter2-correct-horse"
 
 if not STUB.is_file():
-    pytest.skip(f"the stub model is not at {STUB} (it lives in the steering repo's shared/tools/)",
-                allow_module_level=True)
+    pytest.skip(
+        f"the stub model is not at {STUB} (it lives in the steering repo's shared/tools/)", allow_module_level=True
+    )
 
 
-def run_claude(claude: Path, env: dict, project: Path, stub: Stub, prompt: str,
-               extra: list[str] | None = None) -> subprocess.CompletedProcess:
+def run_claude(
+    claude: Path, env: dict, project: Path, stub: Stub, prompt: str, extra: list[str] | None = None
+) -> subprocess.CompletedProcess:
     env = dict(env, ANTHROPIC_BASE_URL=f"http://127.0.0.1:{stub.port}", ANTHROPIC_API_KEY="stub-key")
-    return subprocess.run([str(claude), "-p", prompt, *(extra or []), "--allowedTools", "mcp__spellbook__*"],
-                          cwd=project, env=env,
-                          capture_output=True, text=True, timeout=240, check=False)
+    return subprocess.run(
+        [str(claude), "-p", prompt, *(extra or []), "--allowedTools", "mcp__spellbook__*"],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
 
 
 def session_notes(vault: Path) -> list[Path]:
@@ -54,17 +65,30 @@ def test_sessions_are_captured_recalled_and_searchable(tmp_path: Path, node_bin:
     project.mkdir()
     env = claude_env(home)
     subprocess.run([SPELLBOOK, "init", str(vault)], env=env, check=True, capture_output=True)
-    result = subprocess.run([SPELLBOOK, "install", "claude-code", "--hooks", "--vault", str(vault)], cwd=project,
-                            env=env, capture_output=True, text=True, timeout=60, check=False)
+    result = subprocess.run(
+        [SPELLBOOK, "install", "claude-code", "--hooks", "--vault", str(vault)],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert result.returncode == 0, result.stderr
     claude = node_bin / "claude"
 
     # Session 1: a prompt with a private span and a key; the model scribes one insight and answers.
     answer = "The checkout timed out because the payment client opened a TLS connection per request; pooled now."
-    stub = Stub(tmp_path, [
-        {"tool": "mcp__spellbook__scribe", "input": {"text": "Reuse one pooled payment session.", "title": "Pool payment"}},
-        {"text": answer},
-    ])
+    stub = Stub(
+        tmp_path,
+        [
+            {
+                "tool": "mcp__spellbook__scribe",
+                "input": {"text": "Reuse one pooled payment session.", "title": "Pool payment"},
+            },
+            {"text": answer},
+        ],
+    )
     prompt = f"Why does the checkout page time out? <private>my password is {SECRET}</private> key {FAKE_KEY}"
     try:
         first = run_claude(claude, env, project, stub, prompt)
@@ -92,12 +116,17 @@ def test_sessions_are_captured_recalled_and_searchable(tmp_path: Path, node_bin:
 
     # Session 2: its first model request carries the SessionStart context with session 1's gist;
     # the model then searches that session's events and walks its timeline.
-    stub = Stub(tmp_path, [
-        {"tool": "mcp__spellbook__memorize",
-         "input": {"query": "payment connection", "filter": {"session": session_id, "event_type": "response"}}},
-        {"tool": "mcp__spellbook__timeline", "input": {"id": note_id}},
-        {"text": "Recalled."},
-    ])
+    stub = Stub(
+        tmp_path,
+        [
+            {
+                "tool": "mcp__spellbook__memorize",
+                "input": {"query": "payment connection", "filter": {"session": session_id, "event_type": "response"}},
+            },
+            {"tool": "mcp__spellbook__timeline", "input": {"id": note_id}},
+            {"text": "Recalled."},
+        ],
+    )
     try:
         second = run_claude(claude, env, project, stub, "What did we find out last time?")
         requests = [r for r in stub.requests() if r.get("tools")]
@@ -146,13 +175,23 @@ def test_a_failing_hook_leaves_the_session_working(tmp_path: Path, node_bin: Pat
     index = vault / ".spellbook"
     index.mkdir()
     # An "owner" that holds the lock and publishes a port nobody listens on.
-    holder = subprocess.Popen([sys.executable, "-c", (
-        "import fcntl, json, os, sys, time\n"
-        f"fd = os.open({str(index / 'owner.lock')!r}, os.O_RDWR | os.O_CREAT)\n"
-        "fcntl.flock(fd, fcntl.LOCK_EX)\n"
-        f"open({str(index / 'owner.json')!r}, 'w').write(json.dumps({{'pid': os.getpid(), 'port': 9, 'token': 'x'}}))\n"
-        "print('locked', flush=True)\n"
-        "time.sleep(300)\n")], stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            (
+                "import fcntl, json, os, sys, time\n"
+                f"fd = os.open({str(index / 'owner.lock')!r}, os.O_RDWR | os.O_CREAT)\n"
+                "fcntl.flock(fd, fcntl.LOCK_EX)\n"
+                f"open({str(index / 'owner.json')!r}, 'w')"
+                ".write(json.dumps({'pid': os.getpid(), 'port': 9, 'token': 'x'}))\n"
+                "print('locked', flush=True)\n"
+                "time.sleep(300)\n"
+            ),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     stub = Stub(tmp_path, [{"text": "Still answering."}])
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
@@ -171,7 +210,8 @@ def test_a_failing_hook_leaves_the_session_working(tmp_path: Path, node_bin: Pat
 
 
 def test_prompt_recall_is_on_after_install_and_recall_off_typed_in_a_session_reaches_the_hook(
-        tmp_path: Path, node_bin: Path) -> None:
+    tmp_path: Path, node_bin: Path
+) -> None:
     """``install claude-code --hooks`` turns prompt recall on: a question gets the passage that
     answers it. A prompt starting with ``#recall off`` reaches the UserPromptSubmit hook (Claude Code
     once took ``#`` for its memory shortcut; this version does not), and the session resumed after
@@ -184,10 +224,18 @@ def test_prompt_recall_is_on_after_install_and_recall_off_typed_in_a_session_rea
     env = claude_env(home)
     subprocess.run([SPELLBOOK, "init", str(vault)], env=env, check=True, capture_output=True)
     (vault / "ops").mkdir()
-    (vault / "ops" / "billing.md").write_text("---\ntitle: Billing on staging\ncontext: shop\n---\nStaging deploys "
-                                              "from the release branch through ArgoCD; billing listens on port 8443.\n")
-    subprocess.run([SPELLBOOK, "install", "claude-code", "--hooks", "--vault", str(vault)], cwd=project, env=env,
-                   check=True, capture_output=True, timeout=60)
+    (vault / "ops" / "billing.md").write_text(
+        "---\ntitle: Billing on staging\ncontext: shop\n---\nStaging deploys "
+        "from the release branch through ArgoCD; billing listens on port 8443.\n"
+    )
+    subprocess.run(
+        [SPELLBOOK, "install", "claude-code", "--hooks", "--vault", str(vault)],
+        cwd=project,
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
     claude, session = node_bin / "claude", str(uuid.uuid4())
     question = "Which port does billing listen on in staging?"
 

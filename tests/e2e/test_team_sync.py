@@ -19,12 +19,20 @@ from tests.helpers.team import MARKERS, clone, ids_in, machine_settings, make_re
 
 
 def _cli_sync(vault: Path, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run([SPELLBOOK, "sync", "--vault", str(vault), "--embedder", "hashing"], capture_output=True,
-                          text=True, env=child_env(**env), timeout=120)
+    return subprocess.run(
+        [SPELLBOOK, "sync", "--vault", str(vault), "--embedder", "hashing"],
+        capture_output=True,
+        text=True,
+        env=child_env(**env),
+        timeout=120,
+        check=False,
+    )
 
 
 def _writes(engine: Engine, who: str, shared: str) -> set[str]:
-    ids = {engine.scribe(f"{who} wrote note {n} about the build cache.", title=f"{who} note {n}")["id"] for n in range(3)}
+    ids = {
+        engine.scribe(f"{who} wrote note {n} about the build cache.", title=f"{who} note {n}")["id"] for n in range(3)
+    }
     engine.revise(shared, text=f"{who}'s version of the shared note.")
     return ids
 
@@ -84,8 +92,10 @@ def test_the_cli_exits_non_zero_with_one_line_when_the_remote_is_gone(tmp_path: 
 
 def test_owners_on_a_timer_bring_a_write_to_the_other_machine(tmp_path: Path) -> None:
     remote = make_remote(tmp_path)
-    hubs = [Hub(machine_settings(clone(tmp_path, remote, name), sync_seconds=1.0, watch=True), warm_up=False)
-            for name in ("ada", "bob")]
+    hubs = [
+        Hub(machine_settings(clone(tmp_path, remote, name), sync_seconds=1.0, watch=True), warm_up=False)
+        for name in ("ada", "bob")
+    ]
     for hub in hubs:
         hub.start(background=False)
     try:
@@ -93,8 +103,11 @@ def test_owners_on_a_timer_bring_a_write_to_the_other_machine(tmp_path: Path) ->
         deadline = time.monotonic() + 30
         found: list = []
         while time.monotonic() < deadline and not found:
-            found = [h for h in hubs[1].call("memorize", {"query": "cache key compiler"})["results"]
-                     if h["id"] == written["id"]]
+            found = [
+                h
+                for h in hubs[1].call("memorize", {"query": "cache key compiler"})["results"]
+                if h["id"] == written["id"]
+            ]
             time.sleep(0.2)
         assert found, hubs[1].call("stats")["sync"]
         stats = hubs[0].call("stats")["sync"]
@@ -116,12 +129,15 @@ def test_three_owners_writing_at_once_on_the_timer_converge_and_lose_nothing(tmp
 
     remote = make_remote(tmp_path)
     names = ("ada", "bob", "cy")
-    hubs = {n: Hub(machine_settings(clone(tmp_path, remote, n), sync_seconds=1.0, watch=True), warm_up=False)
-            for n in names}
+    hubs = {
+        n: Hub(machine_settings(clone(tmp_path, remote, n), sync_seconds=1.0, watch=True), warm_up=False) for n in names
+    }
     for hub in hubs.values():
         hub.start(background=False)
-    shared = [hubs["ada"].call("scribe", {"text": f"Shared fact {i}, first version.", "title": f"Shared {i}"})["id"]
-              for i in range(3)]
+    shared = [
+        hubs["ada"].call("scribe", {"text": f"Shared fact {i}, first version.", "title": f"Shared {i}"})["id"]
+        for i in range(3)
+    ]
     assert hubs["ada"].call("sync")["in_sync"]
     for n in ("bob", "cy"):
         assert hubs[n].call("sync")["in_sync"]
@@ -136,11 +152,14 @@ def test_three_owners_writing_at_once_on_the_timer_converge_and_lose_nothing(tmp
         hub, mine = hubs[name], []
         for n in range(16):
             try:
-                out = hub.call("scribe", {"text": f"{name} wrote fact {n} about the queue.", "title": f"{name} fact {n}"})
+                out = hub.call(
+                    "scribe", {"text": f"{name} wrote fact {n} about the queue.", "title": f"{name} fact {n}"}
+                )
                 mine.append(out["id"])
                 kept.add(out["id"])
-                hub.call("revise", {"id": rng.choice(shared), "text": f"{name}'s take number {n}.",
-                                    "tags": [f"{name}{n}"]})
+                hub.call(
+                    "revise", {"id": rng.choice(shared), "text": f"{name}'s take number {n}.", "tags": [f"{name}{n}"]}
+                )
                 if len(mine) > 2 and n % 4 == 0:
                     hub.call("link", {"source": mine[-1], "target": mine[-2]})
                 if n % 5 == 4:

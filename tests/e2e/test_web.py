@@ -6,8 +6,8 @@ Screenshots of each page go to ``.cache/screenshots/`` (gitignored); docs/img/ h
 
 from __future__ import annotations
 
-import re
 import os
+import re
 import shutil
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -37,8 +37,10 @@ NOTES = 300
 TRAP = "<script>window.pwned = 1</script> Trap"
 V1 = "Release checklist: tag, build, canary for ten minutes, then everyone.\n"
 V2 = "Release checklist: tag and ship straight to everyone.\n"
-DUP = ("Reciprocal rank fusion weights: the semantic side gets 0.7 and keywords 0.3, measured on the dev set "
-       "with the bundled model; ties go to the newer memory and short notes get no bonus at all.")
+DUP = (
+    "Reciprocal rank fusion weights: the semantic side gets 0.7 and keywords 0.3, measured on the dev set "
+    "with the bundled model; ties go to the newer memory and short notes get no bonus at all."
+)
 
 
 def _note(vault: Path, path: str, front: dict[str, str], body: str) -> None:
@@ -57,20 +59,33 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     vault.mkdir()
     write_vault(vault, NOTES)
     _note(vault, "ops/deploy/Release checklist.md", {"id": "rel1", "title": "Release checklist", "tags": "[ops]"}, V1)
-    _note(vault, "misc/Trap.md", {"id": "trap1", "title": f"'{TRAP}'"},
-          '<script>window.pwned = 2</script>\n\n<img src=x onerror="window.pwned = 3">\n\n[click](javascript:alert(1))\n')
+    _note(
+        vault,
+        "misc/Trap.md",
+        {"id": "trap1", "title": f"'{TRAP}'"},
+        '<script>window.pwned = 2</script>\n\n<img src=x onerror="window.pwned = 3">\n\n[click](javascript:alert(1))\n',
+    )
     _note(vault, "research/ranking/Fusion weights.md", {"id": "dupa", "title": "Fusion weights"}, DUP + "\n")
-    _note(vault, "research/ranking/Fusion weight notes.md", {"id": "dupb", "title": "Fusion weight notes"},
-          DUP + " Also: see [[Fusion weights]].\n")
+    _note(
+        vault,
+        "research/ranking/Fusion weight notes.md",
+        {"id": "dupb", "title": "Fusion weight notes"},
+        DUP + " Also: see [[Fusion weights]].\n",
+    )
     _note(vault, "misc/Linker.md", {"id": "linker", "title": "Linker"}, "Points at [[Fusion weight notes]].\n")
     _note(vault, "misc/Alpha plan.md", {"id": "alpha1", "title": "Alpha plan", "context": "alpha"}, "Alpha only.\n")
-    _note(vault, "misc/Beta secret.md", {"id": "beta1", "title": "Beta secret plan", "context": "beta"},
-          "Beta only: the launch code is zebra.\n")
+    _note(
+        vault,
+        "misc/Beta secret.md",
+        {"id": "beta1", "title": "Beta secret plan", "context": "beta"},
+        "Beta only: the launch code is zebra.\n",
+    )
     git(vault, "init", "-q")
     git(vault, "add", "-A")
     git(vault, "commit", "-qm", "generated vault")
     (vault / "ops/deploy/Release checklist.md").write_text(
-        "---\nid: rel1\ntitle: Release checklist\ntags: [ops]\n---\n" + V2, encoding="utf-8")
+        "---\nid: rel1\ntitle: Release checklist\ntags: [ops]\n---\n" + V2, encoding="utf-8"
+    )
     git(vault, "commit", "-qam", "shorter release checklist")
     proc, address = start_ui(vault)
     base, token = base_of(address), token_of(vault)
@@ -230,9 +245,13 @@ def test_note_with_script_renders_as_text(page: Any, site: dict[str, Any]) -> No
 def test_activity_names_the_mcp_client(page: Any, site: dict[str, Any]) -> None:
     async def scribe() -> None:
         headers = {"Authorization": f"Bearer {site['token']}"}
-        async with (httpx2.AsyncClient(headers=headers) as http,
-                    Client(streamable_http_client(f"{site['base']}/mcp", http_client=http),
-                           client_info=Implementation(name="test-agent", version="1")) as client):
+        async with (
+            httpx2.AsyncClient(headers=headers) as http,
+            Client(
+                streamable_http_client(f"{site['base']}/mcp", http_client=http),
+                client_info=Implementation(name="test-agent", version="1"),
+            ) as client,
+        ):
             done = await client.call_tool("scribe", {"text": "Written by an agent over MCP.", "title": "Agent note"})
             assert not done.is_error
 
@@ -298,12 +317,16 @@ def test_foreign_origin_or_missing_csrf_changes_nothing(page: Any, site: dict[st
 def test_scoped_server_shows_only_its_scope(site: dict[str, Any]) -> None:
     """A second ``ui`` on the same vault joins the owner; started with --context alpha it shows
     nothing of beta's on any page: not in search, the graph, the activity list or Care."""
+
     async def beta_write() -> None:
         headers = {"Authorization": f"Bearer {site['token']}"}
-        async with (httpx2.AsyncClient(headers=headers) as http,
-                    Client(streamable_http_client(f"{site['base']}/mcp", http_client=http)) as client):
-            done = await client.call_tool("scribe", {"text": "Beta again: zebra.", "title": "Beta secret followup",
-                                                     "context": "beta"})
+        async with (
+            httpx2.AsyncClient(headers=headers) as http,
+            Client(streamable_http_client(f"{site['base']}/mcp", http_client=http)) as client,
+        ):
+            done = await client.call_tool(
+                "scribe", {"text": "Beta again: zebra.", "title": "Beta secret followup", "context": "beta"}
+            )
             assert not done.is_error
 
     run_async(beta_write)
@@ -312,9 +335,18 @@ def test_scoped_server_shows_only_its_scope(site: dict[str, Any]) -> None:
     base = base_of(address)
     auth = {"Authorization": f"Bearer {token}"}
     try:
-        pages = {path: httpx2.get(base + path, headers=auth, timeout=30) for path in
-                 ("/", "/activity", "/search?q=launch+code+beta", "/search?q=*&limit=50", "/graph", "/care",
-                  "/memory/beta1")}
+        pages = {
+            path: httpx2.get(base + path, headers=auth, timeout=30)
+            for path in (
+                "/",
+                "/activity",
+                "/search?q=launch+code+beta",
+                "/search?q=*&limit=50",
+                "/graph",
+                "/care",
+                "/memory/beta1",
+            )
+        }
         for path, answer in pages.items():
             assert "Beta secret" not in answer.text and "zebra" not in answer.text, path
         assert pages["/memory/beta1"].status_code == 404

@@ -33,7 +33,7 @@ def listener() -> Iterator[tuple[int, list[dict[str, str]]]]:
     seen: list[dict[str, str]] = []
 
     class Record(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        def do_GET(self) -> None:
             seen.append({"path": self.path, **{k.lower(): v for k, v in self.headers.items()}})
             self.send_response(200)
             self.send_header("Content-Type", "text/plain")
@@ -75,9 +75,13 @@ def test_ui_hands_the_browser_a_one_time_code_never_the_token(tmp_path: Path) ->
     browser.write_text(f'#!/bin/sh\nprintf "%s\\n" "$0" "$@" > {opened}.tmp && mv {opened}.tmp {opened}\n')
     browser.chmod(0o755)
     vault = _vault(tmp_path)
-    proc = subprocess.Popen([SPELLBOOK, "ui", "--vault", str(vault), "--embedder", "hashing"],
-                            env=child_env(BROWSER=str(browser)), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    proc = subprocess.Popen(
+        [SPELLBOOK, "ui", "--vault", str(vault), "--embedder", "hashing"],
+        env=child_env(BROWSER=str(browser)),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         for _ in range(300):
             if opened.exists():
@@ -179,8 +183,10 @@ def test_the_cookie_does_not_reach_another_port(tmp_path: Path, listener: tuple[
     finally:
         stop_ui(proc)
     assert {"/from-note", "/typed"} <= {h["path"] for h in seen}, seen
-    assert cookies and all(c["domain"] == signed.hostname and c["httpOnly"] and c["sameSite"] == "Strict"
-                           and c["path"] == "/" for c in cookies), cookies
+    assert cookies and all(
+        c["domain"] == signed.hostname and c["httpOnly"] and c["sameSite"] == "Strict" and c["path"] == "/"
+        for c in cookies
+    ), cookies
     assert re.fullmatch(r"spellbook-[0-9a-f]{16}\.localhost", signed.hostname), signed  # the pages' own name
     view = (signed.netloc, urlsplit(address).netloc)
     for headers in seen:  # (a favicon's request names the listener's own page as its Referer: not the view)

@@ -25,8 +25,10 @@ UNTAGGED = 30
 
 def _write(vault: Path) -> None:
     for i in range(PAIRS):  # two copies of one page, as a translation left half done leaves them
-        text = (f"# Example {i}\n\nThe sync setting number {i} keeps vault {i} in step: pick folder {i}, "
-                f"then turn on option {i} and wait for the {i}th round to finish before closing.\n")
+        text = (
+            f"# Example {i}\n\nThe sync setting number {i} keeps vault {i} in step: pick folder {i}, "
+            f"then turn on option {i} and wait for the {i}th round to finish before closing.\n"
+        )
         for copy in ("Draft", "Final"):
             file = vault / "en" / f"Area {i % 3}" / f"{copy} page {i}.md"
             file.parent.mkdir(parents=True, exist_ok=True)

@@ -16,23 +16,45 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_wheel_installed_alone_inits_a_vault_and_searches(tmp_path: Path) -> None:
-    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", str(ROOT), "-w", str(tmp_path)],
-                           capture_output=True, text=True, timeout=600, check=False)
+    built = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", str(ROOT), "-w", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     assert built.returncode == 0, built.stderr
     [wheel] = tmp_path.glob("spellbook_memory-*.whl")
     site = tmp_path / "site"
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site), str(wheel)],
-                   check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site), str(wheel)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     # The wheel's copy first (its dependencies come from this environment), run outside the source tree.
     env = {**os.environ, "PYTHONPATH": str(site), "SPELLBOOK_CACHE_DIR": str(tmp_path / "cache")}
     env.pop("SPELLBOOK_EMBEDDER", None)
 
     def run(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "spellbook", *args], cwd=tmp_path, env=env, capture_output=True,
-                              text=True, timeout=300, check=False)
+        return subprocess.run(
+            [sys.executable, "-m", "spellbook", *args],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
 
-    where = subprocess.run([sys.executable, "-c", "import spellbook; print(spellbook.__file__)"], cwd=tmp_path,
-                           env=env, capture_output=True, text=True, check=True)
+    where = subprocess.run(
+        [sys.executable, "-c", "import spellbook; print(spellbook.__file__)"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert where.stdout.strip().startswith(str(site))
     assert run("--help").returncode == 0
     vault = tmp_path / "vault"

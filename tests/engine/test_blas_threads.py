@@ -31,8 +31,9 @@ print(json.dumps({"numpy_before": before, "variable": os.environ.get("OPENBLAS_N
 
 
 def probe(env: dict[str, str]) -> dict:
-    done = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, timeout=120,
-                          check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, timeout=120, check=False
+    )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -53,10 +54,18 @@ def test_a_command_starts_openblas_with_one_thread() -> None:
     assert seen["variable"] == "1"
     assert seen["threads"] == [1]
     # ...where numpy alone starts one per core: the difference the setting makes.
-    count = ("import json, numpy; from threadpoolctl import threadpool_info; "
-             "print(json.dumps([p['num_threads'] for p in threadpool_info() if p['internal_api'] == 'openblas']))")
-    plain = subprocess.run([sys.executable, "-c", count], env=without_the_variable(), capture_output=True, text=True,
-                           timeout=120, check=True)
+    count = (
+        "import json, numpy; from threadpoolctl import threadpool_info; "
+        "print(json.dumps([p['num_threads'] for p in threadpool_info() if p['internal_api'] == 'openblas']))"
+    )
+    plain = subprocess.run(
+        [sys.executable, "-c", count],
+        env=without_the_variable(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
     (threads,) = json.loads(plain.stdout)
     assert threads > 1
 

@@ -12,8 +12,14 @@ from pathlib import Path
 
 
 def _run(code: str) -> dict:
-    out = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=120,
-                         cwd=Path(__file__).resolve().parents[2])
+    out = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=Path(__file__).resolve().parents[2],
+        check=False,
+    )
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -70,5 +76,15 @@ def test_a_new_index_opens_chroma_only_when_a_vector_is_written(tmp_path: Path) 
                           "after_stats": after_stats, "checked": checked, "vectors": stats["vectors"],
                           "consistent": consistent, "chromadb": "chromadb" in sys.modules}}))
     """)
-    assert got == {"started": False, "found": [], "hit": True, "written": True, "opened": False, "after_stats": False,
-                   "checked": True, "vectors": 1, "consistent": True, "chromadb": False}
+    assert got == {
+        "started": False,
+        "found": [],
+        "hit": True,
+        "written": True,
+        "opened": False,
+        "after_stats": False,
+        "checked": True,
+        "vectors": 1,
+        "consistent": True,
+        "chromadb": False,
+    }

@@ -32,8 +32,9 @@ def test_the_collection_configuration_is_the_one_chromadb_makes() -> None:
 def test_what_local_chroma_writes_chromadb_reads(tmp_path: Path) -> None:
     ids, rows = [f"n{i}:0" for i in range(40)], _rows(40, 1)
     local = LocalChroma(tmp_path)
-    collection = local.get_or_create_collection("spellbook", embedding_function=None,
-                                                configuration={"hnsw": {"space": "cosine"}})
+    collection = local.get_or_create_collection(
+        "spellbook", embedding_function=None, configuration={"hnsw": {"space": "cosine"}}
+    )
     collection.upsert(ids=ids, embeddings=rows)
     collection.delete(ids=ids[:5])
     collection.upsert(ids=ids[5:6], embeddings=rows[6:7])  # replaced
@@ -58,7 +59,9 @@ def test_what_local_chroma_writes_chromadb_reads(tmp_path: Path) -> None:
 def test_what_chromadb_writes_local_chroma_reads(tmp_path: Path) -> None:
     ids, rows = [f"m{i}:0" for i in range(30)], _rows(30, 2)
     client = _chromadb(tmp_path)
-    made = client.get_or_create_collection("spellbook", embedding_function=None, configuration={"hnsw": {"space": "cosine"}})
+    made = client.get_or_create_collection(
+        "spellbook", embedding_function=None, configuration={"hnsw": {"space": "cosine"}}
+    )
     made.upsert(ids=ids, embeddings=rows)
     made_id = str(made.id)
     client.close()

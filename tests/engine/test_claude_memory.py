@@ -68,8 +68,9 @@ def test_sources_read_the_memory_folder_and_only_the_marked_sections(tmp_path: P
     assert "8443" in found[1].text and "Not for Spellbook" not in found[1].text and "make" not in found[1].text
 
 
-def test_sync_imports_updates_and_erases_and_never_writes_claudes_files(hub, settings: Settings,
-                                                                        tmp_path: Path) -> None:
+def test_sync_imports_updates_and_erases_and_never_writes_claudes_files(
+    hub, settings: Settings, tmp_path: Path
+) -> None:
     home, project, env = layout(tmp_path)
     folder = memory_folder(project, home=home, env=env)
     before = {p: p.read_bytes() for p in [*folder.iterdir(), project / "CLAUDE.md"]}
@@ -102,8 +103,15 @@ def test_the_sessionstart_hook_imports_them(tmp_path: Path) -> None:
     env.pop("CLAUDE_CONFIG_DIR", None)
     subprocess.run([SPELLBOOK, "init", str(vault)], env=env, check=True, capture_output=True)
     payload = json.dumps({"session_id": "s1", "cwd": str(project), "hook_event_name": "SessionStart"})
-    done = subprocess.run([SPELLBOOK, "hook", "SessionStart", "--vault", str(vault)], input=payload, env=env,
-                          capture_output=True, text=True, timeout=60, check=False)
+    done = subprocess.run(
+        [SPELLBOOK, "hook", "SessionStart", "--vault", str(vault)],
+        input=payload,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert done.returncode == 0
     assert "claude-memory (2: shop)" in done.stdout  # imported before the context was put together
     imported = [p for p in vault.rglob("*.md") if "claude-memory" in p.read_text()]

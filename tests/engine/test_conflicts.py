@@ -64,6 +64,7 @@ def test_every_tool_refusing_a_stale_version_answers_without_the_secret(hub: Hub
 def test_a_conflict_a_service_raises_is_scrubbed_at_the_door(hub: Hub, monkeypatch, role: str) -> None:
     """The door is where a call leaves the owner, not each service: a service that raises a
     changed file with the raw text (as the store does on a race) still hands out no secret."""
+
     def erase(**_: Any) -> None:
         raise FileChangedError("Provider notes.md", "v1", "v2", HAND, note_id="n1", retry="erase")
 
@@ -82,7 +83,11 @@ def test_a_conflict_a_service_raises_is_scrubbed_at_the_door(hub: Hub, monkeypat
     assert KEY[:20] not in str(conflict) and KEY[:20] not in conflict.content
     assert "[REDACTED:anthropic-key]" in conflict.content and "call erase again" in str(conflict)
     assert (conflict.path, conflict.expected_version, conflict.current_version, conflict.note_id) == (
-        "Provider notes.md", "v1", "v2", "n1")
+        "Provider notes.md",
+        "v1",
+        "v2",
+        "n1",
+    )
 
 
 @pytest.mark.parametrize("tool", ["revise", "restore"])

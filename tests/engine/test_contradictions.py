@@ -25,8 +25,10 @@ def test_notes_linked_contradicts_are_a_contradiction_until_one_supersedes_the_o
 
 
 def test_near_duplicates_that_differ_in_a_number_are_flagged(engine) -> None:
-    text = ("The nightly backup of the billing database runs from the cron host, writes to the "
-            "cold storage bucket and keeps {} daily copies before pruning the oldest ones.")
+    text = (
+        "The nightly backup of the billing database runs from the cron host, writes to the "
+        "cold storage bucket and keeps {} daily copies before pruning the oldest ones."
+    )
     a = engine.scribe(text.format("14"), title="Billing backups", category="ops", tags=["backup"])
     b = engine.scribe(text.format("30"), title="Billing backup policy", category="ops", tags=["backup"])
     pairs = [i for i in engine.analyze_knowledge()["issues"] if i["kind"] == "near_duplicate"]
@@ -40,6 +42,8 @@ def test_differences_are_numbers_both_sides_have_and_negations_one_side_has() ->
     assert _differences("Deploys run at 15:00 on Fridays.", "Deploys run at 17:30 on Fridays.") == ["15:00 vs 17:30"]
     assert _differences("The API is rate limited.", "The API is not rate limited.") == ["only one of them says not"]
     assert _differences("캐시는 만료된다.", "캐시는 만료되지 않는다.") == ["only one of them says not"]
-    assert _differences("キャッシュは期限切れになる。", "キャッシュは期限切れにならない。") == ["only one of them says not"]
+    assert _differences("キャッシュは期限切れになる。", "キャッシュは期限切れにならない。") == [
+        "only one of them says not"
+    ]
     assert _differences("Version 2.1 added retries.", "Version 2.1 added retries and backoff.") == []
     assert _differences("It took 3 days.", "It took a while.") == []  # a number on one side only says nothing

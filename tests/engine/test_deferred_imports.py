@@ -13,7 +13,10 @@ import pytest
 
 from tests.helpers.processes import child_env
 
-LOADED = "sorted(m for m in sys.modules if m.split('.')[0] in deferred.HTTP_ONLY and type(sys.modules[m]).__name__ == 'module')"
+LOADED = (
+    "sorted(m for m in sys.modules if m.split('.')[0] in deferred.HTTP_ONLY "
+    "and type(sys.modules[m]).__name__ == 'module')"
+)
 
 PRELUDE = f"""
 import os, sys
@@ -31,7 +34,9 @@ assert "uvicorn" not in sys.modules  # sse_starlette's own imports never ran
 
 def run(body: str) -> str:
     code = PRELUDE + textwrap.dedent(body)
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=child_env(), timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=child_env(), timeout=120, check=False
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout
 
@@ -93,8 +98,13 @@ def test_a_class_may_derive_from_a_stand_in() -> None:
 
 
 def test_nothing_is_deferred_once_a_package_is_imported() -> None:
-    code = "import cryptography\nfrom spellbook.startup import deferred\nassert not deferred.defer()\nassert deferred.deferred() == []"
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=child_env(), timeout=60)
+    code = (
+        "import cryptography\nfrom spellbook.startup import deferred\n"
+        "assert not deferred.defer()\nassert deferred.deferred() == []"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=child_env(), timeout=60, check=False
+    )
     assert done.returncode == 0, done.stderr[-2000:]
 
 

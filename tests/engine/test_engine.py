@@ -23,8 +23,14 @@ def frontmatter(file: Path) -> dict:
 def test_scribe_writes_a_markdown_file_and_memorize_finds_it(engine: Engine, vault: Path) -> None:
     body = "We deploy with **docker compose**.\n\n---\n\n```\n# not a heading\n```\n한국어 텍스트 🎉"
     out = engine.scribe(
-        body, title="Deploy: how/why", category="ops", topic="deploy", tags=["#docker", "ci cd"],
-        questions=["How do we deploy?"], importance="high", type="decision",
+        body,
+        title="Deploy: how/why",
+        category="ops",
+        topic="deploy",
+        tags=["#docker", "ci cd"],
+        questions=["How do we deploy?"],
+        importance="high",
+        type="decision",
     )
     assert out["path"] == "ops/deploy/Deploy how why.md"
     file = vault / out["path"]
@@ -115,11 +121,22 @@ def test_bad_input_gets_a_clear_error(engine: Engine, vault: Path, call, message
 
 
 def test_filters(engine: Engine) -> None:
-    a = engine.scribe("Alpha about caching", title="A", category="projects", topic="web", tags=["cache", "perf"], importance=4, type="decision", context="shop")
+    a = engine.scribe(
+        "Alpha about caching",
+        title="A",
+        category="projects",
+        topic="web",
+        tags=["cache", "perf"],
+        importance=4,
+        type="decision",
+        context="shop",
+    )
     engine.scribe("Beta about caching", title="B", category="projects", topic="cli", tags=["cache"], importance=2)
     engine.scribe("Gamma about caching", title="G", category="people", tags=["perf"])
+
     def ids(**f):
         return {h["id"] for h in engine.memorize("caching", limit=10, filter=f)["results"]}
+
     assert ids(category="projects", topic="web") == {a["id"]}
     assert ids(tags=["cache", "perf"]) == {a["id"]}
     assert len(ids(tags_any=["cache", "perf"])) == 3
@@ -286,8 +303,10 @@ def test_wikilinks_and_backlinks_resolve_like_obsidian(engine: Engine, vault: Pa
     full = engine.get_memories([projects["id"]])["memories"][0]
     links = {link["target"]: link.get("path") for link in full["links"]}
     assert links == {
-        "Minji": "people/Minji Kim.md", "people/Minji Kim": "people/Minji Kim.md",
-        "Roadmap": "Roadmap.md", "Nowhere": None,
+        "Minji": "people/Minji Kim.md",
+        "people/Minji Kim": "people/Minji Kim.md",
+        "Roadmap": "Roadmap.md",
+        "Nowhere": None,
     }
     minji = engine.memorize("Designer", mode="keyword")["results"][0]
     backlinks = engine.get_memories([minji["id"]])["memories"][0]["backlinks"]
@@ -335,8 +354,9 @@ def test_a_fifo_or_a_folder_named_like_a_note_is_passed_over(engine: Engine, vau
     assert engine.stats()["problems_total"] == 0
 
 
-def test_importance_recency_and_superseded_nudge_ranking(settings: Settings, vault: Path,
-                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_importance_recency_and_superseded_nudge_ranking(
+    settings: Settings, vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     engine = open_engine(settings)
     try:
         low = engine.scribe("Kettle descaling uses citric acid.", title="Kettle A", category="home", importance=1)
@@ -384,8 +404,10 @@ def test_coverage_reads_a_note_as_it_is_after_each_write(engine: Engine, vault: 
     engine.revise(other["id"], text="Bread dough rests overnight.")  # another note's write drops it all too
     assert relevance() == after_revise
     file = vault / note["path"]
-    file.write_text(file.read_text(encoding="utf-8").replace("title: Cooking pasta", "title: Cooking pasta with basil"),
-                    encoding="utf-8")
+    file.write_text(
+        file.read_text(encoding="utf-8").replace("title: Cooking pasta", "title: Cooking pasta with basil"),
+        encoding="utf-8",
+    )
     engine.reconcile()
     assert relevance() > after_revise
 
@@ -413,7 +435,9 @@ def test_a_write_drops_only_the_kept_rows_of_the_notes_it_changed(engine: Engine
 
     monkeypatch.setattr("spellbook.index.catalog.index_text", failing)
     file = vault / a["path"]
-    file.write_text(file.read_text(encoding="utf-8").replace("title: Alpha two", "title: Alpha three"), encoding="utf-8")
+    file.write_text(
+        file.read_text(encoding="utf-8").replace("title: Alpha two", "title: Alpha three"), encoding="utf-8"
+    )
     with pytest.raises(RuntimeError):
         engine.indexer.sync_path(a["path"])
     assert engine.catalog.notes_at(paths)[a["path"]].title == "Alpha two"  # rolled back: the catalog's row
@@ -442,8 +466,12 @@ def test_secrets_are_redacted_before_the_vault_and_in_answers(settings: Settings
     key = "ghp_" + "a1B2c3D4e5" * 4
     engine = open_engine(settings)
     try:
-        out = engine.scribe(f"Deploy token is GITHUB_TOKEN={key}\n<private>my diary</private>", title="Deploy",
-                            category="ops", keywords=[f"password: Xk9mPq2wZ7"])
+        out = engine.scribe(
+            f"Deploy token is GITHUB_TOKEN={key}\n<private>my diary</private>",
+            title="Deploy",
+            category="ops",
+            keywords=["password: Xk9mPq2wZ7"],
+        )
         text = (vault / out["path"]).read_text()
         assert key not in text and "my diary" not in text and "Xk9mPq2wZ7" not in text
         assert "[REDACTED:github-token]" in text and "[REDACTED:private]" in text

@@ -28,9 +28,18 @@ def fill(engine: Engine, vault: Path) -> dict[str, str]:
     """A vault with every kind of note worth carrying over; returns title -> id of the scribed ones."""
     ids = {}
     ids["deploy"] = engine.scribe(
-        "Deploys go through GitHub Actions.\n\n---\n\n```\n# not a heading\n```\n한국어 🎉", title="Deploy pipeline",
-        category="ops", topic="deploy", tags=["ci"], keywords=["argocd"], questions=["How do we deploy?"],
-        entities=["ArgoCD"], importance=4, type="decision", context="shop", source="https://wiki/deploy",
+        "Deploys go through GitHub Actions.\n\n---\n\n```\n# not a heading\n```\n한국어 🎉",
+        title="Deploy pipeline",
+        category="ops",
+        topic="deploy",
+        tags=["ci"],
+        keywords=["argocd"],
+        questions=["How do we deploy?"],
+        entities=["ArgoCD"],
+        importance=4,
+        type="decision",
+        context="shop",
+        source="https://wiki/deploy",
         links=["[[Tea]]"],
     )["id"]
     ids["tea"] = engine.scribe("Green tea: 80C, 2 minutes", title="Tea", category="kitchen")["id"]
@@ -42,7 +51,9 @@ def fill(engine: Engine, vault: Path) -> dict[str, str]:
         b"created: 2024-01-02T03:04:05+09:00\n---\n---\nbody starts with a fence\r\nCRLF, no final newline"
     )
     (vault / "journal" / "Null id.md").write_text("---\nid:\ntitle: Null id\n---\nempty id key\n", encoding="utf-8")
-    (vault / "journal" / "Broken.md").write_text("---\ntitle: [unclosed\n---\nbody of a broken note\n", encoding="utf-8")
+    (vault / "journal" / "Broken.md").write_text(
+        "---\ntitle: [unclosed\n---\nbody of a broken note\n", encoding="utf-8"
+    )
     engine.reconcile()
     return ids
 
@@ -143,8 +154,14 @@ def write_export(tmp_path: Path, memories: list, **top) -> str:
 
 
 def good(n: int = 0, **change) -> dict:
-    return {"id": f"id{n}", "path": f"t/Note {n}.md", "title": f"Note {n}", "metadata": {"id": f"id{n}"},
-            "body": "text", **change}
+    return {
+        "id": f"id{n}",
+        "path": f"t/Note {n}.md",
+        "title": f"Note {n}",
+        "metadata": {"id": f"id{n}"},
+        "body": "text",
+        **change,
+    }
 
 
 def test_progress_counts_every_memory_a_written_one_once_indexed(engine: Engine, vault: Path, tmp_path: Path) -> None:
@@ -183,6 +200,7 @@ def test_an_import_sends_batches_that_grow_then_shrink(engine: Engine, tmp_path:
             for batch in batches:
                 sizes.append(len(batch))
                 yield batch
+
         return sync_batches(each(), done)
 
     monkeypatch.setattr(engine.indexer, "sync_batches", counted)
@@ -211,14 +229,17 @@ def test_batch_sizes_cover_every_memory_and_end_no_smaller_than_last_batch(total
     assert sizes[-1] >= min(total, LAST_BATCH)  # never a last batch too small to share out
 
 
-@pytest.mark.parametrize(("content", "message"), [
-    ("not json at all", "is not JSON"),
-    ("[]", "Not a Spellbook export"),
-    ('{"spellbook_export": 2, "memories": []}', "Unsupported export version 2"),
-    ('{"spellbook_export": 1}', "\"memories\" must be a list"),
-    ('{"spellbook_export": 1, "memories": [], "extra": 1}', "Unknown top-level key"),
-    ('{"type": "entity", "name": "x"}\nnot json\n', "line 1: entity 'x' has no entityType"),
-])
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("not json at all", "is not JSON"),
+        ("[]", "Not a Spellbook export"),
+        ('{"spellbook_export": 2, "memories": []}', "Unsupported export version 2"),
+        ('{"spellbook_export": 1}', '"memories" must be a list'),
+        ('{"spellbook_export": 1, "memories": [], "extra": 1}', "Unknown top-level key"),
+        ('{"type": "entity", "name": "x"}\nnot json\n', "line 1: entity 'x' has no entityType"),
+    ],
+)
 def test_bad_files_are_refused_whole(engine: Engine, vault: Path, tmp_path: Path, content: str, message: str) -> None:
     file = tmp_path / "bad.json"
     file.write_text(content, encoding="utf-8")
@@ -226,17 +247,20 @@ def test_bad_files_are_refused_whole(engine: Engine, vault: Path, tmp_path: Path
         engine.import_memories(str(file))
 
 
-@pytest.mark.parametrize(("entry", "message"), [
-    (good(1, path="../evil.md"), r"memories\[1\] \(id 'id1'\): path '../evil.md' is not inside the vault"),
-    (good(1, path="/etc/evil.md"), r"memories\[1\].*not inside the vault"),
-    (good(1, path=".obsidian/x.md"), r"memories\[1\].*not a note path"),
-    (good(1, path="t/x.txt"), r"memories\[1\].*not a note path"),
-    (good(1, metadata={"id": "other"}), r"memories\[1\].*metadata.id 'other' differs"),
-    (good(1, body=3), r"memories\[1\].*body must be a string"),
-    (good(1, extra=1), r"memories\[1\].*unknown key"),
-    ({"path": "a.md"}, r"memories\[1\]: missing id, metadata, body"),
-    ("nope", r"memories\[1\]: must be an object"),
-])
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        (good(1, path="../evil.md"), r"memories\[1\] \(id 'id1'\): path '../evil.md' is not inside the vault"),
+        (good(1, path="/etc/evil.md"), r"memories\[1\].*not inside the vault"),
+        (good(1, path=".obsidian/x.md"), r"memories\[1\].*not a note path"),
+        (good(1, path="t/x.txt"), r"memories\[1\].*not a note path"),
+        (good(1, metadata={"id": "other"}), r"memories\[1\].*metadata.id 'other' differs"),
+        (good(1, body=3), r"memories\[1\].*body must be a string"),
+        (good(1, extra=1), r"memories\[1\].*unknown key"),
+        ({"path": "a.md"}, r"memories\[1\]: missing id, metadata, body"),
+        ("nope", r"memories\[1\]: must be an object"),
+    ],
+)
 def test_a_bad_entry_is_named_and_nothing_is_imported(
     engine: Engine, vault: Path, tmp_path: Path, entry, message: str
 ) -> None:
@@ -330,8 +354,11 @@ def test_mcp_memory_graph_import(engine: Engine, vault: Path) -> None:
 
 def test_mcp_memory_graph_problems(engine: Engine, vault: Path, tmp_path: Path) -> None:
     file = tmp_path / "memory.jsonl"
-    file.write_text('{"type":"entity","name":"A","entityType":"t","observations":["x"]}\n'
-                    '{"type":"relation","from":"Nobody","to":"A","relationType":"knows"}\n', encoding="utf-8")
+    file.write_text(
+        '{"type":"entity","name":"A","entityType":"t","observations":["x"]}\n'
+        '{"type":"relation","from":"Nobody","to":"A","relationType":"knows"}\n',
+        encoding="utf-8",
+    )
     report = engine.import_memories(str(file), format="mcp-memory")
     assert report["counts"]["created"] == 1 and "line 2: relation from 'Nobody'" in report["warnings"][0]
     file.write_text('{"type":"entity","name":"A","entityType":"t","observations":["x"]}\n{"type":"thing"}\n')
@@ -424,7 +451,10 @@ def test_cli_import_under_a_running_server_goes_through_it(tmp_path: Path) -> No
 
 # --- new notes are written in batches (Vault.create_many): one fsync pass per batch -------------
 
-def test_a_large_import_writes_every_note_whole_with_the_folder_mode(engine: Engine, vault: Path, tmp_path: Path) -> None:
+
+def test_a_large_import_writes_every_note_whole_with_the_folder_mode(
+    engine: Engine, vault: Path, tmp_path: Path
+) -> None:
     (vault / "t").mkdir(mode=0o750)
     os.chmod(vault / "t", 0o750)  # whatever the umask: new notes there get 0640 (0644 elsewhere)
     memories = [good(n, path=f"{'t' if n % 2 else 'u'}/Note {n}.md", body=f"body {n}") for n in range(300)]
@@ -494,7 +524,9 @@ def test_a_batch_whose_sync_fails_is_reported_and_none_of_it_is_placed(
     assert engine.memorize("body 7")["results"]
 
 
-def test_a_name_taken_during_the_import_gets_the_next_number(engine: Engine, vault: Path, tmp_path: Path, monkeypatch) -> None:
+def test_a_name_taken_during_the_import_gets_the_next_number(
+    engine: Engine, vault: Path, tmp_path: Path, monkeypatch
+) -> None:
     real = engine.vault.create_many
 
     def person_saves_first(items):  # Obsidian creates the file between the free-name check and the write

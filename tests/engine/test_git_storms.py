@@ -19,15 +19,23 @@ pytestmark = pytest.mark.slow
 
 
 def git(cwd: Path, *args: str) -> str:
-    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@x", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@x",
-           "HOME": str(cwd), "PATH": "/usr/bin:/bin"}
+    env = {
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@x",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@x",
+        "HOME": str(cwd),
+        "PATH": "/usr/bin:/bin",
+    }
     return subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True).stdout
 
 
 def write_notes(vault: Path, folder: str, count: int, tag: str) -> None:
     (vault / folder).mkdir(parents=True, exist_ok=True)
     for n in range(count):
-        (vault / folder / f"note {n:04d}.md").write_text(f"# {folder} {n}\n\nmarker{tag}x{n}x{folder.replace('/', '')} body.\n")
+        (vault / folder / f"note {n:04d}.md").write_text(
+            f"# {folder} {n}\n\nmarker{tag}x{n}x{folder.replace('/', '')} body.\n"
+        )
 
 
 def settle(hub: Hub, timeout: float = 60.0) -> dict:
@@ -128,4 +136,7 @@ def test_stash_and_pull(watched, tmp_path: Path) -> None:
     git(vault, "pull", "-q", str(upstream), "main")
     git(vault, "stash", "pop", "-q")
     assert_index_equals_vault(hub, vault)
-    assert hub.call("memorize", {"query": "markerpx42xpulled", "mode": "keyword"})["results"][0]["path"] == "pulled/note 0042.md"
+    assert (
+        hub.call("memorize", {"query": "markerpx42xpulled", "mode": "keyword"})["results"][0]["path"]
+        == "pulled/note 0042.md"
+    )

@@ -60,7 +60,11 @@ def engine(vault: Path):
 
 def person_untouched(vault: Path, staged_diff: str) -> None:
     assert {k: v for k, v in status(vault).items() if not k.startswith(("ops/", "inbox/"))} == {
-        "unstaged.md": " M", "staged.md": "M ", "new.md": "A ", "scratch.md": "??"}
+        "unstaged.md": " M",
+        "staged.md": "M ",
+        "new.md": "A ",
+        "scratch.md": "??",
+    }
     assert git(vault, "diff", "--cached", "--", "staged.md") == staged_diff
     assert (vault / "unstaged.md").read_text().endswith("not staged\n")
 
@@ -124,8 +128,11 @@ def test_history_lists_versions_and_restore_brings_one_back(engine: Engine, vaul
     assert [v["message"].split(" ")[1] for v in versions] == ["revise", "revise", "scribe"]
     assert [v["change"] for v in versions] == ["modified", "modified", "added"]
     assert versions[0]["current"] and not versions[2]["current"]
-    assert versions[0]["content_version"] == history["current_version"] == engine.get_memories([stored["id"]])[
-        "memories"][0]["version"]
+    assert (
+        versions[0]["content_version"]
+        == history["current_version"]
+        == engine.get_memories([stored["id"]])["memories"][0]["version"]
+    )
     assert not history["uncommitted"] and not history["erased"] and not history["more"]
     assert all(v["author"] and v["date"] and len(v["version"]) == 12 for v in versions)
     assert len(engine.history(stored["id"], limit=2)["versions"]) == 2 and engine.history(stored["id"], limit=2)["more"]
@@ -187,8 +194,9 @@ def test_restore_an_erased_memory(engine: Engine, vault: Path) -> None:
 def test_an_erased_memory_is_found_however_yaml_wrote_its_id(engine: Engine, vault: Path, id: str) -> None:
     """An id of digits only, or one that reads as a number, is quoted in the frontmatter
     (``id: '5612328435997172'``); one with regex characters must match only itself."""
-    decoy = engine.scribe("Another memory, erased too.", title="Decoy", category="ops",
-                          _id=id.replace(".", "x").replace("5", "0"))
+    decoy = engine.scribe(
+        "Another memory, erased too.", title="Decoy", category="ops", _id=id.replace(".", "x").replace("5", "0")
+    )
     stored = engine.scribe("Saffron is the stigma of a crocus.", title="Saffron", category="ops", _id=id)
     engine.erase(stored["id"])
     engine.erase(decoy["id"])
@@ -361,8 +369,9 @@ def test_mid_merge_nothing_is_committed(engine: Engine, vault: Path) -> None:
     git(vault, "checkout", "-q", "main")
     (vault / "unstaged.md").write_text("# Unstaged\n\nmain side\n")
     git(vault, "commit", "-qam", "main side")
-    merging = subprocess.run(["git", "merge", "other"], cwd=vault, env={**ENV, "HOME": str(vault)},
-                             capture_output=True, check=False)
+    merging = subprocess.run(
+        ["git", "merge", "other"], cwd=vault, env={**ENV, "HOME": str(vault)}, capture_output=True, check=False
+    )
     assert merging.returncode != 0 and (vault / ".git" / "MERGE_HEAD").exists()
     before = head(vault, "%H")
     stored = engine.scribe("Written mid-merge.", title="Midmerge", category="ops")
@@ -446,7 +455,9 @@ def test_history_follows_a_rename(engine: Engine, vault: Path) -> None:
     engine.reconcile()
     history = engine.history(stored["id"])
     assert [(v["change"], v["path"]) for v in history["versions"]] == [
-        ("renamed", "archive/Wanderer.md"), ("added", stored["path"])]
+        ("renamed", "archive/Wanderer.md"),
+        ("added", stored["path"]),
+    ]
     engine.revise(stored["id"], text="Changed.")
     engine.restore(stored["id"], history["versions"][1]["version"])  # the old content, at the current path
     assert (vault / "archive/Wanderer.md").read_text().endswith("Moved by hand.")
@@ -528,9 +539,8 @@ def test_history_stays_in_scope(engine: Engine, vault: Path) -> None:
         assert engine.history(gone["id"])["erased"]
     (vault / live["path"]).write_text("")  # emptied by hand: found in git by its id, still in its scope
     engine.indexer.sync_path(live["path"])
-    with scoped(Scope(context="blog")):
-        with pytest.raises(NoteNotFoundError):
-            engine.history(live["id"])
+    with scoped(Scope(context="blog")), pytest.raises(NoteNotFoundError):
+        engine.history(live["id"])
     with scoped(Scope(context="shop")):
         assert not engine.history(live["id"])["erased"]
 

@@ -24,7 +24,7 @@ def test_close_as_the_maintenance_thread_starts(tmp_path: Path, monkeypatch: pyt
         if thread.name == "spellbook-maintain" and not errors:
             try:
                 hub.close()  # the client left just now
-            except BaseException as exc:  # noqa: BLE001 - what the test is about
+            except BaseException as exc:
                 errors.append(exc)
         real_start(thread)
 

@@ -43,7 +43,9 @@ def test_the_copy_follows_every_write_and_answers_as_fts5(engine) -> None:
         assert _ids(engine, query, filter={"category": "port"}) == _fts_only(engine, query, filter={"category": "port"})
 
     engine.rebuild_index()
-    assert engine.catalog.keywords.postings.rows == 12 and _ids(engine, "gulls log 3") == _fts_only(engine, "gulls log 3")
+    assert engine.catalog.keywords.postings.rows == 12 and _ids(engine, "gulls log 3") == _fts_only(
+        engine, "gulls log 3"
+    )
 
 
 def test_writes_committed_while_it_is_built_are_not_lost(engine, monkeypatch) -> None:

@@ -42,13 +42,19 @@ def test_a_search_without_filter_still_fills_its_hits_past_hidden_notes(engine, 
     folder.mkdir()
     for i in range(150):
         hidden = i < 140  # and ranked above the live ones: the words twice
-        expires, words = ("expires: 2000-01-01\n", "Lighthouse keeper, lighthouse keeper") if hidden else ("", "Lighthouse keeper")
+        expires, words = (
+            ("expires: 2000-01-01\n", "Lighthouse keeper, lighthouse keeper") if hidden else ("", "Lighthouse keeper")
+        )
         (folder / f"log {i:03d}.md").write_text(
-            f"---\ntitle: Log {i}\ncategory: sea\n{expires}---\n{words} log {i}.\n", encoding="utf-8")
+            f"---\ntitle: Log {i}\ncategory: sea\n{expires}---\n{words} log {i}.\n", encoding="utf-8"
+        )
     engine.reconcile()
     engine.sweep_expired()
     assert engine.catalog.hidden_chunks() >= 140
     hits = engine.catalog.keywords.search("lighthouse keeper", "notes.archived = 0", [], 10)
     assert len(hits) == 10  # the 10 live ones, though 100 hidden ones rank as high
-    live = {engine.catalog.chunk_ids(n.path)[0] for n in engine.catalog.list_notes("notes.archived = 0 AND notes.category = 'sea'", [], 100, 0)[0]}
+    live = {
+        engine.catalog.chunk_ids(n.path)[0]
+        for n in engine.catalog.list_notes("notes.archived = 0 AND notes.category = 'sea'", [], 100, 0)[0]
+    }
     assert {cid for cid, _ in hits} <= live

@@ -22,8 +22,8 @@ from spellbook.config import Settings
 from spellbook.embedders import lanes as lanes_module
 from spellbook.embedders.hashing import HashingEmbedder
 from spellbook.errors import EmbedderInputError
-from spellbook.index.analysis import embed_text
 from spellbook.index import embedding
+from spellbook.index.analysis import embed_text
 from spellbook.index.embedding import BatchEmbedder
 from tests.helpers.engine import open_engine
 from tests.helpers.processes import alive, children_named
@@ -47,9 +47,18 @@ class Noting(HashingEmbedder):
     def embed_documents(self, texts):
         child = os.getpid() != PARENT
         with open(self.log, "a", encoding="utf-8") as f:
-            f.write(json.dumps({"pid": os.getpid(), "texts": len(texts), "fds": _fds() if child else [],
-                                "marked": [w for w in ("KILL", "HANG", "REFUSE") if any(w in t for t in texts)],
-                                "signals": _signals() if child else {}}) + "\n")
+            f.write(
+                json.dumps(
+                    {
+                        "pid": os.getpid(),
+                        "texts": len(texts),
+                        "fds": _fds() if child else [],
+                        "marked": [w for w in ("KILL", "HANG", "REFUSE") if any(w in t for t in texts)],
+                        "signals": _signals() if child else {},
+                    }
+                )
+                + "\n"
+            )
         if child and any("KILL" in t for t in texts):
             os.kill(os.getpid(), signal.SIGKILL)
         if child and any("HANG" in t for t in texts):
@@ -88,7 +97,9 @@ def _notes(vault: Path, count: int, marker: dict[int, str] | None = None) -> Non
         (vault / f"note {i:03d}.md").write_text(f"# Note {i}\n\n{TEXT} Number {i}.{extra}\n", encoding="utf-8")
 
 
-def test_a_first_index_embeds_in_two_child_processes_and_they_exit_with_the_job(settings: Settings, tmp_path: Path) -> None:
+def test_a_first_index_embeds_in_two_child_processes_and_they_exit_with_the_job(
+    settings: Settings, tmp_path: Path
+) -> None:
     _notes(settings.vault_dir, 150)
     embedder = Noting(tmp_path / "calls.jsonl")
     engine = open_engine(settings, embedder)
@@ -121,7 +132,9 @@ def test_a_child_keeps_only_its_socket_and_the_null_device(settings: Settings, t
         assert fds["3"].startswith("socket:")
         others = {fd: target for fd, target in fds.items() if fd not in ("0", "1", "2", "3")}
         # what is left: the call log this embedder opened, and listdir's own descriptor
-        assert all(target == str(tmp_path / "calls.jsonl") or target.startswith("/proc/") for target in others.values()), fds
+        assert all(
+            target == str(tmp_path / "calls.jsonl") or target.startswith("/proc/") for target in others.values()
+        ), fds
     finally:
         engine.close()
 
@@ -161,8 +174,9 @@ def test_a_refused_text_is_blamed_alone(settings: Settings, tmp_path: Path) -> N
 
 
 @pytest.mark.parametrize("failure", ["KILL", "HANG"])
-def test_a_child_that_dies_or_hangs_costs_only_time(settings: Settings, tmp_path: Path, monkeypatch,
-                                                    caplog: pytest.LogCaptureFixture, failure: str) -> None:
+def test_a_child_that_dies_or_hangs_costs_only_time(
+    settings: Settings, tmp_path: Path, monkeypatch, caplog: pytest.LogCaptureFixture, failure: str
+) -> None:
     monkeypatch.setattr(lanes_module, "DEADLINE_SECONDS", 1.0)
     monkeypatch.setattr(lanes_module, "PER_TEXT_SECONDS", 0.0)
     _notes(settings.vault_dir, 150, {90: failure})
@@ -184,8 +198,9 @@ def test_a_child_that_dies_or_hangs_costs_only_time(settings: Settings, tmp_path
         engine.close()
 
 
-def test_a_fork_that_fails_leaves_the_job_to_this_process(settings: Settings, tmp_path: Path, monkeypatch,
-                                                         caplog: pytest.LogCaptureFixture) -> None:
+def test_a_fork_that_fails_leaves_the_job_to_this_process(
+    settings: Settings, tmp_path: Path, monkeypatch, caplog: pytest.LogCaptureFixture
+) -> None:
     def no_fork() -> int:
         raise OSError(11, "Resource temporarily unavailable")
 
@@ -203,7 +218,9 @@ def test_a_fork_that_fails_leaves_the_job_to_this_process(settings: Settings, tm
         engine.close()
 
 
-def test_no_child_processes_when_switched_off_or_for_small_parts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_no_child_processes_when_switched_off_or_for_small_parts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     for processes, count in ((False, 150), (True, 10)):
         monkeypatch.setattr(embedding, "PROCESSES", processes)
         vault = tmp_path / f"vault-{processes}"
@@ -239,7 +256,7 @@ def test_a_small_part_of_a_bulk_job_goes_to_the_children_once_forked(tmp_path: P
         batches.embed(tool)
     calls = embedder.calls()
     assert [c["pid"] for c in calls if c["texts"] == 5] == [PARENT]
-    assert [c["pid"] for c in calls if c["texts"] == 7][0] in pids  # one call: a child answered it
+    assert next(c["pid"] for c in calls if c["texts"] == 7) in pids  # one call: a child answered it
     assert [c["pid"] for c in calls if c["texts"] == 3] == [PARENT]
     np.testing.assert_array_equal(np.asarray(got), np.asarray(HashingEmbedder().embed_documents(more)))
 
@@ -282,7 +299,7 @@ def test_nothing_is_forked_once_closing_began(tmp_path: Path) -> None:
 
 
 def test_any_text_crosses_to_a_child_and_back_as_it_is(tmp_path: Path) -> None:
-    texts = ["", "배포 파이프라인", "東京の倉庫 📦", "quote \" back\\slash \n new line", "\x00 nul", "a" * 20_000] * 6
+    texts = ["", "배포 파이프라인", "東京の倉庫 📦", 'quote " back\\slash \n new line', "\x00 nul", "a" * 20_000] * 6
     batches = BatchEmbedder(Noting(tmp_path / "calls.jsonl"))
     with batches.bulk():
         got = batches.start(texts)()
@@ -332,8 +349,11 @@ def test_a_child_sends_the_models_own_float32_vectors_and_this_process_gets_its_
 def test_the_default_model_in_child_processes_gives_this_process_vectors(tmp_path: Path) -> None:
     from spellbook.embedders.use import USEEmbedder
 
-    langs = ["The canary release rolls back when the error rate doubles.",
-             "배포 파이프라인이 실패하면 롤백 스크립트를 실행한다.", "東京の倉庫では毎週月曜日に在庫を数える。"]
+    langs = [
+        "The canary release rolls back when the error rate doubles.",
+        "배포 파이프라인이 실패하면 롤백 스크립트를 실행한다.",
+        "東京の倉庫では毎週月曜日に在庫を数える。",
+    ]
     texts = [f"{langs[i % 3]} ({i})" for i in range(96)]
     alone = np.asarray(USEEmbedder(cache_dir=tmp_path / "cache", parallel=1).embed_documents(texts), dtype=np.float32)
     two = USEEmbedder(cache_dir=tmp_path / "cache", parallel=2)
@@ -352,14 +372,26 @@ def test_the_children_die_with_a_killed_import(tmp_path: Path) -> None:
     vault = tmp_path / "vault"
     vault.mkdir()
     export = tmp_path / "export.json"
-    memories = [{"id": f"m{i:04d}", "path": f"imported/m{i:04d}.md", "title": f"Memory {i}",
-                 "metadata": {"id": f"m{i:04d}", "title": f"Memory {i}"}, "body": f"{TEXT} Number {i}. " * 8}
-                for i in range(3000)]
-    export.write_text(json.dumps({"spellbook_export": 1, "count": len(memories), "memories": memories}), encoding="utf-8")
+    memories = [
+        {
+            "id": f"m{i:04d}",
+            "path": f"imported/m{i:04d}.md",
+            "title": f"Memory {i}",
+            "metadata": {"id": f"m{i:04d}", "title": f"Memory {i}"},
+            "body": f"{TEXT} Number {i}. " * 8,
+        }
+        for i in range(3000)
+    ]
+    export.write_text(
+        json.dumps({"spellbook_export": 1, "count": len(memories), "memories": memories}), encoding="utf-8"
+    )
     spellbook = str(Path(sys.executable).with_name("spellbook"))
-    proc = subprocess.Popen([spellbook, "import", "--vault", str(vault), str(export)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            env={**os.environ, "SPELLBOOK_CACHE_DIR": str(tmp_path / "cache")})
+    proc = subprocess.Popen(
+        [spellbook, "import", "--vault", str(vault), str(export)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "SPELLBOOK_CACHE_DIR": str(tmp_path / "cache")},
+    )
     try:
         deadline = time.monotonic() + 120
         children: list[int] = []

@@ -92,8 +92,13 @@ def test_expired_memories_drop_out_at_once_then_are_archived(settings: Settings,
     engine = open_engine(settings)
     try:
         keep = engine.scribe("The parking garage code is 4821.", title="Parking code", category="office", topic="car")
-        gone = engine.scribe("The parking garage is closed for cleaning.", title="Parking closed",
-                             category="office", topic="car", ttl_days=1)
+        gone = engine.scribe(
+            "The parking garage is closed for cleaning.",
+            title="Parking closed",
+            category="office",
+            topic="car",
+            ttl_days=1,
+        )
         _expire(vault, gone["path"])  # the day has come (written, not slept)
         engine.indexer.sync_path(gone["path"])
         original = (vault / gone["path"]).read_text()
@@ -229,11 +234,17 @@ def test_archive_erase_topic_and_describe_are_committed_when_the_vault_is_a_repo
     git(vault, "commit", "-qm", "base")
     engine = open_engine(Settings(vault=vault, embedder="hashing", watch=False, git_commit="true"))
     try:
-        note = engine.revise(engine.scribe("Printer on floor 2 is broken.", title="Printer", category="office",
-                                           topic="kit", ttl_days=1)["id"], expires="2020-01-01")
+        note = engine.revise(
+            engine.scribe("Printer on floor 2 is broken.", title="Printer", category="office", topic="kit", ttl_days=1)[
+                "id"
+            ],
+            expires="2020-01-01",
+        )
         engine.sweep_expired()
         engine.git.flush()
-        assert head(vault).startswith('spellbook: archive "Printer"') and head(vault).endswith(f"to _archive/{note['path']}")
+        assert head(vault).startswith('spellbook: archive "Printer"') and head(vault).endswith(
+            f"to _archive/{note['path']}"
+        )
         moved = git(vault, "show", "--name-status", "--no-renames", "--format=", "HEAD").splitlines()
         assert sorted(moved) == [f"A\t_archive/{note['path']}", f"D\t{note['path']}"]
         assert engine.history(note["id"])["path"] == f"_archive/{note['path']}"
@@ -243,11 +254,15 @@ def test_archive_erase_topic_and_describe_are_committed_when_the_vault_is_a_repo
         assert head(vault).startswith('spellbook: describe "office/kit"')
         assert committed_files(vault) == ["office/kit/_about.md"]
 
-        kept = engine.scribe("The projector remote is in the drawer.", title="Projector", category="office", topic="kit")
+        kept = engine.scribe(
+            "The projector remote is in the drawer.", title="Projector", category="office", topic="kit"
+        )
         engine.erase_topic("kit", confirm=True)
         engine.git.flush()
         subjects = git(vault, "log", "-2", "--format=%s").splitlines()
-        assert subjects[1].startswith('spellbook: erase "Projector"') and subjects[0].startswith('spellbook: erase "office/kit"')
+        assert subjects[1].startswith('spellbook: erase "Projector"') and subjects[0].startswith(
+            'spellbook: erase "office/kit"'
+        )
         assert engine.history(kept["id"])["erased"]
         assert git(vault, "status", "--porcelain") == ""  # nothing Spellbook did is left uncommitted
     finally:
@@ -262,7 +277,7 @@ def test_lifecycle_tools_over_stdio(tmp_path: Path) -> None:
     import anyio
     from mcp import Client
 
-    from tests.helpers.stdio import stdio_server, call, error, eventually
+    from tests.helpers.stdio import call, error, eventually, stdio_server
 
     vault = tmp_path / "vault"
     params = stdio_server(vault, {"spellbook.engine.lifecycle.SWEEP_SECONDS": 1.0})
@@ -273,10 +288,24 @@ def test_lifecycle_tools_over_stdio(tmp_path: Path) -> None:
             tools = {t.name: t for t in (await client.list_tools()).tools}
             for name in ("scribe", "revise"):
                 assert {"expires", "ttl_days"} <= set(tools[name].input_schema["properties"])
-            temp = await call(client, "scribe", text="The lift in block C is out of order.", title="Lift",
-                              category="building", topic="notices", ttl_days=1)
-            keep = await call(client, "scribe", text="The lift in block A works fine.", title="Lift A",
-                              category="building", topic="notices", expires="2099-01-01")
+            temp = await call(
+                client,
+                "scribe",
+                text="The lift in block C is out of order.",
+                title="Lift",
+                category="building",
+                topic="notices",
+                ttl_days=1,
+            )
+            keep = await call(
+                client,
+                "scribe",
+                text="The lift in block A works fine.",
+                title="Lift A",
+                category="building",
+                topic="notices",
+                expires="2099-01-01",
+            )
             meta = (await call(client, "get_memories", ids=[temp["id"]]))["memories"][0]["metadata"]
             assert 0.99 < _days_from_now(meta["expires"]) <= 1.0
             ids.update(temp=temp["id"], keep=keep["id"], path=temp["path"])

@@ -39,7 +39,7 @@ def obsidian(vault: Path) -> Path:
     (vault / "Roadmap.md").write_bytes(ROADMAP.encode())
     (vault / "ops").mkdir()
     (vault / "ops" / "Deploy.md").write_text(
-        "---\ntitle: Deploy\ntags: [Deploy]\ncontext: shop\nsupersedes:\n  - \"[[Deploy old]]\"\n"
+        '---\ntitle: Deploy\ntags: [Deploy]\ncontext: shop\nsupersedes:\n  - "[[Deploy old]]"\n'
         "link_reasons:\n  supersedes:\n    Deploy old: ArgoCD replaced Jenkins\n---\nDeploys go through ArgoCD.\n"
     )
     (vault / "ops" / "Deploy old.md").write_text(
@@ -61,14 +61,21 @@ def test_link_writes_an_obsidian_wikilink_and_keeps_the_body_bytes(obsidian: Pat
     out = engine.link(by_path["Roadmap.md"], by_path["Projects.md"], "depends_on", reason="the page ships first")
     assert out["changed"] and out["link"] == "[[Projects]]"
     data = (obsidian / "Roadmap.md").read_bytes().decode()
-    assert data.startswith('\ufeff---\r\nid: h-') and '\r\ndepends_on:\r\n  - "[[Projects]]"\r\n' in data
+    assert data.startswith("\ufeff---\r\nid: h-") and '\r\ndepends_on:\r\n  - "[[Projects]]"\r\n' in data
     assert "link_reasons:\r\n  depends_on:\r\n    Projects: the page ships first\r\n" in data
     assert data.endswith("---\r\n" + ROADMAP.removeprefix("\ufeff"))  # the body, byte for byte
     assert out["version"] == engine.get_memories([out["source"]])["memories"][0]["version"]
     # the id written into the file is the one it was found under: it keeps working
     links = engine.get_links(by_path["Roadmap.md"])["links"]
-    assert {"relation": "depends_on", "target": "Projects", "resolved": True, "id": by_path["Projects.md"],
-            "path": "Projects.md", "title": "Projects", "reason": "the page ships first"} in links
+    assert {
+        "relation": "depends_on",
+        "target": "Projects",
+        "resolved": True,
+        "id": by_path["Projects.md"],
+        "path": "Projects.md",
+        "title": "Projects",
+        "reason": "the page ships first",
+    } in links
     backlinks = engine.get_links(by_path["Projects.md"])["backlinks"]
     assert {(b["path"], b["relation"]) for b in backlinks} == {("Roadmap.md", "depends_on"), ("Roadmap.md", "wikilink")}
 
@@ -189,13 +196,21 @@ def test_get_links_in_an_obsidian_vault(obsidian: Path, engine: Engine) -> None:
     by_path = ids(engine)
     projects = engine.get_links(by_path["Projects.md"])
     assert [(x["relation"], x["target"], x.get("path")) for x in projects["links"]] == [
-        ("wikilink", "Minji", "people/Minji Kim.md"), ("wikilink", "Roadmap", "Roadmap.md"),
+        ("wikilink", "Minji", "people/Minji Kim.md"),
+        ("wikilink", "Roadmap", "Roadmap.md"),
         ("wikilink", "Nowhere", None),
     ]
     assert projects["links"][2]["resolved"] is False
     old = engine.get_links(by_path["ops/Deploy old.md"])
-    assert old["backlinks"] == [{"id": by_path["ops/Deploy.md"], "path": "ops/Deploy.md", "title": "Deploy",
-                                 "relation": "supersedes", "reason": "ArgoCD replaced Jenkins"}]
+    assert old["backlinks"] == [
+        {
+            "id": by_path["ops/Deploy.md"],
+            "path": "ops/Deploy.md",
+            "title": "Deploy",
+            "relation": "supersedes",
+            "reason": "ArgoCD replaced Jenkins",
+        }
+    ]
     minji = engine.get_links(by_path["people/Minji Kim.md"])
     assert [(b["path"], b["relation"]) for b in minji["backlinks"]] == [("Projects.md", "wikilink")]
     # a link by a partial path (as Obsidian writes it when names clash) is a backlink too
@@ -258,8 +273,14 @@ def test_analyze_knowledge_finds_each_kind_of_issue(obsidian: Path, engine: Engi
     assert "unlink" not in kinds["broken_link"][0]["action"]  # a link in the text is fixed with revise
     assert report["notes"] == 9 and report["stale_days"] == 180
     shares = report["shares"]
-    penalty = (20 * shares["untagged"] + 25 * shares["isolated"] + 15 * shares["stale"]
-               + 15 * shares["near_duplicate"] + 15 * shares["broken_link"] + 10 * shares["similar_tags"])
+    penalty = (
+        20 * shares["untagged"]
+        + 25 * shares["isolated"]
+        + 15 * shares["stale"]
+        + 15 * shares["near_duplicate"]
+        + 15 * shares["broken_link"]
+        + 10 * shares["similar_tags"]
+    )
     assert 0 <= report["score"] < 100 and abs(report["score"] - (100 - penalty)) <= 1
     # fixing issues raises the score; a longer stale window drops the stale issue
     engine.link(by_path["Lonely.md"], by_path["Projects.md"])
@@ -322,8 +343,17 @@ def test_an_index_of_the_old_format_gets_the_relation_column(tmp_path: Path) -> 
         catalog.close()
 
 
-@pytest.mark.parametrize(("a", "b"), [("deploy", "deploys"), ("Deploy", "deploy"), ("ci-cd", "cicd"),
-                                      ("ci_cd", "CI CD"), ("area/Subs", "area/sub"), ("libraries", "library")])
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("deploy", "deploys"),
+        ("Deploy", "deploy"),
+        ("ci-cd", "cicd"),
+        ("ci_cd", "CI CD"),
+        ("area/Subs", "area/sub"),
+        ("libraries", "library"),
+    ],
+)
 def test_tag_spellings_that_are_one_tag(a: str, b: str) -> None:
     assert _tag_key(a) == _tag_key(b)
 
@@ -338,7 +368,8 @@ def test_tag_spellings_that_stay_apart(a: str, b: str) -> None:
 
 def server(vault: Path) -> StdioServerParameters:
     return StdioServerParameters(
-        command=SPELLBOOK, args=["serve", "--vault", str(vault), "--embedder", "hashing", "--no-watch"],
+        command=SPELLBOOK,
+        args=["serve", "--vault", str(vault), "--embedder", "hashing", "--no-watch"],
         env=child_env(),
     )
 
@@ -369,17 +400,28 @@ def test_link_tools_over_stdio_and_after_a_restart(obsidian: Path) -> None:
             await call(client, "link", source=lonely, target=roadmap, relation="contradicts")
 
             links = await call(client, "get_links", id=roadmap)
-            assert {"relation": "extends", "target": "Projects", "resolved": True, "id": projects,
-                    "path": "Projects.md", "title": "Projects", "reason": "adds dates"} in links["links"]
+            assert {
+                "relation": "extends",
+                "target": "Projects",
+                "resolved": True,
+                "id": projects,
+                "path": "Projects.md",
+                "title": "Projects",
+                "reason": "adds dates",
+            } in links["links"]
             assert [(b["path"], b["relation"]) for b in links["backlinks"]] == [
-                ("Lonely.md", "contradicts"), ("Projects.md", "wikilink"),
+                ("Lonely.md", "contradicts"),
+                ("Projects.md", "wikilink"),
             ]
             explored = await call(client, "explore_related", id=projects, limit=5)
             roadmap_hit = next(r for r in explored["related"] if r["path"] == "Roadmap.md")
             assert "it extends this note" in roadmap_hit["why"] and "this note links to it" in roadmap_hit["why"]
             health = await call(client, "analyze_knowledge", stale_days=365)
             assert 0 <= health["score"] <= 100 and {i["kind"] for i in health["issues"]} >= {
-                "stale", "similar_tags", "broken_link"}
+                "stale",
+                "similar_tags",
+                "broken_link",
+            }
             result = await client.call_tool("analyze_knowledge", {})
             assert result.content[0].text.startswith("Health ")
 
@@ -418,10 +460,32 @@ def test_resolving_many_links_between_writes_matches_one_lookup_at_a_time(engine
         (vault / path).write_text(text, encoding="utf-8")
     engine.reconcile()
     links = engine.catalog.links
-    targets = ["Plan", "plan.md", "a/Plan", "c/Plan", "b/c/plan", "Roadmap", "roadmap", "Q3", "2024", "über café",
-               "Über Café", "ÜBER", "über", "under_score", "under-score", "50%", "5_%", "%", " Plan ", "missing"]
+    targets = [
+        "Plan",
+        "plan.md",
+        "a/Plan",
+        "c/Plan",
+        "b/c/plan",
+        "Roadmap",
+        "roadmap",
+        "Q3",
+        "2024",
+        "über café",
+        "Über Café",
+        "ÜBER",
+        "über",
+        "under_score",
+        "under-score",
+        "50%",
+        "5_%",
+        "%",
+        " Plan ",
+        "missing",
+    ]
+
     def path_of(row):
         return row.path if row else None
+
     single = {t: path_of(next(iter(links.link_matches(t, 1)), None)) for t in targets}
     engine.scribe("A write moves the generation.", title="Mover")
     first = [path_of(links.resolve_link(t)) for t in targets[:1]]  # one query
@@ -438,11 +502,13 @@ def test_titles_and_aliases_with_capital_letters_outside_ascii_are_linked(engine
     summer = engine.scribe("Summer plans.", title="Été 2024", category="t")
     plan = engine.scribe("The plan.", title="Plan", category="t")
     file = vault / plan["path"]
-    file.write_text(file.read_text(encoding="utf-8").replace("title: Plan\n", "title: Plan\naliases: Über Plan\n"),
-                    encoding="utf-8")
+    file.write_text(
+        file.read_text(encoding="utf-8").replace("title: Plan\n", "title: Plan\naliases: Über Plan\n"), encoding="utf-8"
+    )
     engine.reconcile()
-    trip = engine.scribe("See [[Été 2024]], [[ÉTé 2024]], [[été 2024]], [[Über Plan]] and [[über plan]].", title="Trip",
-                         category="t")
+    trip = engine.scribe(
+        "See [[Été 2024]], [[ÉTé 2024]], [[été 2024]], [[Über Plan]] and [[über plan]].", title="Trip", category="t"
+    )
     by_id = {m["id"]: m for m in engine.get_memories([summer["id"], plan["id"], trip["id"]])["memories"]}
     assert [b["id"] for b in by_id[summer["id"]]["backlinks"]] == [trip["id"]]
     links = {link["target"]: link for link in by_id[trip["id"]]["links"]}

@@ -17,7 +17,7 @@ HAND = (  # a person's note: flow-style lists, a comment, links in every form, o
     "---\n"
     "# my own comment\n"
     "aliases: [Brew notes]\n"
-    "related: [\"[[Steeping]]\", \"[[Oolong]]\"]   # kept as I wrote it\n"
+    'related: ["[[Steeping]]", "[[Oolong]]"]   # kept as I wrote it\n'
     "owner: Ana\n"
     "---\n"
     "# Brew notes\n\n"
@@ -30,11 +30,23 @@ HAND = (  # a person's note: flow-style lists, a comment, links in every form, o
 @pytest.fixture
 def notes(engine: Engine, vault: Path) -> dict[str, dict]:
     """Two near-duplicates written by an agent, a third memory they link to, and a hand-written note."""
-    tea = engine.scribe(text="# Brewing\n\nGreen tea: 3 minutes at 80C.\n", title="Green tea", category="kitchen",
-                        tags=["tea"], keywords=["brew"], questions=["How long does green tea steep?"])
-    steep = engine.scribe(text="Steep green tea three minutes; oolong longer, see [[Oolong]].\n", title="Steeping",
-                          category="kitchen", tags=["Tea", "green"], keywords=["steep", "brew"],
-                          questions=["At what temperature?"], entities=["Sencha"])
+    tea = engine.scribe(
+        text="# Brewing\n\nGreen tea: 3 minutes at 80C.\n",
+        title="Green tea",
+        category="kitchen",
+        tags=["tea"],
+        keywords=["brew"],
+        questions=["How long does green tea steep?"],
+    )
+    steep = engine.scribe(
+        text="Steep green tea three minutes; oolong longer, see [[Oolong]].\n",
+        title="Steeping",
+        category="kitchen",
+        tags=["Tea", "green"],
+        keywords=["steep", "brew"],
+        questions=["At what temperature?"],
+        entities=["Sencha"],
+    )
     oolong = engine.scribe(text="Oolong: 5 minutes at 90C.\n", title="Oolong", category="kitchen", tags=["tea"])
     engine.link(steep["id"], oolong["id"], "extends", reason="oolong is the longer case")
     engine.link(oolong["id"], steep["id"], "related", reason="both about steeping")
@@ -52,8 +64,9 @@ def test_merge_appends_the_others_text_and_unions_their_metadata(engine: Engine,
     out = engine.merge([tea["id"], steep["id"]], version=version)
 
     assert (out["id"], out["path"], out["title"]) == (tea["id"], tea["path"], "Green tea")
-    assert out["merged"] == [{"id": steep["id"], "path": steep["path"], "title": "Steeping",
-                              "trash_path": ".trash/kitchen/Steeping.md"}]
+    assert out["merged"] == [
+        {"id": steep["id"], "path": steep["path"], "title": "Steeping", "trash_path": ".trash/kitchen/Steeping.md"}
+    ]
     text = (vault / tea["path"]).read_text()
     parsed = parse_note(text)
     assert parsed.body == (
@@ -78,9 +91,14 @@ def test_merge_appends_the_others_text_and_unions_their_metadata(engine: Engine,
     assert {m["id"] for m in engine.list_memories(limit=50)["memories"]} >= {tea["id"], notes["oolong"]["id"]}
     links = engine.get_links(tea["id"])
     assert {(b["path"], b["relation"]) for b in links["backlinks"]} == {
-        ("kitchen/Oolong.md", "related"), ("Brew notes.md", "related"), ("Brew notes.md", "wikilink")}
+        ("kitchen/Oolong.md", "related"),
+        ("Brew notes.md", "related"),
+        ("Brew notes.md", "wikilink"),
+    }
     assert {(item["relation"], item.get("path")) for item in links["links"]} == {
-        ("extends", "kitchen/Oolong.md"), ("wikilink", "kitchen/Oolong.md")}
+        ("extends", "kitchen/Oolong.md"),
+        ("wikilink", "kitchen/Oolong.md"),
+    }
     assert engine.check()["consistent"]
 
 
@@ -123,8 +141,11 @@ def test_a_link_escaped_in_a_table_row_points_at_the_survivor(engine: Engine, va
 
 def test_text_passed_replaces_the_concatenation(engine: Engine, vault: Path, notes) -> None:
     tea, steep, oolong = notes["tea"], notes["steep"], notes["oolong"]
-    out = engine.merge([steep["id"], oolong["id"]], into=tea["id"],
-                       text="Green tea 3 min at 80C; oolong 5 min at 90C. Was [[Steeping]].\n")
+    out = engine.merge(
+        [steep["id"], oolong["id"]],
+        into=tea["id"],
+        text="Green tea 3 min at 80C; oolong 5 min at 90C. Was [[Steeping]].\n",
+    )
     assert [m["id"] for m in out["merged"]] == [steep["id"], oolong["id"]]
     parsed = parse_note((vault / tea["path"]).read_text())
     assert parsed.body == "Green tea 3 min at 80C; oolong 5 min at 90C. Was [[Green tea]].\n"
@@ -159,7 +180,8 @@ def test_one_git_commit_for_the_whole_merge(engine: Engine, vault: Path, notes) 
     assert head(vault) == f'spellbook: merge "Green tea" (id {notes["tea"]["id"]}) with 1 memory'
     assert git(vault, "rev-list", "--count", "HEAD").strip() == "2"
     assert sorted(committed_files(vault)) == sorted(
-        ["Brew notes.md", "kitchen/Green tea.md", "kitchen/Oolong.md", "kitchen/Steeping.md"])
+        ["Brew notes.md", "kitchen/Green tea.md", "kitchen/Oolong.md", "kitchen/Steeping.md"]
+    )
     assert git(vault, "status", "--porcelain").strip() == ""  # the commit holds exactly the files on disk
     assert "kitchen/Steeping.md" not in git(vault, "ls-files")
 
@@ -178,7 +200,9 @@ def test_a_person_edit_of_the_survivor_is_a_conflict_and_nothing_moves(engine: E
     assert not (vault / ".trash").exists()
 
 
-def test_a_survivor_saved_during_the_merge_puts_the_others_back(engine: Engine, vault: Path, notes, monkeypatch) -> None:
+def test_a_survivor_saved_during_the_merge_puts_the_others_back(
+    engine: Engine, vault: Path, notes, monkeypatch
+) -> None:
     """The person saves the survivor after merge read it, while the others are moving: the survivor
     write is refused, and the others go back where they were, unchanged."""
     tea, steep = notes["tea"], notes["steep"]
@@ -239,14 +263,14 @@ def test_bad_input_is_refused_before_anything_changes(engine: Engine, vault: Pat
     tea, steep = notes["tea"]["id"], notes["steep"]["id"]
     before = {p: p.read_bytes() for p in vault.rglob("*.md")}
     cases = [
-        (dict(ids=[tea]), InvalidInputError, "at least 2 ids"),
-        (dict(ids=[tea, steep, tea]), InvalidInputError, "more than once"),
-        (dict(ids=[tea, "no-such-id"]), NoteNotFoundError, "No memory with id 'no-such-id'"),
-        (dict(ids=[tea, steep], into="nope"), NoteNotFoundError, "the survivor"),
-        (dict(ids=[tea, ""]), InvalidInputError, "is empty"),
-        (dict(ids=[f"id{n}" for n in range(51)]), InvalidInputError, "at most 50"),
-        (dict(ids="abc"), InvalidInputError, "list of memory ids"),
-        (dict(ids=[tea, steep], text="  "), InvalidInputError, "text is empty"),
+        ({"ids": [tea]}, InvalidInputError, "at least 2 ids"),
+        ({"ids": [tea, steep, tea]}, InvalidInputError, "more than once"),
+        ({"ids": [tea, "no-such-id"]}, NoteNotFoundError, "No memory with id 'no-such-id'"),
+        ({"ids": [tea, steep], "into": "nope"}, NoteNotFoundError, "the survivor"),
+        ({"ids": [tea, ""]}, InvalidInputError, "is empty"),
+        ({"ids": [f"id{n}" for n in range(51)]}, InvalidInputError, "at most 50"),
+        ({"ids": "abc"}, InvalidInputError, "list of memory ids"),
+        ({"ids": [tea, steep], "text": "  "}, InvalidInputError, "text is empty"),
     ]
     for args, error, message in cases:
         with pytest.raises(error, match=message):
@@ -270,7 +294,9 @@ def test_a_memory_of_another_scope_cannot_be_merged(engine: Engine, vault: Path)
     assert (vault / shop["path"]).exists() and (vault / blog["path"]).exists()
 
 
-def test_a_merged_note_whose_place_was_taken_stays_in_the_trash(engine: Engine, vault: Path, notes, monkeypatch) -> None:
+def test_a_merged_note_whose_place_was_taken_stays_in_the_trash(
+    engine: Engine, vault: Path, notes, monkeypatch
+) -> None:
     """The survivor is saved during the merge (so the others go back), but a new file already took
     one of the others' places: neither file is overwritten; that note stays in .trash/."""
     tea, steep = notes["tea"], notes["steep"]
@@ -303,7 +329,9 @@ def test_a_note_that_keeps_changing_is_reported_not_relinked(engine: Engine, vau
 
     monkeypatch.setattr(engine.vault, "write", write_after_every_save)
     out = engine.merge([notes["tea"]["id"], notes["steep"]["id"]])
-    assert [(n["path"], n["reason"]) for n in out["not_relinked"]] == [("Brew notes.md", "it kept changing on disk (3 tries)")]
+    assert [(n["path"], n["reason"]) for n in out["not_relinked"]] == [
+        ("Brew notes.md", "it kept changing on disk (3 tries)")
+    ]
     assert "Brew notes.md still links to a merged memory" in out["note"] and "[[Green tea]]" in out["note"]
     assert hand.read_text() == HAND + "x\nx\nx\n"  # every save kept, no link changed
     assert [r["path"] for r in out["relinked"]] == ["kitchen/Oolong.md"]
@@ -319,8 +347,9 @@ def test_a_merge_relinks_only_the_notes_the_caller_sees(engine: Engine, vault: P
         shop = engine.scribe(text="Shop caching: Redis in front of the catalogue.", title="Shop cache", category="eng")
         shop_link = engine.scribe(text="Follow [[Cache rule 2]].", title="Shop checklist", category="eng")
     with scoped(Scope(context="blog")):
-        blog_link = engine.scribe(text="See [[Cache rule 2]] and [[Caching rule]].", title="Blog checklist",
-                                  category="eng")
+        blog_link = engine.scribe(
+            text="See [[Cache rule 2]] and [[Caching rule]].", title="Blog checklist", category="eng"
+        )
     blog_file = vault / blog_link["path"]
     before = blog_file.read_bytes()
     with scoped(Scope(context="shop")):

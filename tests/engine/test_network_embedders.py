@@ -64,8 +64,14 @@ class FakeEndpoint:
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
-                outer.requests.append({"path": self.path, "texts": texts, "auth": self.headers.get("Authorization"),
-                                       **{k: v for k, v in body.items() if k != "input"}})
+                outer.requests.append(
+                    {
+                        "path": self.path,
+                        "texts": texts,
+                        "auth": self.headers.get("Authorization"),
+                        **{k: v for k, v in body.items() if k != "input"},
+                    }
+                )
                 openai = self.path == "/v1/embeddings"
                 if outer.script:
                     action = outer.script.popleft()
@@ -172,8 +178,9 @@ def test_ollama_embedder_batches(use_m3, monkeypatch: pytest.MonkeyPatch) -> Non
 @pytest.mark.parametrize("provider", ["ollama", "openai"])
 def test_retries_on_5xx_429_and_reset_connections(use_m3, provider: str) -> None:
     with FakeEndpoint(use_m3) as server:
-        settings = (openai_settings(server.url) if provider == "openai"
-                    else Settings(embedder="ollama", ollama_url=server.url))
+        settings = (
+            openai_settings(server.url) if provider == "openai" else Settings(embedder="ollama", ollama_url=server.url)
+        )
         embedder = load_embedder(settings)
         server.script.extend([500, "reset", 429])
         started = time.monotonic()
@@ -244,8 +251,9 @@ def test_a_down_endpoint_does_not_stop_the_server_from_loading(tmp_path: Path) -
 # --- the engine with its endpoint down, then back ---------------------------------------------
 
 
-def test_writes_land_while_the_endpoint_is_down_and_get_vectors_when_it_is_back(tmp_path: Path, use_m3,
-                                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_writes_land_while_the_endpoint_is_down_and_get_vectors_when_it_is_back(
+    tmp_path: Path, use_m3, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(remote, "RETRY_SECONDS", 0.5)
     vault = tmp_path / "vault"
     vault.mkdir()
@@ -314,8 +322,11 @@ def test_missing_vectors_are_filled_while_running(tmp_path: Path, use_m3, monkey
 def test_a_text_the_model_refuses_does_not_hold_back_the_others(tmp_path: Path, use_m3) -> None:
     vault = tmp_path / "vault"
     vault.mkdir()
-    for name, text in (("Cat", "Our cat sleeps on the windowsill."), ("Huge", "TOO LONG for the model."),
-                       ("Tea", "Green tea steeps for three minutes.")):
+    for name, text in (
+        ("Cat", "Our cat sleeps on the windowsill."),
+        ("Huge", "TOO LONG for the model."),
+        ("Tea", "Green tea steeps for three minutes."),
+    ):
         (vault / f"{name}.md").write_text(f"# {name}\n\n{text}\n")
     with FakeEndpoint(use_m3) as server:
         engine = Engine(openai_settings(server.url, vault=vault, watch=False))
@@ -346,8 +357,9 @@ def test_server_starts_with_the_embedder_down_and_catches_up(tmp_path: Path, use
     port = free_port()
     env = child_env(SPELLBOOK_OLLAMA_URL=f"http://127.0.0.1:{port}")
     command = tuned({"spellbook.embedders.remote.RETRY_SECONDS": 1.0, "spellbook.embedders.remote.RETRIES": 1})
-    params = StdioServerParameters(command=command[0], args=[*command[1:], "serve", "--vault", str(vault),
-                                                             "--embedder", "ollama"], env=env)
+    params = StdioServerParameters(
+        command=command[0], args=[*command[1:], "serve", "--vault", str(vault), "--embedder", "ollama"], env=env
+    )
 
     async def main() -> None:
         async with Client(params) as client:
@@ -356,7 +368,9 @@ def test_server_starts_with_the_embedder_down_and_catches_up(tmp_path: Path, use
             guide = await client.call_tool("memorize", {"query": "how to chunk memories"})
             assert not guide.is_error and guide.structured_content["results"]  # the template, by keywords
             assert "Start Ollama" in guide.structured_content["note"]
-            stored = await client.call_tool("scribe", {"text": "Tea steeps for 3 minutes at 80C.", "title": "Green tea"})
+            stored = await client.call_tool(
+                "scribe", {"text": "Tea steeps for 3 minutes at 80C.", "title": "Green tea"}
+            )
             assert not stored.is_error, stored.content[0].text
             assert (vault / stored.structured_content["path"]).is_file()
             assert "not embedded yet" in stored.structured_content["note"]
@@ -366,7 +380,9 @@ def test_server_starts_with_the_embedder_down_and_catches_up(tmp_path: Path, use
             with FakeEndpoint(use_m3, port=port):
                 deadline = time.monotonic() + 60
                 while True:  # the server retries on its own (every second here)
-                    found = (await client.call_tool("memorize", {"query": "how long should green tea steep?", "mode": "semantic"}))
+                    found = await client.call_tool(
+                        "memorize", {"query": "how long should green tea steep?", "mode": "semantic"}
+                    )
                     content = found.structured_content
                     top = content["results"][0] if content["results"] else {}
                     if "similarity" in top and top["id"] == stored.structured_content["id"]:  # by meaning
@@ -385,20 +401,35 @@ def test_server_starts_with_the_embedder_down_and_catches_up(tmp_path: Path, use
 def doctor(vault: Path, home: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
     environment = child_env(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"), **env)
     environment.pop("CLAUDE_CONFIG_DIR", None)
-    return subprocess.run([SPELLBOOK, "doctor", "--vault", str(vault), *args], capture_output=True, text=True,
-                          env=environment, cwd=home, timeout=120, check=False)
+    return subprocess.run(
+        [SPELLBOOK, "doctor", "--vault", str(vault), *args],
+        capture_output=True,
+        text=True,
+        env=environment,
+        cwd=home,
+        timeout=120,
+        check=False,
+    )
 
 
 def test_doctor_checks_the_embedder_settings_and_clients(tmp_path: Path, use_m3) -> None:
     vault, home = tmp_path / "vault", tmp_path / "home"
     home.mkdir()
     subprocess.run([SPELLBOOK, "init", str(vault)], check=True, capture_output=True, env=child_env())
-    (home / ".claude.json").write_text(json.dumps(
-        {"mcpServers": {"spellbook": {"command": SPELLBOOK, "args": ["serve", "--vault", str(vault)]}}}))
+    (home / ".claude.json").write_text(
+        json.dumps({"mcpServers": {"spellbook": {"command": SPELLBOOK, "args": ["serve", "--vault", str(vault)]}}})
+    )
     (home / ".cursor").mkdir()
-    (home / ".cursor" / "mcp.json").write_text(json.dumps(
-        {"mcpServers": {"spellbook": {"command": "/nowhere/bin/spellbook", "args": ["serve", "--vault", "/elsewhere"]},
-                        "other": {"command": "x"}}}))
+    (home / ".cursor" / "mcp.json").write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "spellbook": {"command": "/nowhere/bin/spellbook", "args": ["serve", "--vault", "/elsewhere"]},
+                    "other": {"command": "x"},
+                }
+            }
+        )
+    )
     with FakeEndpoint(use_m3) as server:
         url = {"SPELLBOOK_EMBEDDER": "ollama", "SPELLBOOK_OLLAMA_URL": server.url}
         assert doctor(vault, home, "--repair", **url).returncode == 0  # first index, with vectors

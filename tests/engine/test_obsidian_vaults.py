@@ -30,34 +30,71 @@ from spellbook.server.tools import build_server
 
 pytestmark = pytest.mark.slow
 
-KEYS = ("aliases", "tags", "tag", "cssclasses", "created", "updated", "date", "links", "related", "publish",
-        "id", "title", "category", "topic", "importance", "type", "expires", "keywords", "questions",
-        "entities", "context", "user", "source", "supersedes", "status", "parent", "up", "rating")
+KEYS = (
+    "aliases",
+    "tags",
+    "tag",
+    "cssclasses",
+    "created",
+    "updated",
+    "date",
+    "links",
+    "related",
+    "publish",
+    "id",
+    "title",
+    "category",
+    "topic",
+    "importance",
+    "type",
+    "expires",
+    "keywords",
+    "questions",
+    "entities",
+    "context",
+    "user",
+    "source",
+    "supersedes",
+    "status",
+    "parent",
+    "up",
+    "rating",
+)
 NAMES = ("Fold", "Alpha note", "Beta", "inbox/Gamma", "2024", "Ünïcode", "a#b", "x|y", "")
 
 words = st.sampled_from(NAMES + ("deploy", "#tag", "[[Alpha note]]", "[[Beta|b]]", "note with: colon"))
 scalars = st.one_of(
-    st.none(), words, st.integers(-10, 3000), st.floats(allow_nan=True, allow_infinity=True), st.booleans(),
+    st.none(),
+    words,
+    st.integers(-10, 3000),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.booleans(),
     st.dates(min_value=dt.date(1990, 1, 1), max_value=dt.date(2100, 1, 1)),
     st.datetimes(min_value=dt.datetime(1990, 1, 1), max_value=dt.datetime(2100, 1, 1)),
 )
-values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(words, inner, max_size=2),
-                      max_leaves=6)
+values = st.recursive(
+    scalars, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(words, inner, max_size=2), max_leaves=6
+)
 links = st.builds(
     lambda target, part, alias, embed: f"{'!' if embed else ''}[[{target}{part}{alias}]]",
-    st.sampled_from(NAMES), st.sampled_from(("", "#Heading", "#^block-1", "^block", "#")),
-    st.sampled_from(("", "|shown", "|")), st.booleans(),
+    st.sampled_from(NAMES),
+    st.sampled_from(("", "#Heading", "#^block-1", "^block", "#")),
+    st.sampled_from(("", "|shown", "|")),
+    st.booleans(),
 )
 pieces = st.one_of(
-    links, words,
+    links,
+    words,
     st.just("> [!note] A callout\n> with [[Alpha note]] inside"),
     st.just("```python\nx = '[[Not a link]]'  # #not-a-tag\n```"),
-    st.just("# Heading\n\nText ^block-1"), st.just("- [ ] a task #todo"),
+    st.just("# Heading\n\nText ^block-1"),
+    st.just("- [ ] a task #todo"),
 )
 bodies = st.lists(pieces, max_size=8).map(lambda parts: "\n\n".join(parts))
 # The keys Obsidian itself reads, in the shapes people leave them in, often; then anything else.
-shapes = st.one_of(st.none(), words, st.lists(st.one_of(words, st.none(), st.integers(0, 99)), max_size=3),
-                   st.integers(0, 3000))
+shapes = st.one_of(
+    st.none(), words, st.lists(st.one_of(words, st.none(), st.integers(0, 99)), max_size=3), st.integers(0, 3000)
+)
 core = st.fixed_dictionaries({}, optional={"aliases": shapes, "tags": shapes, "cssclasses": shapes, "links": shapes})
 frontmatters = st.builds(lambda a, b: {**a, **b}, core, st.dictionaries(st.sampled_from(KEYS), values, max_size=5))
 
@@ -95,13 +132,24 @@ def unexpected(result) -> str | None:
 async def every_read_tool(server, ids: list[str], topics: list[str]) -> list[str]:
     failures = []
     async with Client(server) as client:
-        calls = [("get_memories", {"ids": ids}), ("list_memories", {"limit": 50}), ("get_index", {}),
-                 ("analyze_knowledge", {}), ("stats", {}), ("export", {"format": "json"}),
-                 ("export", {"format": "markdown"}), ("memorize", {"query": "Fold Alpha note deploy"}),
-                 ("memorize", {"query": "Beta", "mode": "keyword"})]
+        calls = [
+            ("get_memories", {"ids": ids}),
+            ("list_memories", {"limit": 50}),
+            ("get_index", {}),
+            ("analyze_knowledge", {}),
+            ("stats", {}),
+            ("export", {"format": "json"}),
+            ("export", {"format": "markdown"}),
+            ("memorize", {"query": "Fold Alpha note deploy"}),
+            ("memorize", {"query": "Beta", "mode": "keyword"}),
+        ]
         for id in ids:
-            calls += [("get_links", {"id": id}), ("explore_related", {"id": id}), ("related", {"id": id}),
-                      ("timeline", {"id": id})]
+            calls += [
+                ("get_links", {"id": id}),
+                ("explore_related", {"id": id}),
+                ("related", {"id": id}),
+                ("timeline", {"id": id}),
+            ]
         calls += [("get_topic", {"topic": t}) for t in topics]
         for tool, args in calls:
             crash = unexpected(await client.call_tool(tool, args))
@@ -113,8 +161,9 @@ async def every_read_tool(server, ids: list[str], topics: list[str]) -> list[str
 counter = itertools.count()
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                 HealthCheck.too_slow])
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 @given(notes=st.lists(st.tuples(frontmatters, bodies, st.booleans()), min_size=1, max_size=4))
 def test_every_read_tool_copes_with_any_obsidian_frontmatter(hub: Hub, notes) -> None:
     folder = f"ex{next(counter)}"
@@ -136,14 +185,36 @@ def test_aliases_of_every_shape_resolve_links(tmp_path: Path) -> None:
     """``aliases: Fold`` (a string), ``aliases:`` (empty), a number and a list all resolve
     [[links]] in SQL as in Python: the query that failed with "malformed JSON" before."""
     catalog = Catalog(tmp_path / "c.sqlite3")
-    shapes = {"one.md": "Fold", "empty.md": None, "number.md": 2024, "list.md": ["Alpha", 7, None, ["nested"]],
-              "nan.md": float("nan"), "map.md": {"a": "b"}}
+    shapes = {
+        "one.md": "Fold",
+        "empty.md": None,
+        "number.md": 2024,
+        "list.md": ["Alpha", 7, None, ["nested"]],
+        "nan.md": float("nan"),
+        "map.md": {"a": "b"},
+    }
     for path, aliases in shapes.items():
         meta = {"aliases": aliases}
-        catalog.replace(FileRow(path, "v", 0, 0, None), NoteRow(
-            path=path, note_id=path, title=path.removesuffix(".md").title(), category=None, topic=None,
-            type=None, context=None, importance=None, tags=[], created=None, updated=None, folder="",
-            managed=False, meta=meta), [])
+        catalog.replace(
+            FileRow(path, "v", 0, 0, None),
+            NoteRow(
+                path=path,
+                note_id=path,
+                title=path.removesuffix(".md").title(),
+                category=None,
+                topic=None,
+                type=None,
+                context=None,
+                importance=None,
+                tags=[],
+                created=None,
+                updated=None,
+                folder="",
+                managed=False,
+                meta=meta,
+            ),
+            [],
+        )
     assert [n.path for n in catalog.links.link_matches("fold", 5)] == ["one.md"]
     assert [n.path for n in catalog.links.link_matches("2024", 5)] == ["number.md"]
     assert [n.path for n in catalog.links.link_matches("alpha", 5)] == ["list.md"]
@@ -155,8 +226,9 @@ def test_aliases_of_every_shape_resolve_links(tmp_path: Path) -> None:
     catalog.close()
 
 
-def test_an_internal_error_is_a_clear_tool_error(hub: Hub, monkeypatch: pytest.MonkeyPatch,
-                                                 caplog: pytest.LogCaptureFixture) -> None:
+def test_an_internal_error_is_a_clear_tool_error(
+    hub: Hub, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     """A bug in a tool reaches the agent as an is_error text naming the tool, what it was called
     on and the exception, not the SDK's bare "Error executing tool"; the traceback is logged."""
 

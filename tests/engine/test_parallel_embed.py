@@ -15,8 +15,8 @@ import pytest
 
 from spellbook.config import Settings
 from spellbook.embedders.hashing import HashingEmbedder
-from spellbook.errors import EmbedderInputError
 from spellbook.engine import Engine
+from spellbook.errors import EmbedderInputError
 from spellbook.index import embedding
 from spellbook.index.embedding import PART_MIN, split
 from tests.helpers.engine import open_engine
@@ -79,13 +79,17 @@ def test_a_first_index_embeds_on_two_threads_and_blames_a_refused_text_alone(set
         path = "note 12.md"
         (chunk_id,) = engine.catalog.chunk_ids(path)
         text = next(t for t in embedder.threads if t.startswith("note 12\nNote 12\n"))
-        assert engine.vectors.vectors([chunk_id])[chunk_id] == pytest.approx(HashingEmbedder().embed_documents([text])[0])
+        assert engine.vectors.vectors([chunk_id])[chunk_id] == pytest.approx(
+            HashingEmbedder().embed_documents([text])[0]
+        )
     finally:
         engine.close()
 
 
 @pytest.mark.slow
-def test_the_default_model_gives_the_same_vectors_on_two_threads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_default_model_gives_the_same_vectors_on_two_threads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """use-m3 on two threads at once (process-wide BLAS cap, shared table rows): each vector equals
     the one a single thread makes, for English, Korean and Japanese, and an import uses both."""
     from spellbook.embedders.use import USEEmbedder
@@ -113,10 +117,19 @@ def test_the_default_model_gives_the_same_vectors_on_two_threads(tmp_path: Path,
     vault = tmp_path / "vault"
     vault.mkdir()
     export = tmp_path / "export.json"
-    memories = [{"id": f"m{i:03d}", "path": f"imported/m{i:03d}.md", "title": f"Memory {i}",
-                 "metadata": {"id": f"m{i:03d}", "title": f"Memory {i}", "category": "imported"}, "body": text}
-                for i, text in enumerate(texts)]
-    export.write_text(json.dumps({"spellbook_export": 1, "count": len(memories), "memories": memories}), encoding="utf-8")
+    memories = [
+        {
+            "id": f"m{i:03d}",
+            "path": f"imported/m{i:03d}.md",
+            "title": f"Memory {i}",
+            "metadata": {"id": f"m{i:03d}", "title": f"Memory {i}", "category": "imported"},
+            "body": text,
+        }
+        for i, text in enumerate(texts)
+    ]
+    export.write_text(
+        json.dumps({"spellbook_export": 1, "count": len(memories), "memories": memories}), encoding="utf-8"
+    )
     # Threads in this process (child processes: test_lanes.py), so the calls are seen here.
     monkeypatch.setattr(embedding, "PROCESSES", False)
     engine = open_engine(Settings(vault=vault, embedder="use-m3", watch=False), two)

@@ -22,15 +22,24 @@ from spellbook.sessions.transcript import read_transcript
 from tests.helpers.processes import SPELLBOOK, child_env
 from tests.helpers.sessions import make_transcript
 
-FILLER = ("I read through the module and its tests first. The code is older than most of the project. "
-          "Several helpers do the same thing in slightly different ways. ") * 3
+FILLER = (
+    "I read through the module and its tests first. The code is older than most of the project. "
+    "Several helpers do the same thing in slightly different ways. "
+) * 3
 FACT = "The billing service listens on port 8443 on staging, behind the internal load balancer."
 TASKS = [
-    ("Set up the staging deploy for the billing service", "deploy/billing/values.yaml",
-     FILLER + "\n\n" + FACT + " " + FILLER, "which port does billing listen on in staging"),
-    ("Find out why the nightly backup fails", "ops/backup.sh",
-     FILLER + "\n\nThe backup failed because the bucket lifecycle rule deleted the lock object. " + FILLER,
-     "what broke the nightly backup"),
+    (
+        "Set up the staging deploy for the billing service",
+        "deploy/billing/values.yaml",
+        FILLER + "\n\n" + FACT + " " + FILLER,
+        "which port does billing listen on in staging",
+    ),
+    (
+        "Find out why the nightly backup fails",
+        "ops/backup.sh",
+        FILLER + "\n\nThe backup failed because the bucket lifecycle rule deleted the lock object. " + FILLER,
+        "what broke the nightly backup",
+    ),
 ]
 
 
@@ -40,18 +49,38 @@ def test_the_passage_is_the_window_of_sentences_that_match_the_query() -> None:
     assert FACT in got and len(got) <= 400 and got.startswith("… ") and got.endswith(" …")
     assert "response ·" not in got  # the heading is the hit's, not the passage's
     assert passage("## prompt · 1 · x\n\nshort turn", "x") == "short turn"  # short: the whole chunk
-    turn = "Joanna: " + "We walked along the river all afternoon. " * 6 + "My brother adopted a puppy named Rex. " + \
-        "The weather was fine and we had pizza later. " * 4
+    turn = (
+        "Joanna: "
+        + "We walked along the river all afternoon. " * 6
+        + "My brother adopted a puppy named Rex. "
+        + "The weather was fine and we had pizza later. " * 4
+    )
     assert passage(turn, "what is the name of the puppy").startswith("Joanna: … My brother adopted a puppy named Rex.")
 
 
 def test_passages_in_japanese_and_korean_cut_at_their_sentence_ends() -> None:
-    assert sentences("東京に行きました。桜が綺麗でした！また行きたい。") == ["東京に行きました。", "桜が綺麗でした！", "また行きたい。"]
-    assert sentences("서울에 갔어요. 날씨가 좋았어요!\n다음에 또 가요") == ["서울에 갔어요.", "날씨가 좋았어요!", "다음에 또 가요"]
-    ja = "会議の議事録を整理しました。" * 12 + "本番環境のデータベースは毎晩三時にバックアップされます。" + "昼食の話をしました。" * 12
+    assert sentences("東京に行きました。桜が綺麗でした！また行きたい。") == [
+        "東京に行きました。",
+        "桜が綺麗でした！",
+        "また行きたい。",
+    ]
+    assert sentences("서울에 갔어요. 날씨가 좋았어요!\n다음에 또 가요") == [
+        "서울에 갔어요.",
+        "날씨가 좋았어요!",
+        "다음에 또 가요",
+    ]
+    ja = (
+        "会議の議事録を整理しました。" * 12
+        + "本番環境のデータベースは毎晩三時にバックアップされます。"
+        + "昼食の話をしました。" * 12
+    )
     got = passage(ja, "データベースのバックアップ")
     assert "本番環境のデータベースは毎晩三時にバックアップされます。" in got and len(got) < 200
-    ko = "회의록을 정리했습니다. " * 15 + "운영 데이터베이스는 매일 밤 세 시에 백업됩니다. " + "점심 메뉴를 정했습니다. " * 15
+    ko = (
+        "회의록을 정리했습니다. " * 15
+        + "운영 데이터베이스는 매일 밤 세 시에 백업됩니다. "
+        + "점심 메뉴를 정했습니다. " * 15
+    )
     assert "운영 데이터베이스는 매일 밤 세 시에 백업됩니다." in passage(ko, "데이터베이스 백업")
 
 
@@ -81,12 +110,14 @@ def recall_hub(tmp_path_factory: pytest.TempPathFactory):
 
 
 def test_recall_hits_carry_passages_date_event_and_memorize_snippets_the_matching_sentences(recall_hub: Hub) -> None:
-    found = recall_hub.call("recall", {"query": "which port does billing listen on in staging", "limit": 8,
-                                       "context": "shop"})["results"]
+    found = recall_hub.call(
+        "recall", {"query": "which port does billing listen on in staging", "limit": 8, "context": "shop"}
+    )["results"]
     best = next(h for h in found if FACT in h["passage"])
     assert best["event"] == "response" and best["date"].startswith("2026-1") and best["session"]
-    snippet = recall_hub.call("memorize", {"query": "which port does billing listen on in staging",
-                                           "context": "shop"})["results"][0]["snippet"]
+    snippet = recall_hub.call("memorize", {"query": "which port does billing listen on in staging", "context": "shop"})[
+        "results"
+    ][0]["snippet"]
     assert "8443" in snippet  # an agent has the answer without get_memories
 
 
@@ -103,36 +134,51 @@ def test_a_prompt_gets_the_answering_passage_within_budget_once_each(recall_hub:
 
 
 def test_an_unrelated_prompt_gets_nothing(recall_hub: Hub) -> None:
-    for prompt in ("What's a good recipe for banana bread?", "Translate 'good morning' into French",
-                   "Explain what this regex does: ^\\d{3}-\\d{4}$"):
+    for prompt in (
+        "What's a good recipe for banana bread?",
+        "Translate 'good morning' into French",
+        "Explain what this regex does: ^\\d{3}-\\d{4}$",
+    ):
         assert prompt_context(recall_hub, "shop", prompt, 0.3, 600) == "", prompt
 
 
 def test_the_running_sessions_own_note_is_not_given_back(recall_hub: Hub) -> None:
     found = recall_hub.call("recall", {"query": "which port does billing listen on", "context": "shop"})["results"]
     sessions = {h["session"] for h in found if h.get("session")}
-    text = prompt_context(recall_hub, "shop", "which port does billing listen on in staging", 0.3, 600,
-                          session_id=sorted(sessions)[0])
+    text = prompt_context(
+        recall_hub, "shop", "which port does billing listen on in staging", 0.3, 600, session_id=min(sessions)
+    )
     assert FACT in text  # the other session still answers
 
 
 def hook(vault: Path, payload: dict, flag: bool = True, **env: str) -> str:
-    result = subprocess.run([SPELLBOOK, "hook", "UserPromptSubmit", "--vault", str(vault)] + ["--prompt-recall"] * flag,
-                            input=json.dumps(payload).encode(), capture_output=True, timeout=120, check=False,
-                            env=child_env(SPELLBOOK_EMBEDDER="hashing", **env))
+    result = subprocess.run(
+        [SPELLBOOK, "hook", "UserPromptSubmit", "--vault", str(vault)] + ["--prompt-recall"] * flag,
+        input=json.dumps(payload).encode(),
+        capture_output=True,
+        timeout=120,
+        check=False,
+        env=child_env(SPELLBOOK_EMBEDDER="hashing", **env),
+    )
     assert result.returncode == 0
     return result.stdout.decode()
 
 
 def test_recall_is_switched_off_by_the_environment_or_for_one_session_by_a_prompt(tmp_path: Path) -> None:
     vault = tmp_path / "vault"
-    subprocess.run([SPELLBOOK, "init", str(vault)], env=child_env(SPELLBOOK_EMBEDDER="hashing"), check=True,
-                   capture_output=True)
+    subprocess.run(
+        [SPELLBOOK, "init", str(vault)], env=child_env(SPELLBOOK_EMBEDDER="hashing"), check=True, capture_output=True
+    )
     file, session_id, kinds = make_transcript(tmp_path, str(tmp_path / "shop"), 8, seed=1, tasks=TASKS)
     assert 0 in kinds  # the billing task is in it
-    subprocess.run([SPELLBOOK, "hook", "capture", "--vault", str(vault)], env=child_env(SPELLBOOK_EMBEDDER="hashing"),
-                   input=json.dumps({"session_id": session_id, "transcript_path": str(file)}).encode(), check=True,
-                   capture_output=True, timeout=120)
+    subprocess.run(
+        [SPELLBOOK, "hook", "capture", "--vault", str(vault)],
+        env=child_env(SPELLBOOK_EMBEDDER="hashing"),
+        input=json.dumps({"session_id": session_id, "transcript_path": str(file)}).encode(),
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
     ask = {"session_id": "s1", "cwd": str(tmp_path / "shop"), "prompt": "billing service port 8443 staging"}
     assert "8443" in hook(vault, ask)
     assert hook(vault, ask, SPELLBOOK_RECALL="off") == ""
@@ -153,8 +199,13 @@ def test_install_hooks_turns_prompt_recall_on_unless_told_not_to(tmp_path: Path)
     --no-prompt-recall leaves it off, and installing again with it takes the hook away."""
     env = child_env(HOME=str(tmp_path), CLAUDE_CONFIG_DIR=str(tmp_path / "claude"))
     for extra, expected in (([], True), (["--no-prompt-recall"], False), (["--prompt-recall"], True)):
-        subprocess.run([SPELLBOOK, "install", "claude-code", "--hooks", "--vault", str(tmp_path / "v"), *extra],
-                       env=env, check=True, capture_output=True, timeout=60)
+        subprocess.run(
+            [SPELLBOOK, "install", "claude-code", "--hooks", "--vault", str(tmp_path / "v"), *extra],
+            env=env,
+            check=True,
+            capture_output=True,
+            timeout=60,
+        )
         hooks = json.loads((tmp_path / "claude" / "settings.json").read_text())["hooks"]
         assert ("UserPromptSubmit" in hooks) is expected, extra
         if expected:
@@ -165,8 +216,14 @@ def test_install_hooks_turns_prompt_recall_on_unless_told_not_to(tmp_path: Path)
 def test_a_korean_prompt_gets_the_korean_passage_that_answers_it(tmp_path: Path) -> None:
     filler = "먼저 모듈과 테스트를 읽었습니다. 코드가 오래되어 비슷한 함수가 여러 개 있습니다. " * 4
     fact = "결제 서비스는 스테이징에서 8443 포트를 사용합니다."
-    tasks = [("결제 서비스의 스테이징 배포를 설정해 주세요", "deploy/billing/values.yaml", filler + "\n\n" + fact + " " + filler,
-              "결제 서비스 스테이징 포트")]
+    tasks = [
+        (
+            "결제 서비스의 스테이징 배포를 설정해 주세요",
+            "deploy/billing/values.yaml",
+            filler + "\n\n" + fact + " " + filler,
+            "결제 서비스 스테이징 포트",
+        )
+    ]
     vault = tmp_path / "vault"
     vault.mkdir()
     hub = Hub(Settings(vault=vault, embedder="use-m3", watch=False), watch=False, warm_up=False)
@@ -200,8 +257,18 @@ class _Found:
 
 
 def _hit(n: int, event: str | None, text: str) -> dict:
-    return {"id": f"s{n}", "path": f"sessions/shop/s{n}.md", "type": "session", "event": event, "score": 0.9,
-            "meaning": 0.4, "passage": text, "date": "2026-11-02", "title": f"session {n}", "session": f"x{n}"}
+    return {
+        "id": f"s{n}",
+        "path": f"sessions/shop/s{n}.md",
+        "type": "session",
+        "event": event,
+        "score": 0.9,
+        "meaning": 0.4,
+        "passage": text,
+        "date": "2026-11-02",
+        "title": f"session {n}",
+        "session": f"x{n}",
+    }
 
 
 def test_of_a_captured_session_only_what_was_said_is_given_not_its_digest_nor_its_file_lists() -> None:
@@ -218,10 +285,12 @@ def test_of_a_captured_session_only_what_was_said_is_given_not_its_digest_nor_it
 
 
 def test_the_bar_wants_a_passage_clearly_about_the_prompt_or_standing_out_from_the_rest() -> None:
-    """"Cache the results of the pricing lookup in Redis" on a vault of coding sessions: the best
+    """ "Cache the results of the pricing lookup in Redis" on a vault of coding sessions: the best
     passage shares one word ("Redis") and is barely closer than average (meaning 0.003), and every
     passage is about as close as it: nothing (it used to pass on meaning > 0 alone)."""
-    said = "Search is limited to 30 requests per minute per token with a token bucket in Redis; 429 carries Retry-After."
+    said = (
+        "Search is limited to 30 requests per minute per token with a token bucket in Redis; 429 carries Retry-After."
+    )
     other = "Local runs use docker compose up with the dev profile; the seed script loads 50 demo customers."
 
     def hit(text: str, meaning: float, relevance: float, similarity: float) -> dict:
@@ -243,14 +312,22 @@ def _session_with_a_question(folder: Path) -> Path:
     from tests.helpers.sessions import Entries
 
     entries = Entries(random.Random(7), "pin-session", str(folder / "shop"), datetime(2026, 11, 2, 9, tzinfo=UTC))
-    said = [("The CI build uses whatever Node the runner happens to have. Make it reproducible.",
-             "I added an .nvmrc file and the setup-node step of the workflow now reads it. "
-             "Which Node version should the CI build pin?"),
-            ("Pin 20.11.1, the same as production runs.", "Done: .nvmrc holds 20.11.1 and the CI run passed."),
-            ("Show me the current git status", "Two files changed: .nvmrc and .github/workflows/ci.yml.")]
+    said = [
+        (
+            "The CI build uses whatever Node the runner happens to have. Make it reproducible.",
+            (
+                "I added an .nvmrc file and the setup-node step of the workflow now reads it. "
+                "Which Node version should the CI build pin?"
+            ),
+        ),
+        ("Pin 20.11.1, the same as production runs.", "Done: .nvmrc holds 20.11.1 and the CI run passed."),
+        ("Show me the current git status", "Two files changed: .nvmrc and .github/workflows/ci.yml."),
+    ]
     for prompt, answer in said:
         entries.add({"type": "user", "message": {"role": "user", "content": prompt}})
-        entries.add({"type": "assistant", "message": {"role": "assistant", "content": [{"type": "text", "text": answer}]}})
+        entries.add(
+            {"type": "assistant", "message": {"role": "assistant", "content": [{"type": "text", "text": answer}]}}
+        )
     return entries.write(folder / "pin-session.jsonl")
 
 
@@ -263,8 +340,9 @@ def test_a_passage_that_asks_a_question_carries_the_opening_of_the_reply(tmp_pat
     hub.start(background=False)
     try:
         capture(hub, read_transcript(_session_with_a_question(tmp_path)), tmp_path / "locks")
-        found = hub.call("recall", {"query": "which Node version does the CI build pin", "limit": 8,
-                                    "context": "shop"})["results"]
+        found = hub.call(
+            "recall", {"query": "which Node version does the CI build pin", "limit": 8, "context": "shop"}
+        )["results"]
         asked = next(h for h in found if "Which Node version should the CI build pin?" in h["passage"])
         assert asked["event"] == "response"
         assert asked["reply"] == "Pin 20.11.1, the same as production runs."
@@ -288,8 +366,10 @@ def test_a_sessions_relative_dates_are_given_with_the_day_they_mean_a_memorys_ar
 
 def test_a_passage_already_given_within_another_is_not_given_again() -> None:
     """A question's line carries its reply: the reply's own hit, further down, adds nothing."""
-    asked = {**_hit(1, "response", "Which Node version should the CI build pin?"),
-             "reply": "Pin 20.11.1, the same as production runs."}
+    asked = {
+        **_hit(1, "response", "Which Node version should the CI build pin?"),
+        "reply": "Pin 20.11.1, the same as production runs.",
+    }
     reply = {**_hit(1, "prompt", "Pin 20.11.1, the same as production runs."), "score": 0.8}
     given = prompt_context(_Found([asked, reply]), "shop", "which Node version does the CI build pin", 0.1)
     assert given.count("Pin 20.11.1") == 1 and "pin? → Pin 20.11.1" in given
@@ -297,16 +377,22 @@ def test_a_passage_already_given_within_another_is_not_given_again() -> None:
 
 def test_a_prompt_naming_a_day_gets_that_days_passages_first_and_the_day_counts_as_its_words() -> None:
     older = {**_hit(1, "response", "The worker timeout is 30 s, set in deploy/worker.yaml."), "date": "2026-10-01"}
-    newer = {**_hit(2, "response", "I raised the worker timeout to 45 s after the load test."), "score": 0.5,
-             "date": "2026-11-03"}
+    newer = {
+        **_hit(2, "response", "I raised the worker timeout to 45 s after the load test."),
+        "score": 0.5,
+        "date": "2026-11-03",
+    }
     prompt = "What did we do about the worker timeout on 3 November 2026?"
     given = prompt_context(_Found([older, newer]), "shop", prompt, 0.1, budget=125)
     assert "45 s" in given and "30 s" not in given  # room for one line: the named day's
     both = prompt_context(_Found([older, newer]), "shop", prompt, 0.1)
     assert both.index("45 s") < both.index("30 s")
     # "... yesterday" said on 4 November is about the 3rd: it counts as that day's too
-    said = {**_hit(3, "response", "The worker timeout went up to 45 s yesterday, after the load test failed."), "score": 0.5,
-            "date": "2026-11-04"}
+    said = {
+        **_hit(3, "response", "The worker timeout went up to 45 s yesterday, after the load test failed."),
+        "score": 0.5,
+        "date": "2026-11-04",
+    }
     assert "45 s yesterday (3 November 2026)" in prompt_context(_Found([older, said]), "shop", prompt, 0.1, budget=125)
     # Found by words alone (meaning 0): the line's day holds "November 2026", so 4 of the 4 terms are there
     plain = {**newer, "meaning": 0.0, "passage": "I raised the worker timeout to 45 s."}
@@ -317,8 +403,11 @@ def test_the_bar_weighs_the_passage_found_not_the_reply_it_carries() -> None:
     """A short question ("Can you explain that diff?") is close to any coding prompt; its reply is long
     but was not what matched: with the reply counted, 2 more of 45 unrelated coding prompts got passages
     on bench_hooks' vault of coding sessions."""
-    short = {**_hit(1, "prompt", "Can you explain that diff?"), "meaning": 0.2,
-             "reply": "It renames the retry helper, moves the backoff constants into config.py and adds two tests."}
+    short = {
+        **_hit(1, "prompt", "Can you explain that diff?"),
+        "meaning": 0.2,
+        "reply": "It renames the retry helper, moves the backoff constants into config.py and adds two tests.",
+    }
     assert prompt_context(_Found([short]), "shop", "Fix the failing CI build on the main branch", 0.1) == ""
 
 

@@ -26,13 +26,28 @@ SHOP, BLOG = Scope(context="shop"), Scope(context="blog")
 def three(engine: Engine) -> dict[str, dict]:
     """A memory of the shop project, one of the blog project, and a shared one, all about caching."""
     with scoped(SHOP):
-        shop = engine.scribe("Shop caching: Redis in front of the catalogue API.", title="Shop cache", category="eng",
-                             topic="cache", tags=["cache"])
+        shop = engine.scribe(
+            "Shop caching: Redis in front of the catalogue API.",
+            title="Shop cache",
+            category="eng",
+            topic="cache",
+            tags=["cache"],
+        )
     with scoped(BLOG):
-        blog = engine.scribe("Blog caching: the CDN caches rendered posts.", title="Blog cache", category="eng",
-                             topic="cache", tags=["cache"])
-    shared = engine.scribe("Caching rule of thumb: cache what is read often and changes rarely.",
-                           title="Caching rule", category="eng", topic="cache", tags=["cache"])
+        blog = engine.scribe(
+            "Blog caching: the CDN caches rendered posts.",
+            title="Blog cache",
+            category="eng",
+            topic="cache",
+            tags=["cache"],
+        )
+    shared = engine.scribe(
+        "Caching rule of thumb: cache what is read often and changes rarely.",
+        title="Caching rule",
+        category="eng",
+        topic="cache",
+        tags=["cache"],
+    )
     return {"shop": shop, "blog": blog, "shared": shared}
 
 
@@ -69,9 +84,15 @@ def test_every_read_tool_stays_in_scope(engine: Engine, three: dict[str, dict]) 
         assert engine.analyze_knowledge()["notes"] == 2
         exported = engine.export("json")["content"]["memories"]
         assert {m["id"] for m in exported} == {shop_id, three["shared"]["id"]}
-        for method, args in (("get_memories", {"ids": [blog_id]}), ("revise", {"id": blog_id, "text": "x"}),
-                             ("erase", {"id": blog_id}), ("related", {"id": blog_id}), ("timeline", {"id": blog_id}),
-                             ("get_links", {"id": blog_id}), ("link", {"source": shop_id, "target": blog_id})):
+        for method, args in (
+            ("get_memories", {"ids": [blog_id]}),
+            ("revise", {"id": blog_id, "text": "x"}),
+            ("erase", {"id": blog_id}),
+            ("related", {"id": blog_id}),
+            ("timeline", {"id": blog_id}),
+            ("get_links", {"id": blog_id}),
+            ("link", {"source": shop_id, "target": blog_id}),
+        ):
             with pytest.raises(NoteNotFoundError):
                 getattr(engine, method)(**args)
         engine.link(shop_id, three["shared"]["id"])  # shared memories are in every scope
@@ -121,9 +142,14 @@ def test_the_hub_scopes_each_call_and_forwards_the_scope(settings: Settings) -> 
     follower.start()
     try:
         shop = owner.call("scribe", {"text": "Owner's shop note on refunds.", "title": "Refunds"})
-        blog = follower.call("scribe", {"text": "Blog note on refunds policy.", "title": "Blog refunds", "context": "blog"})
+        blog = follower.call(
+            "scribe", {"text": "Blog note on refunds policy.", "title": "Blog refunds", "context": "blog"}
+        )
         assert follower.role == "follower"
-        found = {h["id"] for h in follower.call("memorize", {"query": "refunds", "context": "blog", "mode": "keyword"})["results"]}
+        found = {
+            h["id"]
+            for h in follower.call("memorize", {"query": "refunds", "context": "blog", "mode": "keyword"})["results"]
+        }
         assert found == {blog["id"]}
         found = {h["id"] for h in owner.call("memorize", {"query": "refunds", "mode": "keyword"})["results"]}
         assert found == {shop["id"]}

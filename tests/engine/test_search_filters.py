@@ -3,6 +3,7 @@ embedder does with Korean. Real Chroma (embedded) and the real catalog in temp v
 
 from __future__ import annotations
 
+import itertools
 import subprocess
 import sys
 import textwrap
@@ -33,7 +34,7 @@ def test_matrix_query_is_exact_and_follows_puts_and_removes(share: float) -> Non
     q = rng.normal(size=16).astype(np.float32)
     got = matrix.query(q, 10, tuple(allowed))
     assert [cid for cid, _ in got] == _brute_force(vectors, q, allowed, 10)
-    assert all(a[1] >= b[1] for a, b in zip(got, got[1:]))
+    assert all(a[1] >= b[1] for a, b in itertools.pairwise(got))
 
     matrix.remove(allowed[:5])  # removed rows never come back, and their slots are reused
     new = {f"n{i}": rng.normal(size=16).astype(np.float32) for i in range(5)}
@@ -94,9 +95,15 @@ def test_a_growing_matrix_never_holds_its_rows_twice() -> None:
 
 def test_filtered_semantic_search_matches_the_unfiltered_ranking(engine: Engine) -> None:
     for i in range(30):
-        engine.scribe(f"Note {i} about harbour cranes and cargo number {i}.", title=f"N{i}", category="even" if i % 2 == 0 else "odd")
+        engine.scribe(
+            f"Note {i} about harbour cranes and cargo number {i}.",
+            title=f"N{i}",
+            category="even" if i % 2 == 0 else "odd",
+        )
     everything = engine.memorize("harbour cranes cargo", limit=30, mode="semantic")["results"]
-    filtered = engine.memorize("harbour cranes cargo", limit=15, mode="semantic", filter={"category": "even"})["results"]
+    filtered = engine.memorize("harbour cranes cargo", limit=15, mode="semantic", filter={"category": "even"})[
+        "results"
+    ]
     expected = [h for h in everything if h["category"] == "even"]
     assert {h["id"] for h in filtered} == {h["id"] for h in expected}
     # the same similarities in the same order (notes that tie may swap places)
@@ -114,7 +121,9 @@ def test_a_repeated_filter_sees_every_write_in_between(engine: Engine, vault: Pa
     assert added["id"] not in {h["id"] for h in engine.memorize("deploy", filter=spec, mode="semantic")["results"]}
     (vault / "ops" / "Hand.md").write_text("---\ncategory: ops\n---\nHand-written deploy checklist.\n")
     engine.reconcile()
-    assert "ops/Hand.md" in {h["path"] for h in engine.memorize("deploy checklist", filter=spec, mode="semantic")["results"]}
+    assert "ops/Hand.md" in {
+        h["path"] for h in engine.memorize("deploy checklist", filter=spec, mode="semantic")["results"]
+    }
     engine.erase(first[0]["id"])
     assert first[0]["id"] not in {h["id"] for h in engine.memorize("deploy", filter=spec, mode="semantic")["results"]}
 
@@ -132,7 +141,9 @@ def test_english_only_embedder_ranks_korean_queries_by_keywords_and_says_so(vaul
     settings = Settings(vault=vault, embedder="minilm", watch=False)
     engine = open_engine(settings, embedder=_minilm())
     try:
-        target = engine.scribe("배포는 ArgoCD 로 동기화한다. 롤백은 이전 리비전으로 한다.", title="배포 절차", category="ops")
+        target = engine.scribe(
+            "배포는 ArgoCD 로 동기화한다. 롤백은 이전 리비전으로 한다.", title="배포 절차", category="ops"
+        )
         for i in range(5):
             engine.scribe(f"회의록 {i}: 점심 메뉴와 휴가 일정을 정했다.", title=f"회의 {i}", category="misc")
         korean = engine.memorize("배포 롤백 방법")
@@ -166,7 +177,9 @@ def test_kept_filter_answers_equal_fresh_ones_after_any_writes(engine: Engine, v
     from spellbook.index.filters import to_sql
 
     rng = random.Random(5)
-    filters = [to_sql(Filter(**f)) for f in ({"category": "a"}, {"tags_any": ["x"]}, {"category": "b", "importance": 3})]
+    filters = [
+        to_sql(Filter(**f)) for f in ({"category": "a"}, {"tags_any": ["x"]}, {"category": "b", "importance": 3})
+    ]
     ids: list[str] = []
 
     def check() -> None:
@@ -177,11 +190,18 @@ def test_kept_filter_answers_equal_fresh_ones_after_any_writes(engine: Engine, v
     for step in range(60):
         action = rng.choice(["scribe", "scribe", "revise", "erase", "hand"])
         if action == "scribe" or not ids:
-            out = engine.scribe(f"Note {step} about otters.\n\n## More\n\nSection {step}.", title=f"T{step}",
-                                category=rng.choice("ab"), tags=[rng.choice("xyz")], importance=rng.randint(1, 5))
+            out = engine.scribe(
+                f"Note {step} about otters.\n\n## More\n\nSection {step}.",
+                title=f"T{step}",
+                category=rng.choice("ab"),
+                tags=[rng.choice("xyz")],
+                importance=rng.randint(1, 5),
+            )
             ids.append(out["id"])
         elif action == "revise":
-            engine.revise(rng.choice(ids), category=rng.choice("ab"), tags=[rng.choice("xyz")], importance=rng.randint(1, 5))
+            engine.revise(
+                rng.choice(ids), category=rng.choice("ab"), tags=[rng.choice("xyz")], importance=rng.randint(1, 5)
+            )
         elif action == "erase":
             engine.erase(ids.pop(rng.randrange(len(ids))))
         else:

@@ -13,11 +13,16 @@ import pytest
 
 from spellbook.config import Settings
 from spellbook.embedders.hashing import HashingEmbedder
-from spellbook.engine import Engine
-from spellbook.engine import ranking
+from spellbook.engine import Engine, ranking
 
-TOPICS = ["harbour boats gulls", "kiln glaze clay", "river delta silt", "lantern festival kites", "서울 지하철 노선",
-          "東京 電車 時刻表"]
+TOPICS = [
+    "harbour boats gulls",
+    "kiln glaze clay",
+    "river delta silt",
+    "lantern festival kites",
+    "서울 지하철 노선",
+    "東京 電車 時刻表",
+]
 
 
 @pytest.fixture
@@ -31,9 +36,13 @@ def engine(vault, monkeypatch):
     ids = []
     for i in range(90):
         words = " ".join(rng.sample(" ".join(TOPICS).split(), 6))
-        note = engine.scribe(f"Note {i}: {words}. {rng.choice(TOPICS)}.", title=f"Note {i} {rng.choice(TOPICS)}",
-                             category=rng.choice(["a", "b"]), importance=rng.randint(1, 5),
-                             keywords=rng.sample(" ".join(TOPICS).split(), 2))
+        note = engine.scribe(
+            f"Note {i}: {words}. {rng.choice(TOPICS)}.",
+            title=f"Note {i} {rng.choice(TOPICS)}",
+            category=rng.choice(["a", "b"]),
+            importance=rng.randint(1, 5),
+            keywords=rng.sample(" ".join(TOPICS).split(), 2),
+        )
         ids.append(note["id"])
     engine.link(ids[3], ids[7], relation="supersedes")
     engine.revise(ids[11], expires="2020-01-01")
@@ -89,7 +98,9 @@ def test_a_scribes_similar_notes_are_those_of_reading_every_nearest_chunk(engine
             chunks = engine.catalog.chunks([cid for cid, _ in found])
             now = expires_key(dt.datetime.now(dt.UTC))
             notes = {p: n for p, n in engine.catalog.notes_at(c.path for c in chunks.values()).items() if n.live(now)}
-            want = [(n.note_id, round(s, 4)) for _, s, _, n in _best_per_note(found, chunks, notes, limit, exclude=row.path)]
+            want = [
+                (n.note_id, round(s, 4)) for _, s, _, n in _best_per_note(found, chunks, notes, limit, exclude=row.path)
+            ]
             assert [(h["id"], h["similarity"]) for h in got] == want, (row.path, limit)
             assert gone["id"] not in [h["id"] for h in got]
             checked += 1
@@ -99,14 +110,21 @@ def test_a_scribes_similar_notes_are_those_of_reading_every_nearest_chunk(engine
 def _dated(vault, name: str, when: str, text: str, key: str = "started") -> None:
     (vault / "sessions").mkdir(exist_ok=True)
     (vault / "sessions" / f"{name}.md").write_text(
-        f"---\ntitle: {name}\ntype: session\n{key}: {when}\n---\n{text}\n", encoding="utf-8")
+        f"---\ntitle: {name}\ntype: session\n{key}: {when}\n---\n{text}\n", encoding="utf-8"
+    )
 
 
 @pytest.mark.parametrize("key", ["started", "created"])
 def test_a_query_naming_a_time_favours_the_notes_of_that_time(vault, key) -> None:
-    """"Who cooked a curry in July 2022?": the note of July 2022 first, though another holds the same
+    """ "Who cooked a curry in July 2022?": the note of July 2022 first, though another holds the same
     words more often; a session's start (else when the note was written) is its time."""
-    _dated(vault, "first", "2022-03-10T09:00:00Z", "Nate cooked a curry. Nate cooked a curry again, the curry was good.", key)
+    _dated(
+        vault,
+        "first",
+        "2022-03-10T09:00:00Z",
+        "Nate cooked a curry. Nate cooked a curry again, the curry was good.",
+        key,
+    )
     _dated(vault, "second", "2022-07-04T09:00:00Z", "Nate cooked a curry for his friends after the long walk.", key)
     for topic in TOPICS:
         _dated(vault, f"about {topic.split()[0]}", "2022-07-06T09:00:00Z", f"Joanna wrote about {topic}.", key)
@@ -114,7 +132,8 @@ def test_a_query_naming_a_time_favours_the_notes_of_that_time(vault, key) -> Non
     engine.start()
     try:
         for mode in ("hybrid", "keyword"):
-            def titles(query: str) -> list[str]:
+
+            def titles(query: str, mode: str = mode) -> list[str]:
                 return [h["title"] for h in engine.memorize(query, mode=mode)["results"]]
 
             assert titles("Who cooked a curry?")[:2] == ["first", "second"], mode
@@ -128,12 +147,16 @@ def test_the_hits_of_a_query_naming_a_time_are_those_of_scoring_every_candidate(
     rng = random.Random(5)
     for i in range(60):
         words = " ".join(rng.sample(" ".join(TOPICS[:4]).split(), 6))
-        _dated(vault, f"n{i}", f"2022-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}T10:00:00Z", f"Note {i}: {words}.")
+        _dated(
+            vault, f"n{i}", f"2022-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}T10:00:00Z", f"Note {i}: {words}."
+        )
     engine = Engine(Settings(vault=vault, embedder="hashing", watch=False), embedder=HashingEmbedder())
     engine.start()
     try:
-        queries = [" ".join(rng.sample(" ".join(TOPICS[:4]).split(), 3)) + f" in {month} 2022"
-                   for month in ("March", "July", "October")]
+        queries = [
+            " ".join(rng.sample(" ".join(TOPICS[:4]).split(), 3)) + f" in {month} 2022"
+            for month in ("March", "July", "October")
+        ]
         monkeypatch.setattr(ranking, "batch_size", lambda limit: 1)
         early = [engine.memorize(q, limit=5, mode=m)["results"] for q in queries for m in ("hybrid", "keyword")]
         _all_scored(monkeypatch)
@@ -150,10 +173,18 @@ def test_a_query_naming_a_time_looks_deep_enough_to_find_the_note_of_that_time(v
     for i in range(60):
         _dated(vault, f"other {i}", "2022-05-01T09:00:00Z", f"Note {i}: {TOPICS[i % 4]}.")
     for i in range(70):
-        _dated(vault, f"march {i}", f"2022-03-{i % 28 + 1:02d}T09:00:00Z",
-               f"Curry night {i}: the curry, more curry, and {TOPICS[i % 4]}.")
-    _dated(vault, "dinner", "2022-07-04T09:00:00Z",
-           "Nate cooked for his friends after the long walk by the harbour; there was curry, rice, salad and a cake.")
+        _dated(
+            vault,
+            f"march {i}",
+            f"2022-03-{i % 28 + 1:02d}T09:00:00Z",
+            f"Curry night {i}: the curry, more curry, and {TOPICS[i % 4]}.",
+        )
+    _dated(
+        vault,
+        "dinner",
+        "2022-07-04T09:00:00Z",
+        "Nate cooked for his friends after the long walk by the harbour; there was curry, rice, salad and a cake.",
+    )
     engine = Engine(Settings(vault=vault, embedder="hashing", watch=False), embedder=HashingEmbedder())
     engine.start()
     try:

@@ -60,7 +60,12 @@ def _parse_in_child(text: str, tmp_path: Path, timeout: float = 20) -> dict:
     )
     done = subprocess.run(
         [sys.executable, "-c", code, str(note)],
-        capture_output=True, text=True, timeout=timeout, cwd=ROOT, env=child_env(PYTHONPATH=str(ROOT)),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
+        env=child_env(PYTHONPATH=str(ROOT)),
+        check=False,
     )
     assert done.returncode == 0, done.stderr[-2000:]
     return json.loads(done.stdout)
@@ -139,7 +144,12 @@ def test_hostile_notes_never_stop_the_index(tmp_path: Path) -> None:
     (vault / "good.md").write_text("---\ntitle: Good\ntags: [ok]\n---\nthe laughs body of a good note\n")
     done = subprocess.run(
         [sys.executable, "-c", ENGINE_SCRIPT, str(vault)],
-        capture_output=True, text=True, timeout=120, cwd=ROOT, env=child_env(PYTHONPATH=str(ROOT)),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        env=child_env(PYTHONPATH=str(ROOT)),
+        check=False,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     out = json.loads(done.stdout.strip().splitlines()[-1])
@@ -181,7 +191,12 @@ print(json.dumps({"error": error, "grown_mb": grown}))
 def _import_in_child(file: Path) -> dict:
     done = subprocess.run(
         [sys.executable, "-c", IMPORT_SCRIPT, str(file)],
-        capture_output=True, text=True, timeout=120, cwd=ROOT, env=child_env(PYTHONPATH=str(ROOT)),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        env=child_env(PYTHONPATH=str(ROOT)),
+        check=False,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -203,10 +218,17 @@ def test_an_import_of_millions_of_empty_entries_is_refused_in_bounded_memory(tmp
     [
         ('{"spellbook_export": 1, "memories": [' + "[" * 200_000 + "]" * 200_000 + "]}", "nested deeper than 32"),
         ("[" * 200_000 + "]" * 200_000, "nested deeper than 32"),
-        ('{"type": "entity", "name": "a", "entityType": "x", "observations": ' + "[" * 100_000 + "]" * 100_000 + "}",
-         "line 1: nested deeper"),
-        ('{"spellbook_export": 1, "memories": [{"id": "a", "path": "a.md", "body": "", "metadata": {"x": '
-         + "[" * 40 + "]" * 40 + "}}]}", "metadata is nested deeper than 32"),
+        (
+            '{"type": "entity", "name": "a", "entityType": "x", "observations": ' + "[" * 100_000 + "]" * 100_000 + "}",
+            "line 1: nested deeper",
+        ),
+        (
+            '{"spellbook_export": 1, "memories": [{"id": "a", "path": "a.md", "body": "", "metadata": {"x": '
+            + "[" * 40
+            + "]" * 40
+            + "}}]}",
+            "metadata is nested deeper than 32",
+        ),
         ('{"type": "relation", "from": "a", "to": "b", "relationType": "r"}\n' * 100_001, "more than 100,000 lines"),
     ],
     ids=["deep-export", "deep-top", "deep-jsonl", "deep-metadata", "many-lines"],
@@ -234,21 +256,73 @@ def test_an_import_keeps_secrets_out_of_ids_paths_and_titles(engine, vault: Path
 
 # --- fuzzing: arbitrary input never raises and never takes long ----------------------------------
 
-from hypothesis import HealthCheck, given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
+import itertools
 
-from spellbook.vault.privacy import redact, redact_data  # noqa: E402
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-# Inputs reach about 200 KB (a huge scalar) and 60 KB (YAML). Each call is timed by the test itself (generously, for a shared 2-core machine); Hypothesis'
-# own deadline is off because its first-call timing includes imports and warm-up.
-FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+from spellbook.vault.privacy import redact, redact_data
+
+# Inputs reach about 200 KB (a huge scalar) and 60 KB (YAML). Each call is timed by the test itself
+# (generously, for a shared 2-core machine); Hypothesis' own deadline is off because its first-call
+# timing includes imports and warm-up.
+FUZZ = settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
 CALL_SECONDS = 1.0
 
 YAML_BITS = [
-    "[", "]", "{", "}", ", ", ": ", "- ", "\n", "  ", "\t", "&a ", "&b ", "*a", "*b", "<<: ", "? ", "|\n", ">-\n",
-    "'", '"', "#", "!!binary ", "!!set ", "!!omap ", "!!python/object ", "!!timestamp ", "!!int ", "!!float ",
-    "2026-02-30", "2026-01-02T03:04:05+09:00", "1e999", "0x1F", "0o17", "~", "null", "yes", "1_000", ".inf", ".nan",
-    "9" * 5000, "key", "title", "tags", "id", "한국어", "日本語", "\\u0000", "\r\n", "---", "...", "%YAML 1.1\n",
+    "[",
+    "]",
+    "{",
+    "}",
+    ", ",
+    ": ",
+    "- ",
+    "\n",
+    "  ",
+    "\t",
+    "&a ",
+    "&b ",
+    "*a",
+    "*b",
+    "<<: ",
+    "? ",
+    "|\n",
+    ">-\n",
+    "'",
+    '"',
+    "#",
+    "!!binary ",
+    "!!set ",
+    "!!omap ",
+    "!!python/object ",
+    "!!timestamp ",
+    "!!int ",
+    "!!float ",
+    "2026-02-30",
+    "2026-01-02T03:04:05+09:00",
+    "1e999",
+    "0x1F",
+    "0o17",
+    "~",
+    "null",
+    "yes",
+    "1_000",
+    ".inf",
+    ".nan",
+    "9" * 5000,
+    "key",
+    "title",
+    "tags",
+    "id",
+    "한국어",
+    "日本語",
+    "\\u0000",
+    "\r\n",
+    "---",
+    "...",
+    "%YAML 1.1\n",
 ]
 yamlish = st.lists(st.sampled_from(YAML_BITS) | st.text(max_size=20), max_size=300).map("".join)
 
@@ -305,11 +379,50 @@ def test_fuzz_parse_note_on_yamlish_frontmatter(front: str, newline: str) -> Non
 
 
 PRIVACY_BITS = [
-    "<private>", "</private>", "< private >", "</ private>", "<PRIVATE", "<private a='1'>", "<", ">", "/", "private",
-    "\n\n", "\n", " ", "password=", "password: ", "--token ", "<password>", "</password>", "비밀번호: ", "비밀번호는 ",
-    "パスワードは「", "」", "暗証番号: ", "API 키: ", "ghp_", "sk-", "AKIA", "eyJ", "-----BEGIN RSA PRIVATE KEY-----",
-    "-----END RSA PRIVATE KEY-----", "Bearer ", "Authorization: ", "://", "a:b@", "[REDACTED:jwt]", "${", "}", "'", '"',
-    "Xk9mPq2wZ7", "a" * 300, "1" * 300, "-" * 300, "\\n",
+    "<private>",
+    "</private>",
+    "< private >",
+    "</ private>",
+    "<PRIVATE",
+    "<private a='1'>",
+    "<",
+    ">",
+    "/",
+    "private",
+    "\n\n",
+    "\n",
+    " ",
+    "password=",
+    "password: ",
+    "--token ",
+    "<password>",
+    "</password>",
+    "비밀번호: ",
+    "비밀번호는 ",
+    "パスワードは「",
+    "」",
+    "暗証番号: ",
+    "API 키: ",
+    "ghp_",
+    "sk-",
+    "AKIA",
+    "eyJ",
+    "-----BEGIN RSA PRIVATE KEY-----",
+    "-----END RSA PRIVATE KEY-----",
+    "Bearer ",
+    "Authorization: ",
+    "://",
+    "a:b@",
+    "[REDACTED:jwt]",
+    "${",
+    "}",
+    "'",
+    '"',
+    "Xk9mPq2wZ7",
+    "a" * 300,
+    "1" * 300,
+    "-" * 300,
+    "\\n",
 ]
 
 
@@ -321,7 +434,7 @@ PRIVACY_BITS = [
 def test_fuzz_redact_on_arbitrary_text_with_partial_tags(parts: list[str], repeat: int) -> None:
     text = ("".join(parts) * repeat)[:50_000]
     out, found = _timed(redact, text)
-    assert all(a.end <= b.start for a, b in zip(found, found[1:]))
+    assert all(a.end <= b.start for a, b in itertools.pairwise(found))
     assert redact(out)[0] == out  # idempotent: nothing left to find, markers are never matched again
 
 
@@ -333,7 +446,7 @@ def test_redact_leaves_nothing_for_a_second_pass(parts: list[str], repeat: int) 
     after it, a value passed over holding the next key), this one finds such a case in about half
     of its runs against the code before those fixes."""
     out, found = redact("".join(parts) * repeat)
-    assert all(a.end <= b.start for a, b in zip(found, found[1:]))
+    assert all(a.end <= b.start for a, b in itertools.pairwise(found))
     assert redact(out) == (out, [])
 
 
@@ -350,10 +463,18 @@ def test_budgets_hold_without_libyaml(tmp_path: Path) -> None:
         print(json.dumps([parse_note(text).problem for text in cases]))
         """
     )
-    cases = [ATTACKS[name][0] for name in ("nested-600", "laughs", "cycle")] + ["---\ntitle: ok\ntags: [a]\n---\nbody\n"]
+    cases = [ATTACKS[name][0] for name in ("nested-600", "laughs", "cycle")] + [
+        "---\ntitle: ok\ntags: [a]\n---\nbody\n"
+    ]
     done = subprocess.run(
-        [sys.executable, "-c", code], input=json.dumps(cases), capture_output=True, text=True, timeout=60,
-        cwd=ROOT, env=child_env(PYTHONPATH=str(ROOT)),
+        [sys.executable, "-c", code],
+        input=json.dumps(cases),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+        env=child_env(PYTHONPATH=str(ROOT)),
+        check=False,
     )
     assert done.returncode == 0, done.stderr[-2000:]
     problems = json.loads(done.stdout)

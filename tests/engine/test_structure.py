@@ -43,13 +43,24 @@ def _write(vault: Path, path: str, text: str) -> Path:
 
 def _seed(engine: Engine) -> dict[str, str]:
     ids = {
-        "deploy": engine.scribe("Deploys go through GitHub Actions, then ArgoCD.", title="Deploy pipeline",
-                                category="ops", topic="deploy", tags=["ci"])["id"],
-        "rollback": engine.scribe("Roll back with argocd app rollback.", title="Rollback", category="ops",
-                                  topic="deploy", tags=["ci", "argocd"])["id"],
+        "deploy": engine.scribe(
+            "Deploys go through GitHub Actions, then ArgoCD.",
+            title="Deploy pipeline",
+            category="ops",
+            topic="deploy",
+            tags=["ci"],
+        )["id"],
+        "rollback": engine.scribe(
+            "Roll back with argocd app rollback.",
+            title="Rollback",
+            category="ops",
+            topic="deploy",
+            tags=["ci", "argocd"],
+        )["id"],
         "oncall": engine.scribe("Alice is on call this week.", title="On-call", category="ops", topic="oncall")["id"],
-        "tea": engine.scribe("Green tea steeps for 2 minutes.", title="Tea", category="kitchen", topic="drinks",
-                             tags=["tea"])["id"],
+        "tea": engine.scribe(
+            "Green tea steeps for 2 minutes.", title="Tea", category="kitchen", topic="drinks", tags=["tea"]
+        )["id"],
     }
     return ids
 
@@ -119,7 +130,9 @@ def test_describe_writes_about_files_and_keeps_hand_edits(engine: Engine, vault:
     again = engine.describe("OPS", topic="Deploy", summary="Merge to prod")  # the folder on disk, whatever the case
     assert again["path"] == "ops/deploy/_about.md" and not again["created"]
     category = engine.describe("ops", description="Operations.")
-    assert category["path"] == "ops/_about.md" and engine.get_index()["categories"]["ops"]["description"] == "Operations."
+    assert (
+        category["path"] == "ops/_about.md" and engine.get_index()["categories"]["ops"]["description"] == "Operations."
+    )
     with pytest.raises(InvalidInputError, match="Nothing to write"):
         engine.describe("ops")
     with pytest.raises(InvalidInputError, match="category is empty"):
@@ -183,7 +196,9 @@ def test_overview_notes_list_topics_without_churn_and_never_overwrite_edits(vaul
         assert engine.write_overviews(force=True) == {"written": [], "kept": []}
         assert file.stat().st_mtime_ns == stamp  # byte-identical content: no write
         # never a memory
-        assert not any(h["path"].endswith("_overview.md") for h in engine.memorize("Deploy pipeline", limit=20)["results"])
+        assert not any(
+            h["path"].endswith("_overview.md") for h in engine.memorize("Deploy pipeline", limit=20)["results"]
+        )
 
         engine.scribe("Bob is on call next week.", title="Next on-call", category="ops", topic="oncall")
         engine.write_overviews()
@@ -226,12 +241,27 @@ def test_structure_tools_over_stdio(tmp_path: Path) -> None:
             tools = {t.name: t for t in (await client.list_tools()).tools}
             assert {"describe", "erase_topic", "get_index", "get_topic"} <= set(tools)
             assert "scope" in tools["get_index"].input_schema["properties"]
-            await call(client, "scribe", text="Deploys go through GitHub Actions.", title="Deploy",
-                       category="ops", topic="deploy", tags=["ci"])
-            await call(client, "scribe", text="Roll back with argocd.", title="Rollback", category="ops", topic="deploy")
-            described = await call(client, "describe", category="ops", topic="deploy",
-                                   description="From merge to running pods.", summary="How code ships",
-                                   keywords=["ci", "argocd"])
+            await call(
+                client,
+                "scribe",
+                text="Deploys go through GitHub Actions.",
+                title="Deploy",
+                category="ops",
+                topic="deploy",
+                tags=["ci"],
+            )
+            await call(
+                client, "scribe", text="Roll back with argocd.", title="Rollback", category="ops", topic="deploy"
+            )
+            described = await call(
+                client,
+                "describe",
+                category="ops",
+                topic="deploy",
+                description="From merge to running pods.",
+                summary="How code ships",
+                keywords=["ci", "argocd"],
+            )
             assert described["path"] == "ops/deploy/_about.md" and (vault / described["path"]).is_file()
             await call(client, "describe", category="ops", description="Operations: how we run production.")
 

@@ -25,8 +25,10 @@ from spellbook.sessions.transcript import read_transcript
 from tests.helpers.coding_sessions import SHOP, write_project
 from tests.helpers.processes import SPELLBOOK, child_env
 
-ANSWER = ("Outcome: The shop API listens on port 8080.\nDecided: httpx over requests, for HTTP/2.\n"
-          "Open: load test checkout with k6.")
+ANSWER = (
+    "Outcome: The shop API listens on port 8080.\nDecided: httpx over requests, for HTTP/2.\n"
+    "Open: load test checkout with k6."
+)
 
 
 class Stub:
@@ -39,21 +41,39 @@ class Stub:
         stub = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 (the stdlib's name)
+            def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 stub.requests.append((self.path, body, dict(self.headers)))
                 time.sleep(stub.delay)
                 prompt, completion = stub.usage
                 if self.path == "/api/chat":
-                    data = {"model": body["model"], "created_at": "2026-11-28T00:00:00Z", "done": True,
-                            "done_reason": "stop", "message": {"role": "assistant", "content": stub.answer},
-                            "prompt_eval_count": prompt, "eval_count": completion}
+                    data = {
+                        "model": body["model"],
+                        "created_at": "2026-11-28T00:00:00Z",
+                        "done": True,
+                        "done_reason": "stop",
+                        "message": {"role": "assistant", "content": stub.answer},
+                        "prompt_eval_count": prompt,
+                        "eval_count": completion,
+                    }
                 else:
-                    data = {"id": "x", "object": "chat.completion", "model": body["model"],
-                            "choices": [{"index": 0, "message": {"role": "assistant", "content": stub.answer},
-                                         "finish_reason": "stop"}],
-                            "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
-                                      "total_tokens": prompt + completion}}
+                    data = {
+                        "id": "x",
+                        "object": "chat.completion",
+                        "model": body["model"],
+                        "choices": [
+                            {
+                                "index": 0,
+                                "message": {"role": "assistant", "content": stub.answer},
+                                "finish_reason": "stop",
+                            }
+                        ],
+                        "usage": {
+                            "prompt_tokens": prompt,
+                            "completion_tokens": completion,
+                            "total_tokens": prompt + completion,
+                        },
+                    }
                 raw = json.dumps(data).encode() if stub.status == 200 else b'{"error": "boom"}'
                 try:
                     self.send_response(stub.status)
@@ -87,10 +107,10 @@ def sessions(tmp_path: Path):
     return [read_transcript(file) for file, _ in write_project(tmp_path, SHOP)]
 
 
-def test_ollama_writes_the_digest_and_its_spend_is_counted_and_shown_by_stats(tmp_path: Path, stub: Stub,
-                                                                              vault: Path) -> None:
-    settings = Settings(vault=vault, embedder="hashing", watch=False, summariser="ollama:tiny",
-                        ollama_url=stub.url)
+def test_ollama_writes_the_digest_and_its_spend_is_counted_and_shown_by_stats(
+    tmp_path: Path, stub: Stub, vault: Path
+) -> None:
+    settings = Settings(vault=vault, embedder="hashing", watch=False, summariser="ollama:tiny", ollama_url=stub.url)
     session = sessions(tmp_path)[4]
     made = summarise(settings, session, digest(session))
     path, body, _ = stub.requests[0]
@@ -108,16 +128,28 @@ def test_ollama_writes_the_digest_and_its_spend_is_counted_and_shown_by_stats(tm
         text = hub.call("get_memories", {"ids": [note["id"]]})["memories"][0]["text"]
         assert "Digest written by ollama:tiny" in text and parse(text).decided == ["httpx over requests, for HTTP/2."]
         stats = hub.call("stats")["summariser"]
-        assert (stats["model"], stats["tokens"], stats["daily_tokens"], stats["calls"]) == ("ollama:tiny", 150, 50_000, 1)
+        assert (stats["model"], stats["tokens"], stats["daily_tokens"], stats["calls"]) == (
+            "ollama:tiny",
+            150,
+            50_000,
+            1,
+        )
     finally:
         hub.close()
 
 
-def test_openai_compatible_endpoint_and_the_daily_cap_is_never_passed(tmp_path: Path, stub: Stub, vault: Path,
-                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_openai_compatible_endpoint_and_the_daily_cap_is_never_passed(
+    tmp_path: Path, stub: Stub, vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(summariser, "DAILY_TOKENS", 9_000)
-    settings = Settings(vault=vault, embedder="hashing", watch=False, summariser="openai:small",
-                        openai_url=stub.url + "/v1", openai_api_key="sk-test")
+    settings = Settings(
+        vault=vault,
+        embedder="hashing",
+        watch=False,
+        summariser="openai:small",
+        openai_url=stub.url + "/v1",
+        openai_api_key="sk-test",
+    )
     stub.usage = (2_500, 300)
     made = []
     for session in sessions(tmp_path):
@@ -128,12 +160,13 @@ def test_openai_compatible_endpoint_and_the_daily_cap_is_never_passed(tmp_path: 
     assert stub.requests[0][1]["max_tokens"] == 400
     assert day["calls"] == len(stub.requests) >= 1 and day["tokens"] == 2_800 * day["calls"]
     assert day["refused"] == 8 - day["calls"] >= 1  # once what is left cannot pay for a call, no call is made
-    assert [d.by for d in made[day["calls"]:]] == [""] * day["refused"]  # and the extractive digest stays
+    assert [d.by for d in made[day["calls"] :]] == [""] * day["refused"]  # and the extractive digest stays
     assert made[-1].open == ["upgrade Django to 5.1 once django-celery-beat 2.7 is out."]
 
 
-def test_an_error_or_a_timeout_leaves_the_extractive_digest(tmp_path: Path, stub: Stub, vault: Path,
-                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_error_or_a_timeout_leaves_the_extractive_digest(
+    tmp_path: Path, stub: Stub, vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     settings = Settings(vault=vault, embedder="hashing", watch=False, summariser="ollama:tiny", ollama_url=stub.url)
     first, second, third = sessions(tmp_path)[:3]
     stub.status = 500
@@ -160,14 +193,26 @@ def test_the_capture_hook_summarises_when_asked_and_session_start_briefs_from_it
     summarised = dict(base, SPELLBOOK_SUMMARISER="ollama:tiny", SPELLBOOK_OLLAMA_URL=stub.url)
     for file, env in ((files[4][0], summarised), (files[7][0], base)):
         payload = {"session_id": file.stem, "transcript_path": str(file), "cwd": "/home/dev/shop"}
-        subprocess.run([SPELLBOOK, "hook", "capture", "--vault", str(vault)], input=json.dumps(payload).encode(),
-                       env=env, check=True, capture_output=True, timeout=120)
+        subprocess.run(
+            [SPELLBOOK, "hook", "capture", "--vault", str(vault)],
+            input=json.dumps(payload).encode(),
+            env=env,
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
     assert len(stub.requests) == 1 and spent(vault / ".spellbook")["tokens"] == 150
     notes = sorted((vault / "sessions" / "shop").glob("*.md"))
     assert ["Digest written by ollama:tiny" in n.read_text(encoding="utf-8") for n in notes] == [True, False]
     start = {"session_id": "new", "cwd": "/home/dev/shop", "hook_event_name": "SessionStart", "source": "startup"}
-    out = subprocess.run([SPELLBOOK, "hook", "SessionStart", "--vault", str(vault)], input=json.dumps(start).encode(),
-                         env=base, check=True, capture_output=True, timeout=120).stdout.decode()
+    out = subprocess.run(
+        [SPELLBOOK, "hook", "SessionStart", "--vault", str(vault)],
+        input=json.dumps(start).encode(),
+        env=base,
+        check=True,
+        capture_output=True,
+        timeout=120,
+    ).stdout.decode()
     opened = out.split("## Left open\n", 1)[1].split("\n## ", 1)[0]
     assert "upgrade Django to 5.1" in opened and "load test checkout with k6." in opened  # extractive, then the model's
     assert "- Decided: httpx over requests, for HTTP/2." in out

@@ -73,7 +73,9 @@ def test_the_next_batch_is_embedded_while_one_is_written(opened: tuple[Engine, G
     assert engine.vectors.ids() == engine.catalog.all_chunk_ids()
 
 
-def test_a_file_changed_while_its_batch_was_embedded_is_indexed_as_it_is_now(opened: tuple[Engine, Gated, Path]) -> None:
+def test_a_file_changed_while_its_batch_was_embedded_is_indexed_as_it_is_now(
+    opened: tuple[Engine, Gated, Path],
+) -> None:
     engine, embedder, vault = opened
     names = [write(vault, f"notes/n{i}.md", f"# Note {i}\n\nThe old text of note {i}.\n") for i in range(4)]
     edited = "# Note 1\n\nA person rewrote this note while the index was reading it, the lighthouse keeper.\n"
@@ -105,8 +107,10 @@ def test_every_batch_is_written_and_reported_in_order(opened: tuple[Engine, Gate
     """However many batches there are, each is written, and ``done`` hears of each in order, once:
     the last ones too, which no later batch pushes out of those read ahead."""
     engine, _, vault = opened
-    batches = [[write(vault, f"many{k}/n{i}.md", f"# M{k} {i}\n\nBatch {k} of many, note {i}.\n")
-                for i in range(k % 3 + 1)] for k in range(count)]
+    batches = [
+        [write(vault, f"many{k}/n{i}.md", f"# M{k} {i}\n\nBatch {k} of many, note {i}.\n") for i in range(k % 3 + 1)]
+        for k in range(count)
+    ]
     done: list[int] = []
     report = engine.indexer.sync_batches(batches, done.append)
     sizes = [len(b) for b in batches]
@@ -119,8 +123,9 @@ def test_every_batch_is_written_and_reported_in_order(opened: tuple[Engine, Gate
 
 def test_closing_the_index_mid_way_stops_between_batches(opened: tuple[Engine, Gated, Path]) -> None:
     engine, embedder, vault = opened
-    batches = [[write(vault, f"batch{k}/n{i}.md", f"# B{k} {i}\n\nBatch {k} note {i}.\n") for i in range(3)]
-               for k in range(4)]
+    batches = [
+        [write(vault, f"batch{k}/n{i}.md", f"# B{k} {i}\n\nBatch {k} note {i}.\n") for i in range(3)] for k in range(4)
+    ]
     closer = threading.Thread(target=engine.indexer.close)
 
     def close_now() -> None:  # while batch 1 is embedded

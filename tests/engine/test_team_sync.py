@@ -171,7 +171,7 @@ def test_note_merge_rules() -> None:
 
 
 def test_a_file_changed_while_the_round_runs_is_merged_not_overwritten(team) -> None:
-    remote, e = team
+    _remote, e = team
     ada, bob = e["ada"], e["bob"]
     shared = ada.scribe("First words.", title="Shared")
     assert ada.sync()["in_sync"] and bob.sync()["in_sync"]
@@ -196,17 +196,31 @@ def test_a_file_changed_while_the_round_runs_is_merged_not_overwritten(team) -> 
         assert engine.check()["consistent"]
 
 
-@pytest.mark.parametrize(("stderr", "kind"), [
-    ("fatal: '/x/remote.git' does not appear to be a git repository\nfatal: Could not read from remote repository.",
-     "unreachable"),
-    ("git@github.com: Permission denied (publickey).\nfatal: Could not read from remote repository.", "auth"),
-    ("fatal: could not read Username for 'https://github.com': terminal prompts disabled", "auth"),
-    ("fatal: unable to access 'https://example.com/team.git/': The requested URL returned error: 403", "auth"),
-    # a path that holds "401" (pytest's /tmp/pytest-of-root/pytest-401/...) is not an HTTP status
-    ("fatal: '/tmp/pytest-401/remote.git' does not appear to be a git repository", "unreachable"),
-    ("remote: error: GH006: Protected branch update failed\n ! [remote rejected] main -> main (protected branch hook "
-     "declined)", "rejected"),
-])
+@pytest.mark.parametrize(
+    ("stderr", "kind"),
+    [
+        (
+            (
+                "fatal: '/x/remote.git' does not appear to be a git repository\n"
+                "fatal: Could not read from remote repository."
+            ),
+            "unreachable",
+        ),
+        ("git@github.com: Permission denied (publickey).\nfatal: Could not read from remote repository.", "auth"),
+        ("fatal: could not read Username for 'https://github.com': terminal prompts disabled", "auth"),
+        ("fatal: unable to access 'https://example.com/team.git/': The requested URL returned error: 403", "auth"),
+        # a path that holds "401" (pytest's /tmp/pytest-of-root/pytest-401/...) is not an HTTP status
+        ("fatal: '/tmp/pytest-401/remote.git' does not appear to be a git repository", "unreachable"),
+        (
+            (
+                "remote: error: GH006: Protected branch update failed\n"
+                " ! [remote rejected] main -> main (protected branch hook "
+                "declined)"
+            ),
+            "rejected",
+        ),
+    ],
+)
 def test_a_failed_fetch_or_push_says_why_in_one_line(stderr: str, kind: str) -> None:
     from spellbook.git.sync import _failed
 
@@ -217,7 +231,7 @@ def test_a_failed_fetch_or_push_says_why_in_one_line(stderr: str, kind: str) -> 
 def test_scopes_hold_on_every_machine(team) -> None:
     from spellbook.scope import Scope, scoped
 
-    remote, e = team
+    _remote, e = team
     ada, bob = e["ada"], e["bob"]
     with scoped(Scope(context="alpha")):
         secret = ada.scribe("Alpha's roadmap has a launch in May.", title="Alpha roadmap")["id"]

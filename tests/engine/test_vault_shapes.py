@@ -10,14 +10,13 @@ from pathlib import Path
 
 import pytest
 
-import spellbook.index.analysis as analysis
-import spellbook.index.indexer as indexer
 from spellbook.config import Settings
 from spellbook.engine import Engine
+from spellbook.index import analysis, indexer
 
 NOTES = {  # path -> text, shaped like the Obsidian help vault
     "en/Bases/Bases syntax.md": "Bases are written in YAML.\n\n```yaml\n# Simple filter:\nfilters: x\n```\n\n"
-                                "## Filters\n\nA filter narrows the notes.\n",
+    "## Filters\n\nA filter narrows the notes.\n",
     "en/Contributing to Obsidian/Style guide.md": "## Headings\n\n# Heading 1\n\nUse sentence case.\n",
     "en/Editing and formatting/Basic formatting syntax.md": "# This is a heading 1\n\nBold with asterisks.\n",
     "en/Bases/Functions.md": "# Functions reference\n\nDate functions parse dates.\n",
@@ -71,8 +70,13 @@ def test_a_note_without_a_title_is_named_by_its_file_name(shaped: Engine) -> Non
 def test_folders_are_category_and_topic_in_get_index(shaped: Engine) -> None:
     index = shaped.get_index()
     categories = index["categories"]
-    assert set(categories["en"]["topics"]) == {"Bases", "Contributing to Obsidian", "Editing and formatting",
-                                               "formulas", "(none)"}
+    assert set(categories["en"]["topics"]) == {
+        "Bases",
+        "Contributing to Obsidian",
+        "Editing and formatting",
+        "formulas",
+        "(none)",
+    }
     assert categories["en"]["topics"]["Bases"]["notes"] == 4  # Functions, syntax, Titled, the deeper one
     assert categories["en"]["topics"]["(none)"]["notes"] == 1  # en/Home.md sits one folder deep
     assert set(categories["ko"]["topics"]) == {"Bases"} and set(categories["ja"]["topics"]) == {"Bases"}
@@ -82,7 +86,11 @@ def test_folders_are_category_and_topic_in_get_index(shaped: Engine) -> None:
     assert (deep["category"], deep["topic"]) == ("en", "Bases")
     topic = shaped.get_topic("Bases", category="en")
     assert {m["title"] for m in topic["memories"]} == {
-        "Functions", "Bases syntax", "A title someone wrote", "Formula examples"}
+        "Functions",
+        "Bases syntax",
+        "A title someone wrote",
+        "Formula examples",
+    }
 
 
 def test_folder_filters_still_see_the_whole_path(shaped: Engine) -> None:
@@ -91,28 +99,40 @@ def test_folder_filters_still_see_the_whole_path(shaped: Engine) -> None:
     bases = {m["path"] for m in shaped.list_memories(filter={"folder": "en/Bases"}, limit=50)["memories"]}
     assert "en/Bases/Deep/Nested/Formula examples.md" in bases and "ko/Bases/함수.md" not in bases
     assert {m["path"] for m in shaped.list_memories(filter={"topic": "Bases"}, limit=50)["memories"]} == {
-        "en/Bases/Bases syntax.md", "en/Bases/Functions.md", "en/Bases/Titled.md",
-        "en/Bases/Deep/Nested/Formula examples.md", "ko/Bases/함수.md", "ja/Bases/関数.md"}
+        "en/Bases/Bases syntax.md",
+        "en/Bases/Functions.md",
+        "en/Bases/Titled.md",
+        "en/Bases/Deep/Nested/Formula examples.md",
+        "ko/Bases/함수.md",
+        "ja/Bases/関数.md",
+    }
 
 
 def test_agent_written_notes_keep_their_title_category_and_topic(shaped: Engine) -> None:
-    made = shaped.scribe("# Heading inside\n\nDeploys go through the canary.", title="Canary first",
-                         category="ops", topic="deploy")
+    made = shaped.scribe(
+        "# Heading inside\n\nDeploys go through the canary.", title="Canary first", category="ops", topic="deploy"
+    )
     plain = shaped.scribe("No category given.", title="Inbox thing")
     notes = _notes(shaped)
     assert made["path"] == "ops/deploy/Canary first.md"
     assert (notes[made["path"]]["title"], notes[made["path"]]["category"], notes[made["path"]]["topic"]) == (
-        "Canary first", "ops", "deploy")
+        "Canary first",
+        "ops",
+        "deploy",
+    )
     assert (notes[plain["path"]]["title"], notes[plain["path"]]["category"], notes[plain["path"]]["topic"]) == (
-        "Inbox thing", "inbox", None)
+        "Inbox thing",
+        "inbox",
+        None,
+    )
 
 
 LINKED = {  # links as Obsidian writes them in a table row, beside attachments
     "en/Bases/Views.md": "| View | Icon |\n| --- | --- |\n| [[Table view\\|Table]] | ![[lucide-table.svg]] |\n"
-                         "| [[Cards view\\|Cards]] | ![[lucide-layout-grid.svg#icon]] |\n\n"
-                         "See [[Bases syntax]], [[Spec.pdf#page=2]], [[Board.canvas]] and [[Missing page]].\n",
+    "| [[Cards view\\|Cards]] | ![[lucide-layout-grid.svg#icon]] |\n\n"
+    "See [[Bases syntax]], [[Spec.pdf#page=2]], [[Board.canvas]] and [[Missing page]].\n",
     "en/Bases/Layouts/Table view.md": "Rows and columns.\n\n![[table-example.png]]\n",
-    "en/Bases/Layouts/Cards view.md": "---\nrelated: [\"[[cover.webp]]\", \"[[Table view]]\"]\n---\nCards.\n",
+    "en/Bases/Layouts/Cards view.md": '---\nrelated: ["[[cover.webp]]", "[[Table view]]"]\n---\nCards.\n',
 }
 
 
@@ -129,9 +149,15 @@ def test_links_read_as_obsidian_reads_them(settings: Settings) -> None:
         notes = _notes(engine)
         links = engine.get_links(notes["en/Bases/Views.md"]["id"])["links"]
         assert [(link["target"], link["resolved"]) for link in links] == [
-            ("Table view", True), ("Cards view", True), ("Bases syntax", True), ("Missing page", False)]
-        assert [(link["relation"], link["target"]) for link in engine.get_links(
-            notes["en/Bases/Layouts/Cards view.md"]["id"])["links"]] == [("related", "Table view")]
+            ("Table view", True),
+            ("Cards view", True),
+            ("Bases syntax", True),
+            ("Missing page", False),
+        ]
+        assert [
+            (link["relation"], link["target"])
+            for link in engine.get_links(notes["en/Bases/Layouts/Cards view.md"]["id"])["links"]
+        ] == [("related", "Table view")]
         broken = [i for i in engine.analyze_knowledge()["issues"] if i["kind"] == "broken_link"]
         assert [(i["notes"][0]["path"], i["target"]) for i in broken] == [("en/Bases/Views.md", "Missing page")]
         backlinks = engine.get_links(notes["en/Bases/Layouts/Table view.md"]["id"])["backlinks"]

@@ -94,7 +94,9 @@ def test_a_change_deletes_the_snapshot_first_and_a_crash_after_it_leaves_none(tm
         index.upsert(["new:0"], [[1.0] + [0.0] * {DIMENSIONS - 1}])
         os._exit(0 if not Path({str(tmp_path / SNAPSHOT_FILE)!r}).exists() else 3)
     """)
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120, check=False
+    )
     assert out.returncode == 0, out.stderr
     assert not (tmp_path / SNAPSHOT_FILE).exists()
     index = VectorIndex.embedded(folder)
@@ -193,10 +195,9 @@ def test_whenever_the_snapshot_exists_it_is_exactly_chroma(tmp_path: Path, monke
                     if rng.random() < 0.3:
                         index.delete(chosen)
                     else:
-                        index.upsert(chosen, rng.standard_normal((len(chosen), DIMENSIONS)).tolist(),
-                                     wait=wait)
+                        index.upsert(chosen, rng.standard_normal((len(chosen), DIMENSIONS)).tolist(), wait=wait)
                 stop.wait(rng.random() * 0.02)  # now and then nothing is under way
-        except BaseException as exc:  # noqa: BLE001 - reported below
+        except BaseException as exc:
             errors.append(exc)
 
     workers = [threading.Thread(target=churn, args=(1, False)), threading.Thread(target=churn, args=(2, True))]

@@ -59,7 +59,8 @@ def test_an_erase_before_the_write_leaves_no_vector_behind(held) -> None:
     chunk_ids = engine.catalog.chunk_ids(out["path"])
     engine.erase(out["id"])
     assert not engine.memorize("narwhals tusk", mode="semantic")["results"] or all(
-        h["id"] != out["id"] for h in engine.memorize("narwhals tusk", mode="semantic")["results"])
+        h["id"] != out["id"] for h in engine.memorize("narwhals tusk", mode="semantic")["results"]
+    )
     engine.vectors.flush(10)
     assert not _in_chroma(engine, chunk_ids)  # not written after the erase: no orphan vector
     assert engine.vectors.ids() == engine.catalog.all_chunk_ids()
@@ -127,8 +128,9 @@ def test_an_idle_chroma_rests_and_opens_again_when_needed(settings: Settings) ->
 
 
 @pytest.mark.parametrize("exact_rows", [50_000, 1])
-def test_the_owner_lets_chroma_rest_once_it_has_read_the_vectors_at_start(settings: Settings, monkeypatch,
-                                                                          exact_rows: int) -> None:
+def test_the_owner_lets_chroma_rest_once_it_has_read_the_vectors_at_start(
+    settings: Settings, monkeypatch, exact_rows: int
+) -> None:
     """After the start-up scan the owner reads every vector into the matrix; when queries score the
     matrix, Chroma is closed at once (not 20 s later) and opened again by the next write. Above
     EXACT_ROWS, queries use Chroma's graph, so it stays open."""
@@ -136,8 +138,9 @@ def test_the_owner_lets_chroma_rest_once_it_has_read_the_vectors_at_start(settin
 
     monkeypatch.setattr(chroma, "EXACT_ROWS", exact_rows)
     for i in range(5):
-        (settings.vault_dir / f"bird {i}.md").write_text(f"# Bird {i}\n\nSeabird number {i} nests on cliffs.\n",
-                                                         encoding="utf-8")
+        (settings.vault_dir / f"bird {i}.md").write_text(
+            f"# Bird {i}\n\nSeabird number {i} nests on cliffs.\n", encoding="utf-8"
+        )
     hub = Hub(settings, watch=False, client="test")
     hub.start(background=False)
     try:
@@ -255,8 +258,11 @@ def test_the_catalog_is_written_while_the_model_runs_and_no_chunk_keeps_an_old_v
         assert _in_chroma(engine, old_ids) == set(old_ids)
         results: dict[str, dict] = {}
         writers = [
-            threading.Thread(target=lambda: results.setdefault("new", engine.scribe(
-                "A gated pelican scoops fish into its pouch.", title="Pelican", category="zoo"))),
+            threading.Thread(
+                target=lambda: results.setdefault(
+                    "new", engine.scribe("A gated pelican scoops fish into its pouch.", title="Pelican", category="zoo")
+                )
+            ),
         ]
         writers[0].start()
         assert gate.waiting.wait(10)

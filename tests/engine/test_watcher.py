@@ -31,8 +31,9 @@ def engine(tmp_path: Path) -> Iterator[Engine]:
     vault = tmp_path / "vault"
     vault.mkdir()
     (vault / "kettle.md").write_text("# Kettle\n\nDescale it with citric acid, zqold.\n")
-    engine = Engine(Settings(vault=vault, index_dir=tmp_path / "index", embedder="hashing", watch=False),
-                    embedder=HashingEmbedder())
+    engine = Engine(
+        Settings(vault=vault, index_dir=tmp_path / "index", embedder="hashing", watch=False), embedder=HashingEmbedder()
+    )
     engine.start()
     yield engine
     engine.close()
@@ -143,8 +144,9 @@ def test_a_claimed_path_is_left_to_its_writer_and_synced_after_release_only_if_c
         hold.release(["tea.md", "milk.md"])
     assert wait_for(lambda: "zqedited" in indexed_text(engine, "milk.md"))
     time.sleep(5 * DEBOUNCE)
-    assert not any("tea.md" in paths for paths in by_watcher), \
+    assert not any("tea.md" in paths for paths in by_watcher), (
         "a released file the writer had indexed, unchanged since, was read again"
+    )
     assert any("milk.md" in paths for paths in by_watcher)
 
 
@@ -178,20 +180,27 @@ def test_reconcile_leaves_a_claimed_file_to_its_writer(engine: Engine) -> None:
 
 def test_an_import_under_the_watcher_embeds_each_text_once(tmp_path: Path) -> None:
     (tmp_path / "a").mkdir()
-    source = Engine(Settings(vault=tmp_path / "a", index_dir=tmp_path / "ia", embedder="hashing", watch=False),
-                    embedder=CountingEmbedder())
+    source = Engine(
+        Settings(vault=tmp_path / "a", index_dir=tmp_path / "ia", embedder="hashing", watch=False),
+        embedder=CountingEmbedder(),
+    )
     source.start()
     try:
         for i in range(120):
-            source.scribe(f"Note {i} about topic {i % 12}, zq{i:03d}.", title=f"Note {i}",
-                          category=f"area{i % 4}", topic=f"topic{i % 12}")
+            source.scribe(
+                f"Note {i} about topic {i % 12}, zq{i:03d}.",
+                title=f"Note {i}",
+                category=f"area{i % 4}",
+                topic=f"topic{i % 12}",
+            )
         export = source.export(path="all.json")["path"]
     finally:
         source.close()
     (tmp_path / "b").mkdir()
     embedder = SlowCounting()
-    target = Engine(Settings(vault=tmp_path / "b", index_dir=tmp_path / "ib", embedder="hashing", watch=False),
-                    embedder=embedder)
+    target = Engine(
+        Settings(vault=tmp_path / "b", index_dir=tmp_path / "ib", embedder="hashing", watch=False), embedder=embedder
+    )
     target.start()
     watcher = VaultWatcher(target.indexer, DEBOUNCE, reconcile=target.reconcile)
     watcher.start()
@@ -255,7 +264,9 @@ def test_folders_never_indexed_are_not_watched(tmp_path: Path) -> None:
     vault = tmp_path / "vault"
     for folder in (".git/objects/ab", ".obsidian", "notes/node_modules/pkg"):
         (vault / folder).mkdir(parents=True)
-    engine = Engine(Settings(vault=vault, embedder="hashing", watch=False), embedder=HashingEmbedder())  # index in vault/.spellbook
+    engine = Engine(
+        Settings(vault=vault, embedder="hashing", watch=False), embedder=HashingEmbedder()
+    )  # index in vault/.spellbook
     engine.start()
     seen: list[str] = []
 
@@ -270,8 +281,15 @@ def test_folders_never_indexed_are_not_watched(tmp_path: Path) -> None:
         (vault / ".trash" / "deep").mkdir(parents=True)  # made after the watch began
         (vault / "later" / ".git").mkdir(parents=True)
         time.sleep(0.3)  # the new folders' events are read (a watch is added for those watched)
-        writes = [".git/objects/ab/cdef", ".git/HEAD", ".obsidian/workspace.json", "notes/node_modules/pkg/x.md",
-                  ".trash/deep/old.md", "later/.git/index", ".spellbook/extra.txt"]
+        writes = [
+            ".git/objects/ab/cdef",
+            ".git/HEAD",
+            ".obsidian/workspace.json",
+            "notes/node_modules/pkg/x.md",
+            ".trash/deep/old.md",
+            "later/.git/index",
+            ".spellbook/extra.txt",
+        ]
         for path in writes:
             (vault / path).write_text("x")
         engine.scribe("Fresh ideas, zqwatch.", title="Fresh", category="notes")  # writes the catalog and Chroma
@@ -282,8 +300,11 @@ def test_folders_never_indexed_are_not_watched(tmp_path: Path) -> None:
         watcher.stop()
         engine.close()
     assert "later/seen.md" in seen and "notes/Fresh.md" in seen
-    hidden = [p for p in seen if any(part in (".git", ".obsidian", "node_modules", ".trash", ".spellbook")
-                                     for part in p.split("/"))]
+    hidden = [
+        p
+        for p in seen
+        if any(part in (".git", ".obsidian", "node_modules", ".trash", ".spellbook") for part in p.split("/"))
+    ]
     assert set(hidden) <= {".trash", "later/.git"}, hidden  # at most their own creation, in a watched folder
 
 
@@ -309,9 +330,24 @@ def test_a_tools_writes_put_no_temp_file_beside_the_notes(tmp_path: Path) -> Non
         out = engine.scribe("Fresh ideas, zqtemp.", title="Fresh", category="notes")
         engine.revise(out["id"], text="Fresher ideas, zqtemp.")
         export = tmp_path / "export.json"
-        export.write_text(json.dumps({"spellbook_export": 1, "memories": [
-            {"id": f"m{n}", "path": f"imp/Note {n}.md", "title": f"Note {n}", "metadata": {"id": f"m{n}"},
-             "body": f"Imported body number {n}."} for n in range(3)]}), encoding="utf-8")
+        export.write_text(
+            json.dumps(
+                {
+                    "spellbook_export": 1,
+                    "memories": [
+                        {
+                            "id": f"m{n}",
+                            "path": f"imp/Note {n}.md",
+                            "title": f"Note {n}",
+                            "metadata": {"id": f"m{n}"},
+                            "body": f"Imported body number {n}.",
+                        }
+                        for n in range(3)
+                    ],
+                }
+            ),
+            encoding="utf-8",
+        )
         engine.import_memories(str(export))
         assert wait_for(lambda: {p for _, p in seen} >= {"notes/Fresh.md", "imp/Note 2.md"})
         time.sleep(3 * DEBOUNCE)
@@ -353,7 +389,8 @@ def test_writes_fall_back_to_temp_files_beside_the_note(tmp_path: Path) -> None:
     finally:
         engine.close()
     # An index kept outside the vault (--index-dir) is not where the vault's files are made: beside the note.
-    outside = Engine(Settings(vault=vault, index_dir=tmp_path / "index", embedder="hashing", watch=False),
-                     embedder=HashingEmbedder())
+    outside = Engine(
+        Settings(vault=vault, index_dir=tmp_path / "index", embedder="hashing", watch=False), embedder=HashingEmbedder()
+    )
     assert outside.vault.temp_dir is None
     outside.close()

@@ -35,7 +35,11 @@ def test_activity_records_tool_client_session_scope_and_commit(git_vault: Path, 
         engine.erase(z["id"])  # unscoped erase of zoo's memory: its line keeps the note's scope
         log = engine.activity(limit=10)
         assert [(e["tool"], e["title"]) for e in log["entries"]] == [
-            ("erase", "Lions"), ("revise", "Cats"), ("scribe", "Lions"), ("scribe", "Cats")]
+            ("erase", "Lions"),
+            ("revise", "Cats"),
+            ("scribe", "Lions"),
+            ("scribe", "Cats"),
+        ]
         scribed = log["entries"][3]
         assert (scribed["client"], scribed["session"], scribed["id"]) == ("claude-code", "s-1", a["id"])
         assert all(len(e["commit"]) == 40 for e in log["entries"])
@@ -58,14 +62,24 @@ def test_activity_without_git_and_for_imports(vault: Path, settings: Settings, t
     try:
         engine.scribe("No git here.", title="Plain")
         export = tmp_path / "in.json"
-        memories = [{"id": i, "path": f"imp/{t}.md", "title": t, "body": "Text.",
-                     "metadata": {"id": i, "title": t, **({"context": c} if c else {})}}
-                    for i, t, c in (("imp1", "Imported one", None), ("imp2", "Imported two", "zoo"))]
+        memories = [
+            {
+                "id": i,
+                "path": f"imp/{t}.md",
+                "title": t,
+                "body": "Text.",
+                "metadata": {"id": i, "title": t, **({"context": c} if c else {})},
+            }
+            for i, t, c in (("imp1", "Imported one", None), ("imp2", "Imported two", "zoo"))
+        ]
         export.write_text(json.dumps({"spellbook_export": 1, "memories": memories}))
         engine.import_memories(str(export))
         entries = engine.activity()["entries"]
-        assert [(e["tool"], e["title"], e["commit"] if "commit" in e else None) for e in entries] == [
-            ("import", "Imported two", None), ("import", "Imported one", None), ("scribe", "Plain", None)]
+        assert [(e["tool"], e["title"], e.get("commit", None)) for e in entries] == [
+            ("import", "Imported two", None),
+            ("import", "Imported one", None),
+            ("scribe", "Plain", None),
+        ]
         with scoped(Scope(context="blog")):
             assert "Imported two" not in [e["title"] for e in engine.activity()["entries"]]
     finally:
@@ -129,7 +143,7 @@ def test_memo_keeps_whole_vault_answers_until_the_index_changes(engine: Engine) 
     second = engine.analyze_knowledge()
     assert second is not first and second["notes"] == first["notes"] + 1
     engine.memo.changes = lambda: -1  # as if the index changed again
-    import spellbook.engine.memo as memo
+    from spellbook.engine import memo
 
     memo.REFRESH_SECONDS, old = 0.0, memo.REFRESH_SECONDS
     try:
@@ -140,12 +154,13 @@ def test_memo_keeps_whole_vault_answers_until_the_index_changes(engine: Engine) 
         memo.REFRESH_SECONDS = old
 
 
-def test_pages_get_the_last_answer_at_once_after_a_write_and_a_fresh_one_after_refresh(engine: Engine,
-                                                                                        monkeypatch) -> None:
+def test_pages_get_the_last_answer_at_once_after_a_write_and_a_fresh_one_after_refresh(
+    engine: Engine, monkeypatch
+) -> None:
     """The web pages' reads (stale_ok) never wait for a whole-vault recompute after a write: they get
     the kept answer with its age, and the owner's refresh makes the new one; the MCP tool (no
     stale_ok) always answers for the vault as it is."""
-    import spellbook.engine.memo as memo
+    from spellbook.engine import memo
 
     engine.scribe("Alpha.", title="Alpha")
     first = engine.analyze_knowledge(stale_ok=True)

@@ -25,7 +25,9 @@ BEARER = {"authorization": f"Bearer {TOKEN}"}
 def pages(hub) -> Iterator[tuple[Guard, dict[str, str]]]:
     guard = Guard(TOKEN, {"127.0.0.1:8765"}, {BASE})
     first = hub.call("scribe", {"text": "The cache keeps answers for a day.", "title": "Cache", "category": "notes"})
-    second = hub.call("scribe", {"text": "The cache keeps answers for one day.", "title": "Cache 2", "category": "notes"})
+    second = hub.call(
+        "scribe", {"text": "The cache keeps answers for one day.", "title": "Cache 2", "category": "notes"}
+    )
     yield guard, {"app": web_app(hub, guard), "first": first["id"], "second": second["id"]}
 
 
@@ -45,12 +47,15 @@ def exists(hub, note_id: str) -> bool:
 
 
 def test_each_page_answers_signed_in_and_each_answer_carries_the_security_headers(pages) -> None:
-    guard, p = pages
+    _guard, p = pages
     for path in ["/", "/activity", "/search?q=cache", "/graph", "/care", f"/memory/{p['first']}"]:
         answer = ask(p["app"], "GET", path, headers=BEARER)
         assert answer.status_code == 200, path
         assert answer.headers["content-type"] == "text/html; charset=utf-8"
-        assert answer.headers["x-frame-options"] == "DENY" and "script-src 'self'" in answer.headers["content-security-policy"]
+        assert (
+            answer.headers["x-frame-options"] == "DENY"
+            and "script-src 'self'" in answer.headers["content-security-policy"]
+        )
     missing = ask(p["app"], "GET", "/nowhere", headers=BEARER)
     assert missing.status_code == 404 and "No page at /nowhere." in missing.text
     assert missing.headers["cache-control"] == "no-store"
@@ -101,8 +106,9 @@ def test_a_post_needs_the_pages_origin_and_its_csrf_token_within_the_form_limit(
     assert ask(p["app"], "POST", erase, headers=own, data={"confirm": "yes", "csrf": "0" * 64}).status_code == 403
     late = {"pad": "x" * MAX_FORM_BYTES, "confirm": "yes", "csrf": csrf}  # the token past the part read
     assert ask(p["app"], "POST", erase, headers=own, data=late).status_code == 403
-    upload = ask(p["app"], "POST", erase, headers=own, data={"csrf": csrf, "confirm": "yes"},
-                 files={"note": ("x.md", b"# x")})
+    upload = ask(
+        p["app"], "POST", erase, headers=own, data={"csrf": csrf, "confirm": "yes"}, files={"note": ("x.md", b"# x")}
+    )
     assert upload.status_code == 400 and "form could not be read" in upload.text
     assert exists(hub, p["first"])  # nothing was erased
     done = ask(p["app"], "POST", erase, headers=own, data={"csrf": csrf, "confirm": "yes"})
@@ -114,7 +120,12 @@ def test_repeated_form_fields_are_read_as_lines(pages, hub) -> None:
     guard, p = pages
     own = {**BEARER, "origin": BASE}
     form = [("csrf", guard.csrf(BEARER)), ("ids", p["first"]), ("ids", p["second"]), ("into", p["first"])]
-    merged = ask(p["app"], "POST", "/care/merge", headers={**own, "content-type": "application/x-www-form-urlencoded"},
-                 content="&".join(f"{k}={v}" for k, v in form))
+    merged = ask(
+        p["app"],
+        "POST",
+        "/care/merge",
+        headers={**own, "content-type": "application/x-www-form-urlencoded"},
+        content="&".join(f"{k}={v}" for k, v in form),
+    )
     assert merged.status_code == 303 and merged.headers["location"].startswith(f"/memory/{p['first']}")
     assert exists(hub, p["first"]) and not exists(hub, p["second"])

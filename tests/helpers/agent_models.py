@@ -42,8 +42,11 @@ class ModelStub:
                     body = {}
                 with stub.lock:
                     stub.requests.append({"path": self.path, "body": body})
-                    turn = stub.turns.pop(0) if stub.turns and stub._scripted(self.path, body) else {
-                        "text": "(script finished)"}
+                    turn = (
+                        stub.turns.pop(0)
+                        if stub.turns and stub._scripted(self.path, body)
+                        else {"text": "(script finished)"}
+                    )
                 if stub.kind == "openai":
                     self._send(200, "text/event-stream", _responses_sse(turn))
                 elif "countTokens" in self.path:
@@ -79,20 +82,39 @@ class ModelStub:
 def _responses_sse(turn: dict[str, Any]) -> bytes:
     rid = f"resp_{uuid.uuid4().hex[:12]}"
     if "tool" in turn:
-        item = {"type": "function_call", "id": f"fc_{uuid.uuid4().hex[:12]}",
-                "call_id": f"call_{uuid.uuid4().hex[:12]}", "name": turn["tool"],
-                "arguments": json.dumps(turn.get("input", {}))}
+        item = {
+            "type": "function_call",
+            "id": f"fc_{uuid.uuid4().hex[:12]}",
+            "call_id": f"call_{uuid.uuid4().hex[:12]}",
+            "name": turn["tool"],
+            "arguments": json.dumps(turn.get("input", {})),
+        }
         if "namespace" in turn:  # Codex groups an MCP server's tools in a namespace (mcp__<server>)
             item["namespace"] = turn["namespace"]
     else:
-        item = {"type": "message", "id": f"msg_{uuid.uuid4().hex[:12]}", "role": "assistant", "status": "completed",
-                "content": [{"type": "output_text", "text": turn.get("text", "ok"), "annotations": []}]}
+        item = {
+            "type": "message",
+            "id": f"msg_{uuid.uuid4().hex[:12]}",
+            "role": "assistant",
+            "status": "completed",
+            "content": [{"type": "output_text", "text": turn.get("text", "ok"), "annotations": []}],
+        }
     events = [
         {"type": "response.created", "response": {"id": rid}},
         {"type": "response.output_item.done", "item": item, "output_index": 0},
-        {"type": "response.completed", "response": {"id": rid, "usage": {
-            "input_tokens": 10, "input_tokens_details": None, "output_tokens": 5, "output_tokens_details": None,
-            "total_tokens": 15}}},
+        {
+            "type": "response.completed",
+            "response": {
+                "id": rid,
+                "usage": {
+                    "input_tokens": 10,
+                    "input_tokens_details": None,
+                    "output_tokens": 5,
+                    "output_tokens_details": None,
+                    "total_tokens": 15,
+                },
+            },
+        },
     ]
     return b"".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode() for e in events)
 
@@ -102,5 +124,7 @@ def _gemini(turn: dict[str, Any]) -> dict[str, Any]:
         part: dict[str, Any] = {"functionCall": {"name": turn["tool"], "args": turn.get("input", {})}}
     else:
         part = {"text": turn.get("text", "ok")}
-    return {"candidates": [{"content": {"role": "model", "parts": [part]}, "finishReason": "STOP", "index": 0}],
-            "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15}}
+    return {
+        "candidates": [{"content": {"role": "model", "parts": [part]}, "finishReason": "STOP", "index": 0}],
+        "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15},
+    }

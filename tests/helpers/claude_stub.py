@@ -13,9 +13,17 @@ from tests.helpers.processes import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 # ../shared beside the repo (CI's clone); a worktree under <repo's parent>/wt/ looks one level up too.
-STUB = next((p for p in (ROOT.parent / "shared" / "tools" / "stub_model.py",
-                         ROOT.parent.parent / "shared" / "tools" / "stub_model.py") if p.is_file()),
-            ROOT.parent / "shared" / "tools" / "stub_model.py")
+STUB = next(
+    (
+        p
+        for p in (
+            ROOT.parent / "shared" / "tools" / "stub_model.py",
+            ROOT.parent.parent / "shared" / "tools" / "stub_model.py",
+        )
+        if p.is_file()
+    ),
+    ROOT.parent / "shared" / "tools" / "stub_model.py",
+)
 
 
 class Stub:
@@ -24,8 +32,11 @@ class Stub:
         self.log = tmp / f"requests-{self.port}.jsonl"
         script = tmp / f"script-{self.port}.json"
         script.write_text(json.dumps(turns))
-        self.proc = subprocess.Popen([sys.executable, str(STUB), "--port", str(self.port), "--script", str(script),
-                                      "--log", str(self.log)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(
+            [sys.executable, str(STUB), "--port", str(self.port), "--script", str(script), "--log", str(self.log)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
         assert self.proc.stdout is not None
         self.proc.stdout.readline()  # "stub model on http://..." once it listens
 

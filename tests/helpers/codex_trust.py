@@ -19,8 +19,15 @@ def trust_hooks(codex: Path, env: dict, cwd: Path, config: Path) -> list[str]:
         {"jsonrpc": "2.0", "method": "initialized"},
         {"jsonrpc": "2.0", "id": 2, "method": "hooks/list", "params": {"cwds": [str(cwd)]}},
     ]
-    proc = subprocess.Popen([str(codex), "app-server"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, env=env, cwd=cwd, text=True)
+    proc = subprocess.Popen(
+        [str(codex), "app-server"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        cwd=cwd,
+        text=True,
+    )
     assert proc.stdin is not None and proc.stdout is not None
     proc.stdin.write("".join(json.dumps(line) + "\n" for line in lines))
     proc.stdin.flush()
@@ -38,7 +45,7 @@ def trust_hooks(codex: Path, env: dict, cwd: Path, config: Path) -> list[str]:
     added = ""
     for hook in hooks:
         if hook["trustStatus"] != "trusted":
-            added += f'\n[hooks.state.{json.dumps(hook["key"])}]\ntrusted_hash = {json.dumps(hook["currentHash"])}\n'
+            added += f"\n[hooks.state.{json.dumps(hook['key'])}]\ntrusted_hash = {json.dumps(hook['currentHash'])}\n"
     with config.open("a", encoding="utf-8") as f:
         f.write(added)
     return [h["command"] for h in hooks]

@@ -25,7 +25,10 @@ def node_bin() -> Path:
     if not stamp.is_file() or stamp.read_text().strip() != wanted:
         result = subprocess.run(
             ["bash", str(ROOT / "tests" / "node" / "install.sh"), str(NODE_DIR)],
-            capture_output=True, text=True, timeout=1800, check=False,
+            capture_output=True,
+            text=True,
+            timeout=1800,
+            check=False,
         )
         if result.returncode != 0:
             pytest.fail(

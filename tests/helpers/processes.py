@@ -46,7 +46,9 @@ def free_port() -> int:
 def start(vault: Path, port: int, *extra: str, **env: str) -> subprocess.Popen:
     proc = subprocess.Popen(
         [SPELLBOOK, "serve", "--http", "--port", str(port), "--vault", str(vault), "--embedder", "hashing", *extra],
-        env=child_env(**env), stderr=subprocess.PIPE, text=True,
+        env=child_env(**env),
+        stderr=subprocess.PIPE,
+        text=True,
     )
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
@@ -67,7 +69,9 @@ def stop(proc: subprocess.Popen) -> str:
 
 
 def run(*args: str, check: bool = True) -> subprocess.CompletedProcess:
-    result = subprocess.run([SPELLBOOK, *args], capture_output=True, text=True, env=child_env(), timeout=120)
+    result = subprocess.run(
+        [SPELLBOOK, *args], capture_output=True, text=True, env=child_env(), timeout=120, check=False
+    )
     if check:
         assert result.returncode == 0, result.stderr
     return result

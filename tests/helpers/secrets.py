@@ -60,8 +60,10 @@ INNOCENT = [
     "Private keys live in ~/.ssh/id_ed25519, never in notes.",
     "Wrap secrets in private tags when you write them down.",
     "Our Slack is at https://myteam.slack.com/archives/C0123ABC",
-    "![pixel](data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6"
-    "kgAAAABJRU5ErkJggg==)",
+    (
+        "![pixel](data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6"
+        "kgAAAABJRU5ErkJggg==)"
+    ),
     "user@example.com wrote to admin@example.org about the rollout.",
     "hash = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855'",
     "The secret is out: we ship on Friday.",

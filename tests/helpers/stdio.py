@@ -69,7 +69,9 @@ class Wire:
     def __init__(self, vault: Path, cache: Path, stderr: Path, **env: str) -> None:
         self.proc = subprocess.Popen(
             [SPELLBOOK, "serve", "--vault", str(vault), "--embedder", "hashing"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr.open("w"),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=stderr.open("w"),
             env=child_env(SPELLBOOK_CACHE_DIR=str(cache), **env),
         )
         self.received: list[dict[str, Any]] = []

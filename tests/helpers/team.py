@@ -40,8 +40,11 @@ def machine_settings(vault: Path, **more: object) -> Settings:
 
 def notes_in(vault: Path) -> dict[str, str]:
     """path -> text of every note outside dot-folders."""
-    return {p.relative_to(vault).as_posix(): p.read_text() for p in vault.rglob("*.md")
-            if not any(part.startswith(".") for part in p.relative_to(vault).parts)}
+    return {
+        p.relative_to(vault).as_posix(): p.read_text()
+        for p in vault.rglob("*.md")
+        if not any(part.startswith(".") for part in p.relative_to(vault).parts)
+    }
 
 
 def ids_in(vault: Path, trash: bool = False) -> set[str]:

@@ -21,11 +21,64 @@ CATEGORIES = {
     "research": ["embeddings", "ranking", "storage"],
     "recipes": ["bread", "soups"],
 }
-WORDS = ("cache index vector shard replica token budget latency window query ranking fusion keyword meaning "
-         "release rollback canary backup snapshot restore alert pager threshold owner review sprint roadmap "
-         "customer contract invoice hiring interview onboarding sourdough starter flour oven broth stock").split()
-TAGS = ["infra", "decision", "fix", "howto", "idea", "risk", "meeting", "metric", "design", "policy", "todo",
-        "incident", "research", "people", "recipe"]
+WORDS = [
+    "cache",
+    "index",
+    "vector",
+    "shard",
+    "replica",
+    "token",
+    "budget",
+    "latency",
+    "window",
+    "query",
+    "ranking",
+    "fusion",
+    "keyword",
+    "meaning",
+    "release",
+    "rollback",
+    "canary",
+    "backup",
+    "snapshot",
+    "restore",
+    "alert",
+    "pager",
+    "threshold",
+    "owner",
+    "review",
+    "sprint",
+    "roadmap",
+    "customer",
+    "contract",
+    "invoice",
+    "hiring",
+    "interview",
+    "onboarding",
+    "sourdough",
+    "starter",
+    "flour",
+    "oven",
+    "broth",
+    "stock",
+]
+TAGS = [
+    "infra",
+    "decision",
+    "fix",
+    "howto",
+    "idea",
+    "risk",
+    "meeting",
+    "metric",
+    "design",
+    "policy",
+    "todo",
+    "incident",
+    "research",
+    "people",
+    "recipe",
+]
 
 
 def write_vault(root: Path, count: int, seed: int = 7) -> list[dict[str, str]]:
@@ -38,19 +91,37 @@ def write_vault(root: Path, count: int, seed: int = 7) -> list[dict[str, str]]:
         topic = rng.choice(CATEGORIES[category])
         words = rng.sample(WORDS, 3)
         title = f"{words[0].title()} {words[1]} {words[2]} {i}"
-        notes.append({"id": f"gen{i:05d}", "title": title, "path": f"{category}/{topic}/{title}.md",
-                      "category": category, "topic": topic})
+        notes.append(
+            {
+                "id": f"gen{i:05d}",
+                "title": title,
+                "path": f"{category}/{topic}/{title}.md",
+                "category": category,
+                "topic": topic,
+            }
+        )
     for i, note in enumerate(notes):
-        links = [notes[j]["title"] for j in rng.sample(range(count), min(count, rng.choice([0, 1, 2, 3])))
-                 if j != i]
+        links = [notes[j]["title"] for j in rng.sample(range(count), min(count, rng.choice([0, 1, 2, 3]))) if j != i]
         related = [notes[j]["title"] for j in rng.sample(range(count), min(count, rng.choice([0, 0, 1]))) if j != i]
         tags = rng.sample(TAGS, rng.choice([0, 1, 2, 3]))
         day = f"20{rng.choice([24, 25, 26])}-{rng.randint(1, 10):02d}-{rng.randint(1, 28):02d}T10:00:00+00:00"
-        sentences = [" ".join(rng.choice(WORDS) if rng.random() < 0.4 else _word(rng) for _ in range(rng.randint(8, 16)))
-                     .capitalize() + "." for _ in range(rng.randint(2, 5))]
+        sentences = [
+            " ".join(
+                rng.choice(WORDS) if rng.random() < 0.4 else _word(rng) for _ in range(rng.randint(8, 16))
+            ).capitalize()
+            + "."
+            for _ in range(rng.randint(2, 5))
+        ]
         body = " ".join(sentences) + "".join(f" See [[{t}]]." for t in links)
-        front = [f"id: {note['id']}", f"title: {note['title']}", f"category: {note['category']}",
-                 f"topic: {note['topic']}", f"tags: [{', '.join(tags)}]", f"created: '{day}'", f"updated: '{day}'"]
+        front = [
+            f"id: {note['id']}",
+            f"title: {note['title']}",
+            f"category: {note['category']}",
+            f"topic: {note['topic']}",
+            f"tags: [{', '.join(tags)}]",
+            f"created: '{day}'",
+            f"updated: '{day}'",
+        ]
         if related:
             front.append("related: [" + ", ".join(f'"[[{t}]]"' for t in related) + "]")
         file = root / note["path"]
@@ -68,7 +139,10 @@ def start_ui(vault: Path, *extra: str, **env: str) -> tuple[subprocess.Popen, st
     """``spellbook ui --no-browser`` on a free port; returns the process and its sign-in address."""
     proc = subprocess.Popen(
         [SPELLBOOK, "ui", "--no-browser", "--vault", str(vault), "--embedder", "hashing", *extra],
-        env=child_env(**env), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=child_env(**env),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     ready, _, _ = select.select([proc.stdout], [], [], 60)  # the address, once the socket listens
     address = proc.stdout.readline().strip() if ready and proc.stdout else ""

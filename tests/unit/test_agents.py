@@ -29,7 +29,7 @@ def entry(vault: str = "/notes") -> dict:
     return server_entry(command=CMD, vault=Path(vault))
 
 
-HAND_WRITTEN = '''# my codex settings
+HAND_WRITTEN = """# my codex settings
 model = "o3"  # keep
 
 [mcp_servers.github]
@@ -45,7 +45,7 @@ SPELLBOOK_EMBEDDER = "hashing"
 
 [projects."/src/app"]
 trust_level = "trusted"
-'''
+"""
 
 
 def test_codex_install_replaces_only_its_table_and_is_idempotent(where: dict) -> None:
@@ -114,7 +114,8 @@ def test_hook_answers_are_the_json_both_clis_read() -> None:
     start = json.loads(agents.answer("codex", "sessionstart", "memo"))
     assert start == {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": "memo"}}
     assert json.loads(agents.answer("gemini", "userpromptsubmit", "m"))["hookSpecificOutput"]["hookEventName"] == (
-        "BeforeAgent")
+        "BeforeAgent"
+    )
     assert agents.answer("gemini", "sessionstart", "") == ""
 
 
@@ -124,26 +125,73 @@ def line(kind: str, payload: dict, second: int) -> str:
 
 def test_codex_rollout_becomes_a_session(tmp_path: Path) -> None:
     file = tmp_path / "rollout-2026-11-28T05-29-01a2.jsonl"
-    text = "".join([
-        line("session_meta", {"id": "01a2", "cwd": "/src/shop", "git": {"branch": "main"}}, 0),
-        line("response_item", {"type": "message", "role": "developer",
-                               "content": [{"type": "input_text", "text": "<spellbook-memory>x"}]}, 1),
-        line("response_item", {"type": "message", "role": "user",
-                               "content": [{"type": "input_text", "text": "<environment_context>..."}]}, 1),
-        line("response_item", {"type": "message", "role": "user", "content": [
-            {"type": "input_text", "text": "Why is checkout slow? <private>pw hunter2</private>"}]}, 2),
-        line("response_item", {"type": "function_call", "name": "exec_command",
-                               "arguments": json.dumps({"cmd": "pytest -q"})}, 3),
-        line("response_item", {"type": "custom_tool_call", "name": "apply_patch",
-                               "input": "*** Begin Patch\n*** Update File: src/pay.py\n@@\n-a\n+b\n*** End Patch"},
-             4),
-        line("response_item", {"type": "function_call", "namespace": "mcp__spellbook", "name": "scribe",
-                               "arguments": json.dumps({"title": "Pool payment", "text": "..."})}, 5),
-        line("event_msg", {"type": "token_count"}, 5),
-        line("response_item", {"type": "message", "role": "assistant",
-                               "content": [{"type": "output_text", "text": "Pooled the client."}]}, 6),
-        "not json\n",
-    ])
+    text = "".join(
+        [
+            line("session_meta", {"id": "01a2", "cwd": "/src/shop", "git": {"branch": "main"}}, 0),
+            line(
+                "response_item",
+                {
+                    "type": "message",
+                    "role": "developer",
+                    "content": [{"type": "input_text", "text": "<spellbook-memory>x"}],
+                },
+                1,
+            ),
+            line(
+                "response_item",
+                {
+                    "type": "message",
+                    "role": "user",
+                    "content": [{"type": "input_text", "text": "<environment_context>..."}],
+                },
+                1,
+            ),
+            line(
+                "response_item",
+                {
+                    "type": "message",
+                    "role": "user",
+                    "content": [{"type": "input_text", "text": "Why is checkout slow? <private>pw hunter2</private>"}],
+                },
+                2,
+            ),
+            line(
+                "response_item",
+                {"type": "function_call", "name": "exec_command", "arguments": json.dumps({"cmd": "pytest -q"})},
+                3,
+            ),
+            line(
+                "response_item",
+                {
+                    "type": "custom_tool_call",
+                    "name": "apply_patch",
+                    "input": "*** Begin Patch\n*** Update File: src/pay.py\n@@\n-a\n+b\n*** End Patch",
+                },
+                4,
+            ),
+            line(
+                "response_item",
+                {
+                    "type": "function_call",
+                    "namespace": "mcp__spellbook",
+                    "name": "scribe",
+                    "arguments": json.dumps({"title": "Pool payment", "text": "..."}),
+                },
+                5,
+            ),
+            line("event_msg", {"type": "token_count"}, 5),
+            line(
+                "response_item",
+                {
+                    "type": "message",
+                    "role": "assistant",
+                    "content": [{"type": "output_text", "text": "Pooled the client."}],
+                },
+                6,
+            ),
+            "not json\n",
+        ]
+    )
     file.write_text(text)
     session = read_rollout(file)
     assert (session.session_id, session.cwd, session.branch, session.source) == ("01a2", "/src/shop", "main", "codex")
@@ -160,16 +208,41 @@ def test_gemini_chat_jsonl_last_write_wins_and_hook_context_is_left_out(tmp_path
     file = tmp_path / "session-2026-11-28T05-31-e628.jsonl"
     records = [
         {"sessionId": "e628", "projectHash": "ab", "startTime": "2026-11-28T05:31:53Z", "kind": "main"},
-        {"$set": {"messages": [{"id": "m0", "timestamp": "2026-11-28T05:31:53Z", "type": "user",
-                                "content": [{"text": "<session_context>\nThe Gemini CLI.</session_context>"}]}]}},
-        {"id": "m1", "timestamp": "2026-11-28T05:31:54Z", "type": "user",
-         "content": [{"text": "<hook_context>&lt;spellbook-memory&gt;old</hook_context>\n\nWhy is checkout slow?"}]},
+        {
+            "$set": {
+                "messages": [
+                    {
+                        "id": "m0",
+                        "timestamp": "2026-11-28T05:31:53Z",
+                        "type": "user",
+                        "content": [{"text": "<session_context>\nThe Gemini CLI.</session_context>"}],
+                    }
+                ]
+            }
+        },
+        {
+            "id": "m1",
+            "timestamp": "2026-11-28T05:31:54Z",
+            "type": "user",
+            "content": [{"text": "<hook_context>&lt;spellbook-memory&gt;old</hook_context>\n\nWhy is checkout slow?"}],
+        },
         {"id": "m2", "timestamp": "2026-11-28T05:31:55Z", "type": "gemini", "content": ""},
-        {"id": "m2", "timestamp": "2026-11-28T05:31:55Z", "type": "gemini", "content": "", "toolCalls": [
-            {"name": "mcp_spellbook_scribe", "args": {"title": "Pool payment", "text": "..."}},
-            {"name": "run_shell_command", "args": {"command": "pytest", "description": "Run the tests"}}]},
-        {"id": "m3", "timestamp": "2026-11-28T05:31:56Z", "type": "user",
-         "content": [{"functionResponse": {"name": "mcp_spellbook_scribe", "response": {}}}]},
+        {
+            "id": "m2",
+            "timestamp": "2026-11-28T05:31:55Z",
+            "type": "gemini",
+            "content": "",
+            "toolCalls": [
+                {"name": "mcp_spellbook_scribe", "args": {"title": "Pool payment", "text": "..."}},
+                {"name": "run_shell_command", "args": {"command": "pytest", "description": "Run the tests"}},
+            ],
+        },
+        {
+            "id": "m3",
+            "timestamp": "2026-11-28T05:31:56Z",
+            "type": "user",
+            "content": [{"functionResponse": {"name": "mcp_spellbook_scribe", "response": {}}}],
+        },
         {"$set": {"lastUpdated": "2026-11-28T05:31:56Z"}},
         {"id": "m4", "timestamp": "2026-11-28T05:31:57Z", "type": "gemini", "content": "Pooled the client."},
     ]
@@ -189,8 +262,11 @@ def test_doctor_reports_agent_hooks_and_the_plugin(tmp_path: Path) -> None:
     vault.mkdir()
     settings = Settings(vault=vault)
     for agent in agents.AGENTS:
-        install_hooks(agents.hooks_path(agent, "user", home=home, env={}),
-                      agents.hook_commands(agent, CMD, vault), agents.TIMEOUTS[agent])
+        install_hooks(
+            agents.hooks_path(agent, "user", home=home, env={}),
+            agents.hook_commands(agent, CMD, vault),
+            agents.TIMEOUTS[agent],
+        )
     checks = doctor.agent_hook_checks(settings, home=home, env={}, project=tmp_path)
     assert [(c["check"], c["status"]) for c in checks] == [("codex hooks (user)", "ok"), ("gemini hooks (user)", "ok")]
     assert "/hooks" in checks[0]["detail"]  # Codex asks the person to trust new hooks
@@ -200,8 +276,9 @@ def test_doctor_reports_agent_hooks_and_the_plugin(tmp_path: Path) -> None:
     assert plugin_ids(home=home, env={}) == []
     plugins = home / ".claude" / "plugins"
     plugins.mkdir(parents=True)
-    (plugins / "installed_plugins.json").write_text(json.dumps({"version": 2, "plugins": {
-        "spellbook@spellbook": [{}], "other@x": [{}]}}))
+    (plugins / "installed_plugins.json").write_text(
+        json.dumps({"version": 2, "plugins": {"spellbook@spellbook": [{}], "other@x": [{}]}})
+    )
     assert plugin_ids(home=home, env={}) == ["spellbook@spellbook"]
     checks = doctor.hook_checks(settings, home=home, env={}, project=tmp_path)
     assert ("claude-code plugin", "ok") in [(c["check"], c["status"]) for c in checks]
@@ -217,8 +294,14 @@ def test_gemini_uninstall_keeps_a_backup_of_the_file_as_it_was(tmp_path: Path) -
     project.mkdir()
     env = child_env(HOME=str(home))
     for verb in ("install", "uninstall"):
-        subprocess.run([SPELLBOOK, verb, "gemini", *(["--vault", str(tmp_path)] if verb == "install" else [])],
-                       cwd=project, env=env, check=True, capture_output=True, timeout=60)
+        subprocess.run(
+            [SPELLBOOK, verb, "gemini", *(["--vault", str(tmp_path)] if verb == "install" else [])],
+            cwd=project,
+            env=env,
+            check=True,
+            capture_output=True,
+            timeout=60,
+        )
         if verb == "install":
             installed = (home / ".gemini" / "settings.json").read_text()
     backups = sorted((home / ".gemini").glob("settings.json.*bak"), key=lambda p: p.stat().st_mtime_ns)

@@ -32,11 +32,18 @@ RANKS = {
     "server": 7,
     "engine": 6,
     "index": 5,
-    "embedders": 4, "git": 4,
+    "embedders": 4,
+    "git": 4,
     "vault": 3,
-    "scope": 2, "files": 2, "startup": 2,
+    "scope": 2,
+    "files": 2,
+    "startup": 2,
     "config": 1,
-    "errors": 0, "defaults": 0, "text": 0, "crashpoints": 0, "version": 0,
+    "errors": 0,
+    "defaults": 0,
+    "text": 0,
+    "crashpoints": 0,
+    "version": 0,
 }
 MAX_MODULE_LINES = 600  # a module as long as its concept needs; a class past 450 is usually two
 MAX_CLASS_LINES = 450
@@ -63,13 +70,17 @@ def imports_of(
     ``type_only_too`` those under ``if TYPE_CHECKING:`` as well."""
     found: list[tuple[int, str, list[str]]] = []
     tree = ast.parse(source)
-    type_only = set() if type_only_too else {
-        id(inner)
-        for node in ast.walk(tree)
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
-        for stmt in node.body
-        for inner in ast.walk(stmt)
-    }
+    type_only = (
+        set()
+        if type_only_too
+        else {
+            id(inner)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+            for stmt in node.body
+            for inner in ast.walk(stmt)
+        }
+    )
     for node in ast.walk(tree):
         if id(node) in type_only:
             continue
@@ -99,7 +110,10 @@ def back_edges(module: str, source: str, is_package: bool = False) -> list[str]:
         if other not in RANKS:
             errors.append(f"{module}:{line} imports {target}, which has no place in RANKS")
         elif RANKS[other] >= RANKS[own]:
-            errors.append(f"{module}:{line} imports {target}: {own} (rank {RANKS[own]}) may not import {other} (rank {RANKS[other]})")
+            errors.append(
+                f"{module}:{line} imports {target}: {own} (rank {RANKS[own]}) "
+                f"may not import {other} (rank {RANKS[other]})"
+            )
     return errors
 
 
@@ -122,8 +136,9 @@ def import_graph(sources: dict[str, tuple[str, bool]]) -> dict[str, set[str]]:
         edges = set()
         for _, imported_from, imported in imports_of(source, module, is_package, type_only_too=True):
             # `from spellbook.cli import clients` depends on the module clients, not on the package
-            for target in [f"{imported_from}.{name}" for name in imported if f"{imported_from}.{name}" in sources] \
-                    or [imported_from]:
+            for target in [f"{imported_from}.{name}" for name in imported if f"{imported_from}.{name}" in sources] or [
+                imported_from
+            ]:
                 while target and target not in sources:  # `from spellbook.x import y` where y is a name
                     target = target.rpartition(".")[0]
                 if target and target != module:
@@ -142,7 +157,7 @@ def cycles_in(graph: dict[str, set[str]]) -> list[str]:
         stack.append(node)
         for nxt in sorted(graph.get(node, ())):
             if state.get(nxt) == 1:
-                cycles.append(" -> ".join(stack[stack.index(nxt):] + [nxt]))
+                cycles.append(" -> ".join(stack[stack.index(nxt) :] + [nxt]))
             elif nxt not in state:
                 visit(nxt)
         stack.pop()
@@ -165,7 +180,9 @@ def test_no_import_cycles_type_only_imports_included() -> None:
     sources = {m: (f.read_text(encoding="utf-8"), f.name == "__init__.py") for m, f in modules()}
     cycles = cycles_in(import_graph(sources))
     assert not set(cycles) - BEING_BROKEN, "import cycles:\n" + "\n".join(cycles)
-    assert not BEING_BROKEN - set(cycles), f"no longer a cycle, take it out of BEING_BROKEN: {BEING_BROKEN - set(cycles)}"
+    assert not BEING_BROKEN - set(cycles), (
+        f"no longer a cycle, take it out of BEING_BROKEN: {BEING_BROKEN - set(cycles)}"
+    )
 
 
 def test_a_planted_type_only_cycle_is_caught() -> None:
@@ -197,8 +214,12 @@ def test_modules_and_classes_stay_small() -> None:
 
 # Who reads a SPELLBOOK_* variable itself: config, and the start-up tricks that run before it can
 # be imported (the model's name and the cache folder, read before argv is parsed); a test hook.
-READS_THE_ENVIRONMENT = {"spellbook.config", "spellbook.embedders.ahead", "spellbook.server.front",
-                         "spellbook.crashpoints"}
+READS_THE_ENVIRONMENT = {
+    "spellbook.config",
+    "spellbook.embedders.ahead",
+    "spellbook.server.front",
+    "spellbook.crashpoints",
+}
 
 
 def environment_reads(source: str) -> list[str]:
@@ -217,13 +238,17 @@ def environment_reads(source: str) -> list[str]:
 
 
 def test_only_config_reads_the_settings_from_the_environment() -> None:
-    readers = {f"{module}:{read}" for module, file in modules() if module not in READS_THE_ENVIRONMENT
-               and not module.startswith("spellbook.startup")
-               for read in environment_reads(file.read_text(encoding="utf-8"))}
+    readers = {
+        f"{module}:{read}"
+        for module, file in modules()
+        if module not in READS_THE_ENVIRONMENT and not module.startswith("spellbook.startup")
+        for read in environment_reads(file.read_text(encoding="utf-8"))
+    }
     assert not readers, "read these through Settings (spellbook/config.py):\n" + "\n".join(sorted(readers))
-    assert environment_reads('import os\nx = os.environ.get("SPELLBOOK_RECALL", "")\ny = os.getenv("SPELLBOOK_VAULT")\n'
-                             'z = os.environ["SPELLBOOK_TOKEN"]\nw = dict(os.environ, SPELLBOOK_VAULT="v")\n') == [
-        "2: SPELLBOOK_RECALL", "3: SPELLBOOK_VAULT", "4: SPELLBOOK_TOKEN"]
+    assert environment_reads(
+        'import os\nx = os.environ.get("SPELLBOOK_RECALL", "")\ny = os.getenv("SPELLBOOK_VAULT")\n'
+        'z = os.environ["SPELLBOOK_TOKEN"]\nw = dict(os.environ, SPELLBOOK_VAULT="v")\n'
+    ) == ["2: SPELLBOOK_RECALL", "3: SPELLBOOK_VAULT", "4: SPELLBOOK_TOKEN"]
 
 
 def test_a_planted_back_edge_is_caught() -> None:
@@ -235,7 +260,6 @@ def test_a_planted_back_edge_is_caught() -> None:
     assert not back_edges("spellbook.engine.search", "from spellbook.index.catalog import Catalog\n")
     assert not back_edges("spellbook.embedders.base", "if TYPE_CHECKING:\n    from spellbook.config import Settings\n")
     assert back_edges("spellbook.config", "def f():\n    from spellbook.embedders.registry import REGISTRY\n")
-
 
 
 TESTS = Path(__file__).resolve().parents[1]
@@ -251,7 +275,9 @@ def imports_reaching_into(source: str) -> list[str]:
             names = [a.name for a in node.names]
         else:
             continue
-        found += [n for n in names if any(part.startswith("test_") or part == "conftest" for part in n.split(".") if part)]
+        found += [
+            n for n in names if any(part.startswith("test_") or part == "conftest" for part in n.split(".") if part)
+        ]
     return found
 
 
@@ -273,11 +299,16 @@ def test_the_public_face_names_engine_settings_and_the_errors_and_loads_nothing_
     import subprocess
     import sys
 
-    code = ("import sys; import spellbook; print(sorted(m for m in sys.modules if m.startswith('spellbook')))\n"
-            "from spellbook import Engine, Settings, SpellbookError\n"
-            "print(Engine.__module__, Settings.__module__, SpellbookError.__module__, spellbook.__all__)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         cwd=PACKAGE.parent).stdout.splitlines()
+    code = (
+        "import sys; import spellbook; print(sorted(m for m in sys.modules if m.startswith('spellbook')))\n"
+        "from spellbook import Engine, Settings, SpellbookError\n"
+        "print(Engine.__module__, Settings.__module__, SpellbookError.__module__, spellbook.__all__)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=PACKAGE.parent
+    ).stdout.splitlines()
     assert out[0] == "['spellbook', 'spellbook.version']"
-    assert out[1] == ("spellbook.engine.engine spellbook.config spellbook.errors "
-                      "['Engine', 'Settings', 'SpellbookError', '__version__']")
+    assert out[1] == (
+        "spellbook.engine.engine spellbook.config spellbook.errors "
+        "['Engine', 'Settings', 'SpellbookError', '__version__']"
+    )

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from spellbook.cli import clients
-from spellbook.cli.clients import JSON_CLIENTS as CLIENTS, InstallResult, config_path, install, server_entry, uninstall
+from spellbook.cli.clients import JSON_CLIENTS as CLIENTS
+from spellbook.cli.clients import InstallResult, config_path, install, server_entry, uninstall
 from spellbook.errors import InvalidInputError, SpellbookError
 
 CMD = "/opt/spellbook/.venv/bin/spellbook"
@@ -53,7 +54,11 @@ def backups(folder: Path) -> list[Path]:
     ("platform", "env", "expected"),
     [
         ("darwin", {}, "home/Library/Application Support/Claude/claude_desktop_config.json"),
-        ("darwin", {"XDG_CONFIG_HOME": "{tmp}/xdg"}, "home/Library/Application Support/Claude/claude_desktop_config.json"),
+        (
+            "darwin",
+            {"XDG_CONFIG_HOME": "{tmp}/xdg"},
+            "home/Library/Application Support/Claude/claude_desktop_config.json",
+        ),
         ("win32", {"APPDATA": "{tmp}/Roam"}, "Roam/Claude/claude_desktop_config.json"),
         ("win32", {}, "home/AppData/Roaming/Claude/claude_desktop_config.json"),
         ("linux", {}, "home/.config/Claude/claude_desktop_config.json"),
@@ -224,7 +229,7 @@ def test_install_is_idempotent_and_backs_up_once(where: dict, client: str) -> No
 def test_already_installed_file_is_left_byte_for_byte(where: dict) -> None:
     file = config_path("cursor", **where)
     file.parent.mkdir(parents=True)
-    hand_written = '{"mcpServers":{"spellbook":{"command":"%s","args":["serve","--vault","/notes"]}}}' % CMD
+    hand_written = '{"mcpServers":{"spellbook":{"command":"' + CMD + '","args":["serve","--vault","/notes"]}}}'
     file.write_text(hand_written, encoding="utf-8")
     result = install("cursor", entry=stdio_entry(), **where)
     assert not result.changed

@@ -26,7 +26,12 @@ def _no_spellbook_env(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_defaults_then_the_environment_then_flags(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     plain = Settings()
     assert (plain.vault, plain.embedder, plain.ollama_model, plain.watch, plain.export_dirs) == (
-        Path("vault"), "use-m3", "nomic-embed-text", True, [])
+        Path("vault"),
+        "use-m3",
+        "nomic-embed-text",
+        True,
+        [],
+    )
     monkeypatch.setenv("SPELLBOOK_VAULT", str(tmp_path / "env"))
     monkeypatch.setenv("spellbook_openai_dimensions", "16")  # any case, as before
     monkeypatch.setenv("SPELLBOOK_WATCH", "off")
@@ -59,17 +64,31 @@ def test_every_bad_value_is_named_with_where_it_came_from_and_what_it_takes(monk
         "embedder='word2vec': embedder takes use-m3, minilm, ollama, openai or hashing - Embedding model to use",
         "openai_api_key=(hidden): openai_api_key takes a string - Bearer key for openai_url; never logged",
         "openai_dimensions=2.5: openai_dimensions takes a whole number - Ask the model for shorter vectors",
-        ("SPELLBOOK_REDACT='maybe': redact takes true or false (also 1/0, yes/no, on/off) - Redact secrets before they "
-        "reach the vault or a tool answer"),
-        ("SPELLBOOK_REDACT_DISABLED='email': redact_disabled takes a JSON list, e.g. '[\"a\", \"b\"]' - Kinds of secret "
-        "not to redact"),
-        ("git_commit='sometimes': git_commit takes auto, true or false - Commit each tool write when the vault is a git "
-        "repository (auto/true/false)"),
-        ("SPELLBOOK_SYNC_SECONDS='0': sync_seconds takes a number greater than 0 - The index owner syncs the vault "
-        "with its git remote this often, and soon after each write (docs/sync.md); off when unset"),
-        ("SPELLBOOK_RECALL='sometimes': session_prompt_recall takes true or false (also 1/0, yes/no, on/off) - "
-        "UserPromptSubmit hook: add the memories most relevant to each prompt (unset: as the hook's --prompt-recall "
-        "flag says; SPELLBOOK_RECALL=off turns it off whatever the flag)"),
+        (
+            "SPELLBOOK_REDACT='maybe': redact takes true or false (also 1/0, yes/no, on/off) - "
+            "Redact secrets before they "
+            "reach the vault or a tool answer"
+        ),
+        (
+            "SPELLBOOK_REDACT_DISABLED='email': redact_disabled takes a JSON list, e.g. '[\"a\", \"b\"]' - "
+            "Kinds of secret "
+            "not to redact"
+        ),
+        (
+            "git_commit='sometimes': git_commit takes auto, true or false - "
+            "Commit each tool write when the vault is a git "
+            "repository (auto/true/false)"
+        ),
+        (
+            "SPELLBOOK_SYNC_SECONDS='0': sync_seconds takes a number greater than 0 - The index owner syncs the vault "
+            "with its git remote this often, and soon after each write (docs/sync.md); off when unset"
+        ),
+        (
+            "SPELLBOOK_RECALL='sometimes': session_prompt_recall takes true or false (also 1/0, yes/no, on/off) - "
+            "UserPromptSubmit hook: add the memories most relevant to each prompt "
+            "(unset: as the hook's --prompt-recall "
+            "flag says; SPELLBOOK_RECALL=off turns it off whatever the flag)"
+        ),
     ]
     assert str(caught.value).startswith("Invalid settings (fix these environment variables or flags):\n  embedder=")
     assert isinstance(caught.value, ValueError)
@@ -100,16 +119,33 @@ def test_secrets_are_never_shown_and_settings_are_frozen_values(monkeypatch: pyt
 def test_a_bad_value_stops_a_command_with_its_line_not_a_traceback(tmp_path: Path) -> None:
     env = child_env(SPELLBOOK_SYNC_SECONDS="soon", SPELLBOOK_VAULT=str(tmp_path / "vault"))
     for argv in (["stats"], ["serve"], ["import", str(tmp_path / "export.json")]):
-        done = subprocess.run([SPELLBOOK, *argv], env=env, capture_output=True, text=True, timeout=60,
-                              stdin=subprocess.DEVNULL)
+        done = subprocess.run(
+            [SPELLBOOK, *argv],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
         assert done.returncode == 1, (argv, done.stderr[-800:])
         assert done.stderr.strip().splitlines() == [
             "spellbook: Invalid settings (fix these environment variables or flags):",
-            ("  SPELLBOOK_SYNC_SECONDS='soon': sync_seconds takes a number - The index owner syncs the vault with its "
-             "git remote this often, and soon after each write (docs/sync.md); off when unset"),
+            (
+                "  SPELLBOOK_SYNC_SECONDS='soon': sync_seconds takes a number - "
+                "The index owner syncs the vault with its "
+                "git remote this often, and soon after each write (docs/sync.md); off when unset"
+            ),
         ], argv
-    hook = subprocess.run([SPELLBOOK, "hook", "SessionStart"], env=env, capture_output=True, text=True, timeout=60,
-                          input='{"session_id": "s", "hook_event_name": "SessionStart"}', check=False)
+    hook = subprocess.run(
+        [SPELLBOOK, "hook", "SessionStart"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        input='{"session_id": "s", "hook_event_name": "SessionStart"}',
+        check=False,
+    )
     assert (hook.returncode, hook.stdout) == (0, "")  # a hook never breaks the session...
     assert "sync_seconds takes a number" in hook.stderr and "Traceback" not in hook.stderr  # ...and says why
     assert not (tmp_path / "vault").exists()  # nothing made
@@ -117,17 +153,25 @@ def test_a_bad_value_stops_a_command_with_its_line_not_a_traceback(tmp_path: Pat
 
 def test_settings_import_without_pydantic() -> None:
     code = "import sys, spellbook.config, spellbook.cli.main; print('pydantic' in sys.modules)"
-    done = subprocess.run([sys.executable, "-c", code], env=child_env(), capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=child_env(), capture_output=True, text=True, timeout=60, check=False
+    )
     assert done.stdout.strip() == "False", done.stderr[-800:]
 
 
 def test_a_setting_no_longer_read_is_named_once_and_never_stops_a_command(tmp_path: Path) -> None:
     vault = tmp_path / "vault"
     subprocess.run([SPELLBOOK, "init", str(vault)], env=child_env(), capture_output=True, timeout=60, check=True)
-    env = child_env(SPELLBOOK_DEBOUNCE_SECONDS="1", SPELLBOOK_OLLAMA_TIMEOUT="soon", SPELLBOOK_NO_TOKEN="1",
-                    SPELLBOOK_VAULT=str(vault), SPELLBOOK_EMBEDDER="hashing")
-    done = subprocess.run([SPELLBOOK, "stats"], env=env, capture_output=True, text=True, timeout=60,
-                          stdin=subprocess.DEVNULL)
+    env = child_env(
+        SPELLBOOK_DEBOUNCE_SECONDS="1",
+        SPELLBOOK_OLLAMA_TIMEOUT="soon",
+        SPELLBOOK_NO_TOKEN="1",
+        SPELLBOOK_VAULT=str(vault),
+        SPELLBOOK_EMBEDDER="hashing",
+    )
+    done = subprocess.run(
+        [SPELLBOOK, "stats"], env=env, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL, check=False
+    )
     assert done.returncode == 0, done.stderr[-800:]  # a value that would not fit is not even looked at
     warned = [line.split(" WARNING ", 1)[-1] for line in done.stderr.splitlines() if "no longer read" in line]
     assert warned == [  # one line each, though several Settings are built
@@ -138,13 +182,18 @@ def test_a_setting_no_longer_read_is_named_once_and_never_stops_a_command(tmp_pa
 
 
 def test_config_is_the_ground_floor_and_names_the_embedders_the_registry_builds() -> None:
-    code = ("import sys, spellbook.config as c\n"
-            "try:\n    c.Settings(embedder='word2vec')\nexcept c.SettingsError as e:\n    print(e.problems[0])\n"
-            "print(sorted(m for m in sys.modules if m.startswith('spellbook.')))")
-    done = subprocess.run([sys.executable, "-c", code], env=child_env(), capture_output=True, text=True, timeout=60)
+    code = (
+        "import sys, spellbook.config as c\n"
+        "try:\n    c.Settings(embedder='word2vec')\nexcept c.SettingsError as e:\n    print(e.problems[0])\n"
+        "print(sorted(m for m in sys.modules if m.startswith('spellbook.')))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=child_env(), capture_output=True, text=True, timeout=60, check=False
+    )
     assert done.stdout.splitlines() == [
         "embedder='word2vec': embedder takes use-m3, minilm, ollama, openai or hashing - Embedding model to use",
-        "['spellbook.config', 'spellbook.defaults', 'spellbook.errors', 'spellbook.version']",  # the package's __init__ names its version
+        # the package's __init__ names its version
+        "['spellbook.config', 'spellbook.defaults', 'spellbook.errors', 'spellbook.version']",
     ], done.stderr[-800:]
     from spellbook.config import EMBEDDERS
     from spellbook.embedders.registry import REGISTRY

@@ -20,7 +20,7 @@ PAGES = [ROOT / "README.md", ROOT / "bench" / "README.md", *sorted((ROOT / "docs
 ALL_DOCS = "\n".join(page.read_text(encoding="utf-8") for page in PAGES)
 CLI = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
 TOOLS = (ROOT / "docs" / "tools.md").read_text(encoding="utf-8")
-FENCE = re.compile(r"^(```|~~~).*?^\1", re.M | re.S)
+FENCE = re.compile(r"^(```|~~~).*?^\1", re.MULTILINE | re.DOTALL)
 
 
 def test_every_mcp_tool_is_in_the_readme_and_the_tools_page(tmp_path: Path) -> None:
@@ -64,8 +64,12 @@ def test_the_configuration_page_holds_every_setting_at_most_20_and_their_default
     settings_part, fixed_part = page.split("## Settings", 1)[1].split("## Fixed values", 1)
     rows = _table(settings_part)
     assert len(rows) <= 20, f"{len(rows)} settings a person sets: keep it at 20 at most"
-    flags = {flag for command in _parser()._subparsers._group_actions[0].choices.values()  # type: ignore[union-attr]
-             for action in command._actions for flag in action.option_strings}
+    flags = {
+        flag
+        for command in _parser()._subparsers._group_actions[0].choices.values()  # type: ignore[union-attr]
+        for action in command._actions
+        for flag in action.option_strings
+    }
     variables = {}
     for name, spec in Settings.fields.items():
         for key in spec.env or (f"SPELLBOOK_{name.upper()}",):
@@ -103,7 +107,7 @@ def _anchors(text: str) -> set[str]:
     """The heading anchors GitHub makes for a markdown page (duplicates get -1, -2...)."""
     seen: dict[str, int] = {}
     anchors = set()
-    for heading in re.findall(r"^#{1,6} +(.+?) *#*$", FENCE.sub("", text), re.M):
+    for heading in re.findall(r"^#{1,6} +(.+?) *#*$", FENCE.sub("", text), re.MULTILINE):
         slug = re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-")
         anchors.add(f"{slug}-{seen[slug]}" if slug in seen else slug)
         seen[slug] = seen.get(slug, 0) + 1
@@ -132,6 +136,15 @@ def test_links_between_the_docs_resolve() -> None:
 
 
 def test_the_anchor_rule_matches_github() -> None:
-    text = "# Spellbook\n## Scopes: projects and people\n## The web view's sign-in\n```\n## not a heading\n```\n## Relevance and `min_score`\n## Fields\n## Fields\n"
-    assert _anchors(text) == {"spellbook", "scopes-projects-and-people", "the-web-views-sign-in",
-                              "relevance-and-min_score", "fields", "fields-1"}
+    text = (
+        "# Spellbook\n## Scopes: projects and people\n## The web view's sign-in\n```\n## not a heading\n```\n"
+        "## Relevance and `min_score`\n## Fields\n## Fields\n"
+    )
+    assert _anchors(text) == {
+        "spellbook",
+        "scopes-projects-and-people",
+        "the-web-views-sign-in",
+        "relevance-and-min_score",
+        "fields",
+        "fields-1",
+    }

@@ -43,8 +43,9 @@ def test_the_engine_has_no_mixins_and_exposes_every_hub_method(tmp_path: Path) -
 
     assert Engine.__mro__ == (Engine, object)
     (tmp_path / "vault").mkdir()
-    engine = Engine(Settings(vault=tmp_path / "vault", embedder="hashing", git_commit="false"),
-                    embedder=HashingEmbedder(64))
+    engine = Engine(
+        Settings(vault=tmp_path / "vault", embedder="hashing", git_commit="false"), embedder=HashingEmbedder(64)
+    )
     try:
         for name in OPERATIONS:
             assert inspect.ismethod(getattr(engine, name)), name

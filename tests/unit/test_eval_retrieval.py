@@ -41,8 +41,13 @@ def _result(ranks: list, latencies: list, scribe: list) -> dict:
     for (cat, rank), latency in zip(ranks, latencies):
         ranked = [f"n{i}" for i in range(1, 11)]
         mr.add({"id": "q", "q": "q", "category": cat, "relevant": [f"n{rank}" if rank else "none"]}, ranked, latency)
-    return {"source": "/x/dev_conv.jsonl.gz", "notes": 3, "queries": len(ranks),
-            "load": {"scribe_ms": scribe}, "modes": {"hybrid": mr.summary()}}
+    return {
+        "source": "/x/dev_conv.jsonl.gz",
+        "notes": 3,
+        "queries": len(ranks),
+        "load": {"scribe_ms": scribe},
+        "modes": {"hybrid": mr.summary()},
+    }
 
 
 def test_combine_counts_every_query_once_across_stores():

@@ -114,10 +114,67 @@ def test_version_is_a_hash_of_the_exact_bytes() -> None:
 # --- the dumper's fast path: the same bytes as PyYAML's emitter -------------------------------
 
 PIECES = [
-    "a", "Z", "7", "0", "한국어", "ひらがな", "カタ", "漢字", "é", "ß", "²", " ", "  ", "_", ".", ",", "-", "(", ")",
-    "/", "'", ":", ": ", " #", "#", '"', "[", "]", "{", "}", "!", "&", "*", "?", "|", ">", "%", "@", "`", "\t",
-    "\n", "yes", "No", "NULL", "true", "off", "~", "=", "<<", "1e3", "0x1F", "1_000", ".5", "12", "2024-01-02",
-    "T10:00:00", "+09:00", "\u00a0", "\ufeff", "\u3099", "\u2028",
+    "a",
+    "Z",
+    "7",
+    "0",
+    "한국어",
+    "ひらがな",
+    "カタ",
+    "漢字",
+    "é",
+    "ß",
+    "²",
+    " ",
+    "  ",
+    "_",
+    ".",
+    ",",
+    "-",
+    "(",
+    ")",
+    "/",
+    "'",
+    ":",
+    ": ",
+    " #",
+    "#",
+    '"',
+    "[",
+    "]",
+    "{",
+    "}",
+    "!",
+    "&",
+    "*",
+    "?",
+    "|",
+    ">",
+    "%",
+    "@",
+    "`",
+    "\t",
+    "\n",
+    "yes",
+    "No",
+    "NULL",
+    "true",
+    "off",
+    "~",
+    "=",
+    "<<",
+    "1e3",
+    "0x1F",
+    "1_000",
+    ".5",
+    "12",
+    "2024-01-02",
+    "T10:00:00",
+    "+09:00",
+    "\u00a0",
+    "\ufeff",
+    "\u3099",
+    "\u2028",
 ]
 
 
@@ -130,20 +187,43 @@ def test_plain_strings_are_written_as_the_yaml_emitter_writes_them(value: str) -
             assert fast == _yaml_field("title", field)
 
 
-@pytest.mark.parametrize("key, value", [
-    ("title", "Deploy notes, v2 (prod)"), ("title", "배포 메모"), ("title", "デプロイ手順"), ("tags", ["ops", "배포"]),
-    ("importance", 7), ("pinned", True), ("created", "2026-11-24T14:45:21+00:00"), ("id", "d8273e2f4a7c0a59"),
-    ("title", "O'Brien's notes"),
-])
+@pytest.mark.parametrize(
+    "key, value",
+    [
+        ("title", "Deploy notes, v2 (prod)"),
+        ("title", "배포 메모"),
+        ("title", "デプロイ手順"),
+        ("tags", ["ops", "배포"]),
+        ("importance", 7),
+        ("pinned", True),
+        ("created", "2026-11-24T14:45:21+00:00"),
+        ("id", "d8273e2f4a7c0a59"),
+        ("title", "O'Brien's notes"),
+    ],
+)
 def test_common_fields_take_the_fast_path(key: str, value: object) -> None:
     assert _plain_field(key, value) == _yaml_field(key, value)
 
 
-@pytest.mark.parametrize("key, value", [
-    ("title", "yes"), ("title", "12"), ("title", "a: b"), ("title", "x #y"), ("title", ""), ("title", "[[Link]]"),
-    ("title", "two\nlines"), ("tags", []), ("tags", ["a", 1]), ("ratio", 0.5), ("on", "x"), ("meta", {"a": 1}),
-    ("title", "2024-13-45"), ("title", "trailing "),
-])
+@pytest.mark.parametrize(
+    "key, value",
+    [
+        ("title", "yes"),
+        ("title", "12"),
+        ("title", "a: b"),
+        ("title", "x #y"),
+        ("title", ""),
+        ("title", "[[Link]]"),
+        ("title", "two\nlines"),
+        ("tags", []),
+        ("tags", ["a", 1]),
+        ("ratio", 0.5),
+        ("on", "x"),
+        ("meta", {"a": 1}),
+        ("title", "2024-13-45"),
+        ("title", "trailing "),
+    ],
+)
 def test_everything_else_goes_through_pyyaml(key: str, value: object) -> None:
     assert _plain_field(key, value) is None
 
@@ -153,8 +233,11 @@ def test_the_plain_character_check_is_the_per_character_test_on_every_code_point
     it says what ``c.isalnum() or c in _PLAIN_PUNCTUATION`` says."""
     from spellbook.vault.plain_yaml import _PLAIN_CHARS, _PLAIN_PUNCTUATION
 
-    differ = [hex(i) for i in range(0x110000)
-              if (chr(i).isalnum() or chr(i) in _PLAIN_PUNCTUATION) != (_PLAIN_CHARS.fullmatch(chr(i)) is not None)]
+    differ = [
+        hex(i)
+        for i in range(0x110000)
+        if (chr(i).isalnum() or chr(i) in _PLAIN_PUNCTUATION) != (_PLAIN_CHARS.fullmatch(chr(i)) is not None)
+    ]
     assert differ == []
 
 
@@ -163,19 +246,67 @@ def test_the_plain_character_check_is_the_per_character_test_on_every_code_point
 def test_the_resolver_shortcut_answers_as_the_resolver(value: str) -> None:
     from spellbook.vault.plain_yaml import _RESOLVER, _resolves_to_str
 
-    assert _resolves_to_str(value) == (_RESOLVER.resolve(yaml.ScalarNode, value, (True, False)) == "tag:yaml.org,2002:str")
+    assert _resolves_to_str(value) == (
+        _RESOLVER.resolve(yaml.ScalarNode, value, (True, False)) == "tag:yaml.org,2002:str"
+    )
 
 
-KEYS = ["id", "title", "tags", "created", "importance", "x1", "yes", "null", "On", "y", "a b", "key-x", "한글", "_k", ""]
-SCALARS = st.sampled_from(PIECES) | st.lists(st.sampled_from(PIECES), min_size=1, max_size=4).map("".join) | st.sampled_from([
-    "7", "0", "-3", "007", "010", "0_7", "1_000", "-0", "+5", "1.5", "2026-01-02", "2026-01-02T03:04:05Z", "2026-01-02T03:04:05.1234567+09:00",
-    "2026-13-01", "2026-02-30T01:02:03Z", "2026-1-2", "12:30", "true", "false", "True", "TRUE", "한국어 제목", "٣٤",
-    "２０２６-01-02", "plain words, (v2)", "it's",
-])
+KEYS = [
+    "id",
+    "title",
+    "tags",
+    "created",
+    "importance",
+    "x1",
+    "yes",
+    "null",
+    "On",
+    "y",
+    "a b",
+    "key-x",
+    "한글",
+    "_k",
+    "",
+]
+SCALARS = (
+    st.sampled_from(PIECES)
+    | st.lists(st.sampled_from(PIECES), min_size=1, max_size=4).map("".join)
+    | st.sampled_from(
+        [
+            "7",
+            "0",
+            "-3",
+            "007",
+            "010",
+            "0_7",
+            "1_000",
+            "-0",
+            "+5",
+            "1.5",
+            "2026-01-02",
+            "2026-01-02T03:04:05Z",
+            "2026-01-02T03:04:05.1234567+09:00",
+            "2026-13-01",
+            "2026-02-30T01:02:03Z",
+            "2026-1-2",
+            "12:30",
+            "true",
+            "false",
+            "True",
+            "TRUE",
+            "한국어 제목",
+            "٣٤",
+            "２０２６-01-02",
+            "plain words, (v2)",
+            "it's",
+        ]
+    )
+)
 LINES = st.one_of(
     st.tuples(st.sampled_from(KEYS), SCALARS).map(lambda kv: f"{kv[0]}: {kv[1]}\n"),
     st.tuples(st.sampled_from(KEYS), st.lists(SCALARS, max_size=3)).map(
-        lambda kv: f"{kv[0]}:\n" + "".join(f"  - {v}\n" for v in kv[1])),
+        lambda kv: f"{kv[0]}:\n" + "".join(f"  - {v}\n" for v in kv[1])
+    ),
     st.sampled_from(["# a comment\n", "\n", "title:  two spaces\n", "- x\n", "    - deep\n", "id: x\r\n", "k: v"]),
 )
 
@@ -201,8 +332,16 @@ def test_plain_frontmatter_is_read_as_pyyaml_reads_it(raw: str) -> None:
 def test_what_spellbook_writes_takes_the_fast_path() -> None:
     from spellbook.vault.plain_yaml import read_plain
 
-    meta = {"id": "d8273e2f4a7c0a59", "title": "발효 시간, 된장찌개 교훈", "category": "bench", "tags": ["cooking", "ko"],
-            "importance": 3, "pinned": True, "created": "2026-11-24T14:45:21+00:00", "updated": "2026-11-24"}
+    meta = {
+        "id": "d8273e2f4a7c0a59",
+        "title": "발효 시간, 된장찌개 교훈",
+        "category": "bench",
+        "tags": ["cooking", "ko"],
+        "importance": 3,
+        "pinned": True,
+        "created": "2026-11-24T14:45:21+00:00",
+        "updated": "2026-11-24",
+    }
     text = render_note(meta, "body\n")
     assert read_plain(text.split("---\n")[1]) is not None
     assert parse_note(text).meta == meta
@@ -244,16 +383,21 @@ def test_a_hand_written_plain_number_like_value_still_reads_as_the_string_it_was
     assert parse_note("---\nid: 123e4567\ntitle: t\n---\nbody\n").meta == {"id": "123e4567", "title": "t"}
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("---\nid: 123e4567\ntitle: T  # c\n---\nbody\n", "---\nid: '123e4567'\ntitle: T  # c\n---\nbody\n"),
-    ("\ufeff---\r\nid: 12E45 # kept\r\nmerged_into: 1e5\r\n# a comment\r\n---\r\nb\r\n",
-     "\ufeff---\r\nid: '12E45' # kept\r\nmerged_into: '1e5'\r\n# a comment\r\n---\r\nb\r\n"),
-    ("---\nid: '123e4567'\n---\nbody\n", None),  # quoted already
-    ("---\nid: abc123\n---\nbody\n", None),  # a string under YAML 1.2 too
-    ("---\ntitle: 1e5\n---\nbody\n", None),  # not an id: a person's value, theirs to keep
-    ("---\nid: 123e4567\n", None),  # no closing fence: no frontmatter
-    ("# no frontmatter\nid: 1e5\n", None),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("---\nid: 123e4567\ntitle: T  # c\n---\nbody\n", "---\nid: '123e4567'\ntitle: T  # c\n---\nbody\n"),
+        (
+            "\ufeff---\r\nid: 12E45 # kept\r\nmerged_into: 1e5\r\n# a comment\r\n---\r\nb\r\n",
+            "\ufeff---\r\nid: '12E45' # kept\r\nmerged_into: '1e5'\r\n# a comment\r\n---\r\nb\r\n",
+        ),
+        ("---\nid: '123e4567'\n---\nbody\n", None),  # quoted already
+        ("---\nid: abc123\n---\nbody\n", None),  # a string under YAML 1.2 too
+        ("---\ntitle: 1e5\n---\nbody\n", None),  # not an id: a person's value, theirs to keep
+        ("---\nid: 123e4567\n", None),  # no closing fence: no frontmatter
+        ("# no frontmatter\nid: 1e5\n", None),
+    ],
+)
 def test_an_old_unquoted_number_like_id_is_quoted_and_nothing_else_changes(text: str, expected: str | None) -> None:
     out = quote_number_ids(text)
     assert out == expected

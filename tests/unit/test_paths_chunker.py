@@ -46,8 +46,20 @@ def test_resolve_path_refuses_to_leave_the_vault(tmp_path: Path) -> None:
     (tmp_path / "v2").mkdir()  # shares the vault's name as a prefix
     (vault / "sibling").symlink_to(tmp_path / "v2")
     (vault / "dangling.md").symlink_to(tmp_path / "nowhere.md")
-    bad_paths = ["../outside.md", "/etc/passwd", "a/../../x.md", "C:/x.md", "", "link.md", "..\\outside.md",
-                 "a\\..\\..\\x.md", "//etc/passwd", "sibling/x.md", "dangling.md", "a/\x00.md"]
+    bad_paths = [
+        "../outside.md",
+        "/etc/passwd",
+        "a/../../x.md",
+        "C:/x.md",
+        "",
+        "link.md",
+        "..\\outside.md",
+        "a\\..\\..\\x.md",
+        "//etc/passwd",
+        "sibling/x.md",
+        "dangling.md",
+        "a/\x00.md",
+    ]
     for bad in bad_paths:
         with pytest.raises(VaultPathError):
             resolve_path(vault, bad)
@@ -69,7 +81,10 @@ def test_ignored_paths() -> None:
 
 
 def test_chunks_follow_headings_not_code_fences() -> None:
-    body = "Intro line\n\n# Setup\n\nInstall it.\n\n```sh\n# not a heading\nmake\n```\n\n## Linux\n\napt-get\n\n# Use\n\nRun it.\n"
+    body = (
+        "Intro line\n\n# Setup\n\nInstall it.\n\n```sh\n# not a heading\nmake\n```\n\n"
+        "## Linux\n\napt-get\n\n# Use\n\nRun it.\n"
+    )
     chunks = chunk_body(body)
     assert [c.heading for c in chunks] == ["", "Setup", "Setup > Linux", "Use"]
     assert "# not a heading" in chunks[1].text
@@ -91,9 +106,48 @@ def test_blank_sections_make_no_chunks() -> None:
     assert [c.heading for c in chunk_body("# A\n\n# B\ntext\n")] == ["B"]
 
 
-MARKDOWN = ["# ", "## ", "#", "\\#", " # ", "    # ", "Title", "text", "한국어", "見出し", "=", "===", "-", "---", "- ", "* ",
-            "> ", ">", "1. ", "```", "~~~", "    ", " ", "\t", "\n", "\n\n", "\r\n", "\r", "**b**", "`c`", "[[Link]]",
-            "<h1>x</h1>", "\u2028", "\x00", "＃", "=\t", "- - -", "Setext\n===", "a -", "x="]
+MARKDOWN = [
+    "# ",
+    "## ",
+    "#",
+    "\\#",
+    " # ",
+    "    # ",
+    "Title",
+    "text",
+    "한국어",
+    "見出し",
+    "=",
+    "===",
+    "-",
+    "---",
+    "- ",
+    "* ",
+    "> ",
+    ">",
+    "1. ",
+    "```",
+    "~~~",
+    "    ",
+    " ",
+    "\t",
+    "\n",
+    "\n\n",
+    "\r\n",
+    "\r",
+    "**b**",
+    "`c`",
+    "[[Link]]",
+    "<h1>x</h1>",
+    "\u2028",
+    "\x00",
+    "＃",
+    "=\t",
+    "- - -",
+    "Setext\n===",
+    "a -",
+    "x=",
+]
 
 
 @given(st.lists(st.sampled_from(MARKDOWN), max_size=14).map("".join))

@@ -30,7 +30,9 @@ class Mirror:
 
     def __init__(self) -> None:
         self.db = sqlite3.connect(":memory:")
-        self.db.execute("CREATE VIRTUAL TABLE f USING fts5(title, meta, body, tokenize='unicode61 remove_diacritics 0')")
+        self.db.execute(
+            "CREATE VIRTUAL TABLE f USING fts5(title, meta, body, tokenize='unicode61 remove_diacritics 0')"
+        )
 
     def add(self, row: int, columns: tuple[str, str, str]) -> None:
         self.db.execute("INSERT INTO f (rowid, title, meta, body) VALUES (?, ?, ?, ?)", (row, *columns))
@@ -44,8 +46,9 @@ class Mirror:
     def top(self, tokens: list[str], limit: int, allowed: set[int] | None = None) -> list[tuple[int, float]]:
         weights = ", ".join(map(str, FTS_WEIGHTS))
         expression = " OR ".join(f'"{t}"' for t in tokens)
-        rows = self.db.execute(f"SELECT rowid, -bm25(f, {weights}) FROM f WHERE f MATCH ? ORDER BY 2 DESC",
-                               (expression,)).fetchall()
+        rows = self.db.execute(
+            f"SELECT rowid, -bm25(f, {weights}) FROM f WHERE f MATCH ? ORDER BY 2 DESC", (expression,)
+        ).fetchall()
         return [(r, s) for r, s in rows if allowed is None or r in allowed][:limit]
 
 

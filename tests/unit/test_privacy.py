@@ -11,6 +11,7 @@ and ``test_corpus_file_is_the_generated_one`` keeps the file and the generator i
 from __future__ import annotations
 
 import base64
+import itertools
 import json
 import random
 import string
@@ -75,13 +76,22 @@ def build_corpus() -> list[dict[str, str]]:
             rows.append((kind, secret, template))
 
     # <private> spans: the whole span, tags included, is the secret
-    add("private", "<private>Alice's home address is 12 Elm St.\nHer phone: 555-0134</private>",
-        "Meeting notes. {s} Follow up next week.")
+    add(
+        "private",
+        "<private>Alice's home address is 12 Elm St.\nHer phone: 555-0134</private>",
+        "Meeting notes. {s} Follow up next week.",
+    )
     add("private", "<PRIVATE>salary band: L6, 182k base</Private>", "Offer details: {s} (do not share)")
-    add("private", '<private reason="medical">\nDiagnosed with migraine; takes sumatriptan.\n</private>',
-        "## Health\n{s}\n\nPrefers morning meetings.")
-    add("private", "<private>the door code is 4417 and the alarm\nresets after 30 seconds",
-        "Office access: {s}\n\nParking is on level 2.")  # never closed: up to the blank line
+    add(
+        "private",
+        '<private reason="medical">\nDiagnosed with migraine; takes sumatriptan.\n</private>',
+        "## Health\n{s}\n\nPrefers morning meetings.",
+    )
+    add(
+        "private",
+        "<private>the door code is 4417 and the alarm\nresets after 30 seconds",
+        "Office access: {s}\n\nParking is on level 2.",
+    )  # never closed: up to the blank line
 
     # PEM private keys: the whole block
     add("private-key", pem("RSA PRIVATE KEY", 180), "Deploy key for the staging box:\n\n{s}\n\nRotate yearly.")
@@ -93,7 +103,11 @@ def build_corpus() -> list[dict[str, str]]:
     add("private-key", pem("PRIVATE KEY", 96, escaped=True), '{{"type": "service_account", "private_key": "{s}\\n"}}')
 
     # provider tokens
-    add("aws-access-key", "AKIA" + r(UPPER_DIGITS, 16), "export AWS_ACCESS_KEY_ID={s}",)
+    add(
+        "aws-access-key",
+        "AKIA" + r(UPPER_DIGITS, 16),
+        "export AWS_ACCESS_KEY_ID={s}",
+    )
     add("aws-access-key", "AKIA" + r(UPPER_DIGITS, 16), "The CI user's key id is {s}, owned by infra.")
     add("aws-access-key", "ASIA" + r(UPPER_DIGITS, 16), 'aws_access_key_id = "{s}"')
     add("aws-secret-key", r(B64, 40), "aws_secret_access_key = {s}")
@@ -113,22 +127,34 @@ def build_corpus() -> list[dict[str, str]]:
     add("openai-key", "sk-" + r(ALNUM, 48), "The old key was {s} and still works.")
     add("openai-key", "sk-svcacct-" + r(B64URL, 100), '{{"openai": {{"key": "{s}"}}}}')
     add("slack-token", f"xoxb-{r(string.digits, 12)}-{r(string.digits, 13)}-{r(ALNUM, 24)}", "SLACK_BOT_TOKEN={s}")
-    add("slack-token", f"xoxp-{r(string.digits, 12)}-{r(string.digits, 12)}-{r(string.digits, 13)}-{r(HEX, 32)}",
-        "User token for the export script: {s}")
+    add(
+        "slack-token",
+        f"xoxp-{r(string.digits, 12)}-{r(string.digits, 12)}-{r(string.digits, 13)}-{r(HEX, 32)}",
+        "User token for the export script: {s}",
+    )
     add("slack-token", f"xoxa-2-{r(string.digits, 12)}-{r(string.digits, 13)}-{r(HEX, 32)}", "legacy: {s}")
-    add("slack-token", f"xapp-1-A{r(UPPER_DIGITS, 10)}-{r(string.digits, 13)}-{r(HEX, 64)}",
-        "Socket mode app token is {s}")
+    add(
+        "slack-token",
+        f"xapp-1-A{r(UPPER_DIGITS, 10)}-{r(string.digits, 13)}-{r(HEX, 64)}",
+        "Socket mode app token is {s}",
+    )
     hooks = "https://hooks.slack.com/services"
-    add("slack-webhook", f"{hooks}/T{r(UPPER_DIGITS, 8)}/B{r(UPPER_DIGITS, 10)}/{r(ALNUM, 24)}",
-        "Alerts post to {s} (channel #ops).")
+    add(
+        "slack-webhook",
+        f"{hooks}/T{r(UPPER_DIGITS, 8)}/B{r(UPPER_DIGITS, 10)}/{r(ALNUM, 24)}",
+        "Alerts post to {s} (channel #ops).",
+    )
     add("slack-webhook", f"{hooks}/T{r(UPPER_DIGITS, 8)}/B{r(UPPER_DIGITS, 8)}/{r(ALNUM, 24)}", 'webhook_url: "{s}"')
     add("stripe-key", "sk_live_" + r(ALNUM, 99), "STRIPE_SECRET_KEY={s}")
     add("stripe-key", "rk_live_" + r(ALNUM, 24), "Restricted key for reporting: {s}")
     add("stripe-key", "sk_test_" + r(ALNUM, 24), "stripe.api_key = '{s}'")
     add("stripe-key", "whsec_" + r(ALNUM, 32), "Webhook signing secret {s} from the dashboard.")
     add("google-api-key", "AIza" + r(B64URL, 35), "Maps key: {s}")
-    add("google-api-key", "AIza" + r(B64URL, 35),
-        '<script src="https://maps.googleapis.com/maps/api/js?key={s}"></script>')
+    add(
+        "google-api-key",
+        "AIza" + r(B64URL, 35),
+        '<script src="https://maps.googleapis.com/maps/api/js?key={s}"></script>',
+    )
     add("npm-token", "npm_" + r(ALNUM, 36), "//registry.npmjs.org/:_authToken={s}")
     add("pypi-token", "pypi-AgEIcHlwaS5vcmc" + r(B64URL, 70), "twine upload -u __token__ -p {s} dist/*")
     add("huggingface-token", "hf_" + r(string.ascii_letters, 34), "Downloaded the model with {s} yesterday.")
@@ -189,8 +215,9 @@ def build_corpus() -> list[dict[str, str]]:
     add("password", password(symbols=plain), "openssl enc -aes-256-cbc -salt -in backup.tar -out backup.enc -k {s}")
     add("password", password(symbols=plain), "openssl pkcs12 -export -inkey k.pem -out b.p12 -passout pass:{s}")
 
-    return [{"kind": k, "secret": s, "text": t.replace("{s}", s).replace("{{", "{").replace("}}", "}")}
-            for k, s, t in rows]
+    return [
+        {"kind": k, "secret": s, "text": t.replace("{s}", s).replace("{{", "{").replace("}}", "}")} for k, s, t in rows
+    ]
 
 
 def corpus_jsonl() -> str:
@@ -247,7 +274,12 @@ def test_private_spans_multiline_and_case_insensitive() -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["< private >x</ private > ok", "<PRIVATE>x</PRIVATE> ok", "<private>x</ PRIVATE > ok", "<\tprivate\n>x<\n/private> ok"],
+    [
+        "< private >x</ private > ok",
+        "<PRIVATE>x</PRIVATE> ok",
+        "<private>x</ PRIVATE > ok",
+        "<\tprivate\n>x<\n/private> ok",
+    ],
 )
 def test_private_tag_spellings(text: str) -> None:
     assert redact(text)[0] == "[REDACTED:private] ok"
@@ -317,7 +349,7 @@ def test_positions_point_into_the_original_text() -> None:
         ("aws-access-key", akia),
     ]
     assert out == (
-        "first [REDACTED:github-token], then password = \"[REDACTED:password]\" and [REDACTED:private] "
+        'first [REDACTED:github-token], then password = "[REDACTED:password]" and [REDACTED:private] '
         "and [REDACTED:aws-access-key]."
     )
 
@@ -390,7 +422,7 @@ def test_idempotent_on_mixtures(parts: list[str], sep: str) -> None:
     assert redact(once) == (once, [])
     for r in found:
         assert 0 <= r.start < r.end <= len(text)
-    assert all(a.end <= b.start for a, b in zip(found, found[1:]))
+    assert all(a.end <= b.start for a, b in itertools.pairwise(found))
 
 
 @given(st.text(max_size=300))
@@ -405,11 +437,14 @@ def test_arbitrary_text_is_idempotent_and_spans_are_consistent(text: str) -> Non
     assert redact(out) == (out, [])
 
 
-@pytest.mark.parametrize("text", [
-    "-----BEGIN RSA PRIVATE KEY-----<private>-----END RSA PRIVATE KEY-----",  # found by the fuzz test
-    "-----BEGIN RSA PRIVATE KEY-----\nMIIEabc\n<private>x</private>\nMIIEdef\n-----END RSA PRIVATE KEY-----\nafter",
-    "a <private>-----BEGIN RSA PRIVATE KEY-----</private>\nMIIEdef\n-----END RSA PRIVATE KEY----- b",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "-----BEGIN RSA PRIVATE KEY-----<private>-----END RSA PRIVATE KEY-----",  # found by the fuzz test
+        "-----BEGIN RSA PRIVATE KEY-----\nMIIEabc\n<private>x</private>\nMIIEdef\n-----END RSA PRIVATE KEY-----\nafter",
+        "a <private>-----BEGIN RSA PRIVATE KEY-----</private>\nMIIEdef\n-----END RSA PRIVATE KEY----- b",
+    ],
+)
 def test_a_key_cut_by_a_private_span_is_hidden_around_it(text: str) -> None:
     """A key block with a <private> span in it, or its BEGIN or END line in one: the private span
     is taken first, and the rest of the block is hidden around it (it was left whole, so a second
@@ -417,16 +452,19 @@ def test_a_key_cut_by_a_private_span_is_hidden_around_it(text: str) -> None:
     out, found = redact(text)
     assert "BEGIN" not in out and "END" not in out and "MIIE" not in out
     assert {r.kind for r in found} == {"private", "private-key"}
-    assert all(a.end <= b.start for a, b in zip(found, found[1:]))
+    assert all(a.end <= b.start for a, b in itertools.pairwise(found))
     assert redact(out) == (out, [])
 
 
-@pytest.mark.parametrize(("text", "hidden"), [
-    ("<private>password=</private>password=000000", "000000"),  # a key in the span, its value after it
-    ("--token </private>--token 0password: x", "0password"),  # a value passed over holds the next key
-    ("password=--token '--token 000000\"password=--token '--token 000000\"", "000000"),  # quoted, over a taken one
-    ("</password>API 키: <password>API 키: private</password>API 키: <password>API 키: private", "private"),
-])
+@pytest.mark.parametrize(
+    ("text", "hidden"),
+    [
+        ("<private>password=</private>password=000000", "000000"),  # a key in the span, its value after it
+        ("--token </private>--token 0password: x", "0password"),  # a value passed over holds the next key
+        ("password=--token '--token 000000\"password=--token '--token 000000\"", "000000"),  # quoted, over a taken one
+        ("</password>API 키: <password>API 키: private</password>API 키: <password>API 키: private", "private"),
+    ],
+)
 def test_a_value_passed_over_does_not_hide_the_secret_after_it(text: str, hidden: str) -> None:
     """Both were found only by a second pass (the fuzz tests, at 20,000 examples and more)."""
     out, _ = redact(text)
@@ -512,8 +550,37 @@ if __name__ == "__main__" and "--regenerate" in sys.argv:
     print(f"wrote {len(build_corpus())} entries to {CORPUS}")
 
 
-ASSIGN_PIECES = ["pass", "PASSWORD", "paſſword", "pwd", "db_", "Token", "api-key", "KEY", "secret", "_key", "word", "x",
-                 ".", "-", "*", '"', "'", " ", "\t", ":", "=", ":=", "=>", "==", "hunter22", "Xk9mPq2w", "비밀", "\n", "`"]
+ASSIGN_PIECES = [
+    "pass",
+    "PASSWORD",
+    "paſſword",
+    "pwd",
+    "db_",
+    "Token",
+    "api-key",
+    "KEY",
+    "secret",
+    "_key",
+    "word",
+    "x",
+    ".",
+    "-",
+    "*",
+    '"',
+    "'",
+    " ",
+    "\t",
+    ":",
+    "=",
+    ":=",
+    "=>",
+    "==",
+    "hunter22",
+    "Xk9mPq2w",
+    "비밀",
+    "\n",
+    "`",
+]
 
 
 @given(st.lists(st.sampled_from(ASSIGN_PIECES), max_size=10).map("".join))

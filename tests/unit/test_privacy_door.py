@@ -38,9 +38,13 @@ def scope_reads(source: str) -> list[int]:
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.ImportFrom) and node.module == "spellbook.scope":
             lines += [node.lineno for alias in node.names if alias.name in ("current", "_CURRENT")]
-        elif isinstance(node, ast.Attribute) and node.attr in ("current", "_CURRENT"):
-            if isinstance(node.value, ast.Name) and node.value.id == "scope":
-                lines.append(node.lineno)
+        elif (
+            isinstance(node, ast.Attribute)
+            and node.attr in ("current", "_CURRENT")
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "scope"
+        ):
+            lines.append(node.lineno)
     return lines
 
 
@@ -49,22 +53,30 @@ def _sources() -> list[tuple[str, str]]:
 
 
 def test_only_the_door_builds_a_conflict_error() -> None:
-    built = [f"{name}:{line}" for name, source in _sources() if name not in CONFLICT_DOOR
-             for line in conflicts_built(source)]
-    assert not built, ("raise FileChangedError (the hub turns it into a scrubbed ConflictError at the door), "
-                       "never a ConflictError: " + ", ".join(built))
+    built = [
+        f"{name}:{line}" for name, source in _sources() if name not in CONFLICT_DOOR for line in conflicts_built(source)
+    ]
+    assert not built, (
+        "raise FileChangedError (the hub turns it into a scrubbed ConflictError at the door), "
+        "never a ConflictError: " + ", ".join(built)
+    )
 
 
 def test_the_server_adapters_scrub_nothing_themselves() -> None:
-    scrubbing = [f"{name}:{node.lineno}" for name, source in _sources() if name.startswith("server/")
-                 for node in ast.walk(ast.parse(source))
-                 if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("spellbook.vault.privacy")]
+    scrubbing = [
+        f"{name}:{node.lineno}"
+        for name, source in _sources()
+        if name.startswith("server/")
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("spellbook.vault.privacy")
+    ]
     assert not scrubbing, "ask the engine (Access scrubs every answer): " + ", ".join(scrubbing)
 
 
 def test_only_the_access_layer_reads_the_scope() -> None:
-    reading = [f"{name}:{line}" for name, source in _sources() if name not in SCOPE_READERS
-               for line in scope_reads(source)]
+    reading = [
+        f"{name}:{line}" for name, source in _sources() if name not in SCOPE_READERS for line in scope_reads(source)
+    ]
     assert not reading, "ask Access.scope() / Access.where(), or take the scope as an argument: " + ", ".join(reading)
 
 

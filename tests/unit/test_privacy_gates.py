@@ -28,16 +28,40 @@ def spellings(text: str) -> list[str]:
     """``text`` as written, and with the letters IGNORECASE patterns also match: upper and mixed
     case, the long s, the Kelvin sign, the dotless and dotted i."""
     return [
-        text, text.upper(), text.swapcase(), text.title(),
-        text.replace("s", "ſ"), text.replace("k", "\u212a"), text.replace("i", "ı"), text.replace("i", "İ"),
+        text,
+        text.upper(),
+        text.swapcase(),
+        text.title(),
+        text.replace("s", "ſ"),
+        text.replace("k", "\u212a"),
+        text.replace("i", "ı"),
+        text.replace("i", "İ"),
     ]
 
 
 VALUE = "Xk9mPq2wZr7T"
 KEYS = [  # a spelling of every key word the generic detectors know (assignment, flag, XML, prose)
-    "password", "passwd", "passphrase", "passcode", "db_pass", "x-pwd", "auth_token", "api_key", "apikey",
-    "access.key", "app-key", "subscription_key", "secret", "secret_key", "private_key", "encryption-key",
-    "signing_key", "master_key", "api key", "access key", "secret key",
+    "password",
+    "passwd",
+    "passphrase",
+    "passcode",
+    "db_pass",
+    "x-pwd",
+    "auth_token",
+    "api_key",
+    "apikey",
+    "access.key",
+    "app-key",
+    "subscription_key",
+    "secret",
+    "secret_key",
+    "private_key",
+    "encryption-key",
+    "signing_key",
+    "master_key",
+    "api key",
+    "access key",
+    "secret key",
 ]
 GENERIC = [f"{key}{sep}{VALUE}" for key in KEYS for sep in ("=", ": ", " is ", " was set to ")]
 GENERIC += [f"--{key} {VALUE}" for key in ("password", "pass", "token", "api-key", "apikey", "secret", "access-key")]
@@ -80,10 +104,44 @@ def test_most_notes_skip_most_detectors() -> None:
 
 
 FRAGMENTS = [
-    "password", "PASSWORD", "paſſword", "pass", "pwd", "token", "\u212aey", "api_key", "secret", "Bearer ",
-    "basıc ", "BASİC ", "Authorization: ", "=", ": ", " is ", "--password ", "<private>", "</private>",
-    "postgres://u:", "@db", "AKIA", "ghp_", "sk-", "sk-ant-", "eyJ", "hf_", "xoxb-", "AIza", "npm_",
-    "비밀번호: ", "トークン: ", "API키=", "Xk9mPq2wZr7T", "hunter2hunter2", "a1B2c3D4e5F6g7H8i9J0", " ", "\n",
+    "password",
+    "PASSWORD",
+    "paſſword",
+    "pass",
+    "pwd",
+    "token",
+    "\u212aey",
+    "api_key",
+    "secret",
+    "Bearer ",
+    "basıc ",
+    "BASİC ",
+    "Authorization: ",
+    "=",
+    ": ",
+    " is ",
+    "--password ",
+    "<private>",
+    "</private>",
+    "postgres://u:",
+    "@db",
+    "AKIA",
+    "ghp_",
+    "sk-",
+    "sk-ant-",
+    "eyJ",
+    "hf_",
+    "xoxb-",
+    "AIza",
+    "npm_",
+    "비밀번호: ",
+    "トークン: ",
+    "API키=",
+    "Xk9mPq2wZr7T",
+    "hunter2hunter2",
+    "a1B2c3D4e5F6g7H8i9J0",
+    " ",
+    "\n",
 ]
 
 

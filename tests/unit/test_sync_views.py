@@ -9,14 +9,29 @@ from spellbook.cli.doctor import sync_check
 from spellbook.server.web.care import _issue
 from spellbook.server.web.pages import _sync_line
 
-OK = {"in_sync": True, "head": "abc123def456", "at": "2026-11-28T05:00:00+00:00", "conflict_copies": ["a (conflict copy).md"]}
-FAILED = {"in_sync": False, "error": "fetch: the remote is unreachable (fatal: x); the vault keeps working offline",
-          "at": "2026-11-28T05:00:00+00:00"}
+OK = {
+    "in_sync": True,
+    "head": "abc123def456",
+    "at": "2026-11-28T05:00:00+00:00",
+    "conflict_copies": ["a (conflict copy).md"],
+}
+FAILED = {
+    "in_sync": False,
+    "error": "fetch: the remote is unreachable (fatal: x); the vault keeps working offline",
+    "at": "2026-11-28T05:00:00+00:00",
+}
 
 
 def _record(last: dict | None, every: float | None = None) -> dict:
-    return {"remote": "origin", "every_seconds": every, "running": False, "rounds": 1, "failures": 0, "last": last,
-            "last_success_at": None}
+    return {
+        "remote": "origin",
+        "every_seconds": every,
+        "running": False,
+        "rounds": 1,
+        "failures": 0,
+        "last": last,
+        "last_success_at": None,
+    }
 
 
 def test_doctor_says_how_the_last_sync_went() -> None:
@@ -35,8 +50,15 @@ def test_the_overview_line() -> None:
 
 
 def test_a_conflict_copy_can_be_merged_from_the_care_page() -> None:
-    notes = [{"id": "a" * 16, "title": "Deploy day", "path": "inbox/Deploy day.md"},
-             {"id": "b" * 16, "title": "Deploy day (conflict copy)", "path": "inbox/Deploy day (conflict copy).md"}]
-    issue = {"kind": "contradiction", "notes": notes, "action": "Decide which is right", "evidence": "linked 'contradicts'"}
+    notes = [
+        {"id": "a" * 16, "title": "Deploy day", "path": "inbox/Deploy day.md"},
+        {"id": "b" * 16, "title": "Deploy day (conflict copy)", "path": "inbox/Deploy day (conflict copy).md"},
+    ]
+    issue = {
+        "kind": "contradiction",
+        "notes": notes,
+        "action": "Decide which is right",
+        "evidence": "linked 'contradicts'",
+    }
     html = _issue(SimpleNamespace(csrf="t0k", scope=None), issue, {})
     assert 'action="/care/merge"' in html and "a" * 16 in html and "b" * 16 in html

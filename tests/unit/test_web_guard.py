@@ -111,8 +111,10 @@ def test_links_in_notes_carry_noreferrer() -> None:
 def test_wikilinks_are_made_in_text_only() -> None:
     """A ``[[wikilink]]`` in a link's title, an image's alt text, code or a link's own text stays as
     written: replacing it there put an ``<a>`` inside an attribute and broke out of it."""
-    text = ('See [[Note|the note]]. [a](http://x "[[Note]]") ![[[Note]]](i.png) `[[Note]]` [x [[Note]]](/y)'
-            "\n\n```\n[[Note]]\n```\n\n[[Missing]]")
+    text = (
+        'See [[Note|the note]]. [a](http://x "[[Note]]") ![[[Note]]](i.png) `[[Note]]` [x [[Note]]](/y)'
+        "\n\n```\n[[Note]]\n```\n\n[[Missing]]"
+    )
     html = _render(text, [{"target": "Note", "id": "n1"}])
     assert html.count("<a") == 3 and html.count('<a class="wikilink" href="/memory/n1">the note</a>') == 1
     assert 'title="[[Note]]"' in html and 'alt="[[Note]]"' in html and "<code>[[Note]]</code>" in html

@@ -77,7 +77,7 @@ def memory_graph_entries(text: str, source: str, now: str) -> tuple[list[Entry],
             else:
                 relations.append((where, *(v.strip() for v in ends)))
         else:
-            problems.append(f"{where}: expected an object with \"type\": \"entity\" or \"relation\".")
+            problems.append(f'{where}: expected an object with "type": "entity" or "relation".')
     refuse_if(problems, total)
     links: dict[str, list[str]] = {}
     typed: dict[str, list[str]] = {}
@@ -92,12 +92,17 @@ def memory_graph_entries(text: str, source: str, now: str) -> tuple[list[Entry],
     for name, entity in entities.items():
         etype = entity["type"]
         meta: dict[str, Any] = {
-            "id": graph_id(name), "title": name, "category": GRAPH_CATEGORY,
+            "id": graph_id(name),
+            "title": name,
+            "category": GRAPH_CATEGORY,
             **({"topic": etype} if etype else {}),
             **({"tags": [normalize_tag(etype)]} if normalize_tag(etype) else {}),
-            "entities": [name], "type": "note", "source": source,
+            "entities": [name],
+            "type": "note",
+            "source": source,
             **({"links": list(dict.fromkeys(links[name]))} if name in links else {}),
-            "created": now, "updated": now,
+            "created": now,
+            "updated": now,
             **({"relations": list(dict.fromkeys(typed[name]))} if name in typed else {}),
         }
         body = "".join("- " + obs.strip().replace("\n", "\n  ") + "\n" for obs in entity["observations"])

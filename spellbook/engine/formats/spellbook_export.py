@@ -105,7 +105,7 @@ def parse_export(data: Any) -> list[Entry]:
     whole file is refused if any entry is wrong, so nothing is half-imported."""
     if not isinstance(data, dict) or "spellbook_export" not in data:
         raise InvalidInputError(
-            "Not a Spellbook export: expected a JSON object with \"spellbook_export\": 1 and \"memories\" "
+            'Not a Spellbook export: expected a JSON object with "spellbook_export": 1 and "memories" '
             "(docs/export.md), or an MCP memory server memory.jsonl."
         )
     version = data["spellbook_export"]
@@ -118,7 +118,7 @@ def parse_export(data: Any) -> list[Entry]:
         raise InvalidInputError(f"Unknown top-level key(s) {', '.join(map(repr, unknown))} in the export.")
     memories = data.get("memories")
     if not isinstance(memories, list):
-        raise InvalidInputError("\"memories\" must be a list of memory objects.")
+        raise InvalidInputError('"memories" must be a list of memory objects.')
     entries: list[Entry] = []
     problems: list[str] = []
     for n, item in enumerate(memories):
@@ -139,7 +139,10 @@ def read_export(text: str, name: str) -> list[Entry]:
     """Read a Spellbook export one memory at a time (validating each as it comes), so that memory
     stays bounded by the entries kept, not by the objects a huge file would build; refuse more
     than ``MAX_IMPORT_ENTRIES`` memories and nesting deeper than ``MAX_IMPORT_DEPTH``."""
-    not_json = f"{name} is not JSON ({{}}). Import a Spellbook export (export format json) or an MCP memory server memory.jsonl."
+    not_json = (
+        f"{name} is not JSON ({{}}). "
+        "Import a Spellbook export (export format json) or an MCP memory server memory.jsonl."
+    )
     top: dict[str, Any] = {}
     entries: list[Entry] = []
     problems: list[str] = []
@@ -149,7 +152,9 @@ def read_export(text: str, name: str) -> list[Entry]:
         try:
             return _DECODER.raw_decode(text, pos)
         except RecursionError:
-            raise InvalidInputError(f"{name} is nested deeper than {MAX_IMPORT_DEPTH} levels; nothing was imported.") from None
+            raise InvalidInputError(
+                f"{name} is nested deeper than {MAX_IMPORT_DEPTH} levels; nothing was imported."
+            ) from None
         except ValueError as exc:
             raise InvalidInputError(not_json.format(exc)) from None
 
@@ -227,9 +232,13 @@ def _entry(where: str, item: Any) -> Entry:
     note_id, path, meta, body = item["id"], item["path"], item["metadata"], item["body"]
     title = item.get("title", "")
     if not isinstance(note_id, str) or not note_id.strip() or len(note_id) > MAX_ID_CHARS or not note_id.isprintable():
-        raise InvalidInputError(f"{label}: id must be a non-empty string of printable characters (at most {MAX_ID_CHARS}).")
+        raise InvalidInputError(
+            f"{label}: id must be a non-empty string of printable characters (at most {MAX_ID_CHARS})."
+        )
     if not isinstance(meta, dict):
-        raise InvalidInputError(f"{label}: metadata must be an object (the note's frontmatter), got {type(meta).__name__}.")
+        raise InvalidInputError(
+            f"{label}: metadata must be an object (the note's frontmatter), got {type(meta).__name__}."
+        )
     if _depth(meta, MAX_IMPORT_DEPTH) > MAX_IMPORT_DEPTH:
         raise InvalidInputError(f"{label}: metadata is nested deeper than {MAX_IMPORT_DEPTH} levels.")
     if own_id(meta) not in (None, note_id):
@@ -241,7 +250,9 @@ def _entry(where: str, item: Any) -> Entry:
     if "\x00" in body:
         raise InvalidInputError(f"{label}: body contains NUL characters.")
     if len(body.encode("utf-8")) > MAX_FILE_BYTES:
-        raise InvalidInputError(f"{label}: body is over {MAX_FILE_BYTES // 2**20} MB, the largest note Spellbook indexes.")
+        raise InvalidInputError(
+            f"{label}: body is over {MAX_FILE_BYTES // 2**20} MB, the largest note Spellbook indexes."
+        )
     if not isinstance(title, str):
         raise InvalidInputError(f"{label}: title must be a string.")
     check_note_path(label, path)
@@ -319,7 +330,8 @@ def import_summary(data: dict[str, Any]) -> str:
     verb = "Would import" if data["dry_run"] else "Imported"
     text = (
         f"{verb} {data['total']} memories from {data['file']} ({data['format']}): "
-        + ", ".join(f"{n} {name}" for name, n in counts.items() if n or name == "created") + "."
+        + ", ".join(f"{n} {name}" for name, n in counts.items() if n or name == "created")
+        + "."
     )
     if data.get("redacted"):
         text += f" Privacy filter: {data['redacted']}."

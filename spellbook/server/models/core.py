@@ -38,7 +38,7 @@ class SearchHit(Out):
     heading: str | None = None
     similarity: float | None = None
     relevance: float
-    found_by: list[str] = []  # which side found it: "keywords", "meaning"
+    found_by: list[str] = []  # noqa: RUF012 - pydantic copies a default; which side found it: "keywords", "meaning"
 
 
 class MemorizeResult(Out):

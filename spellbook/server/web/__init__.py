@@ -55,7 +55,7 @@ def warm(hub: Hub) -> None:
         with acting(WEB_CLIENT):
             hub.call("analyze_knowledge", {})
             hub.call("graph", {"limit": graph_page.LIMIT})
-    except Exception:  # noqa: BLE001 - e.g. the index failed to open: the pages will say so
+    except Exception:
         log.debug("could not warm the web view's answers", exc_info=True)
 
 

@@ -127,13 +127,17 @@ class WebApp:
     def __init__(self, hub: Hub, guard: Guard, routes: list[tuple[str, str, Handler]]) -> None:
         self.hub = hub
         self.guard = guard
-        self.router = ExceptionMiddleware(Router(  # the static files' 404 is an exception: plain text
-            [Route(path, self._endpoint(handler, path in OPEN_PATHS), methods=[method], name=handler.__name__)
-             for method, path, handler in routes]
-            + [Mount(STATIC.rstrip("/"), StaticFiles(packages=[("spellbook.server.web", "static")]))],
-            redirect_slashes=False,
-            default=_not_found,
-        ))
+        self.router = ExceptionMiddleware(
+            Router(  # the static files' 404 is an exception: plain text
+                [
+                    Route(path, self._endpoint(handler, path in OPEN_PATHS), methods=[method], name=handler.__name__)
+                    for method, path, handler in routes
+                ]
+                + [Mount(STATIC.rstrip("/"), StaticFiles(packages=[("spellbook.server.web", "static")]))],
+                redirect_slashes=False,
+                default=_not_found,
+            )
+        )
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         async def send_secured(message: dict) -> None:
@@ -170,8 +174,15 @@ class WebApp:
                     refusal = self.guard.post_refusal(headers, form)
                     if refusal:
                         return _text(403, refusal).response()
-            ask = Ask(self.hub, self.guard, headers, dict(request.query_params), form, request.path_params,
-                      post=request.method == "POST")
+            ask = Ask(
+                self.hub,
+                self.guard,
+                headers,
+                dict(request.query_params),
+                form,
+                request.path_params,
+                post=request.method == "POST",
+            )
             return (await self._run(handler, ask)).response()
 
         return endpoint

@@ -20,24 +20,42 @@ async def graph(ask: Ask) -> Answer:
     data = await ask.call("graph", category=category, topic=topic, tag=tag, limit=LIMIT, **scope)
 
     def select(name: str, values: list[str], chosen: str | None) -> str:
-        options = "".join(f'<option{" selected" if v == chosen else ""}>{esc(v)}</option>' for v in values)
+        options = "".join(f"<option{' selected' if v == chosen else ''}>{esc(v)}</option>" for v in values)
         if chosen and chosen not in values:
             options += f"<option selected>{esc(chosen)}</option>"
         return f'<select name={name} aria-label={name}><option value="">every {name}</option>{options}</select>'
 
-    scopes = "" if ask.scope else (select("context", data.get("contexts", []), scope.get("context"))
-                                   + select("user", data.get("users", []), scope.get("user")))
-    filters = (f'<form class=filters method=get action="/graph">{select("category", data["categories"], category)}'
-               f'{select("topic", data["topics"], topic)}{select("tag", data["tags"], tag)}{scopes}<button>Show</button>'
-               f'<input id=find type=search placeholder="Find a memory in the graph" aria-label="Find"></form>')
-    sampled = (f' The {data["shown"]:,} most-linked of {data["total"]:,} are shown; filter by category, topic or '
-               "tag to see the rest." if data["sampled"] else "")
-    summary = (f'<p class=muted id=graph-summary>{data["shown"]:,} memories, {len(data["edges"]):,} links.{sampled} '
-               "Drag to move, scroll to zoom, click a memory to open it.</p>" + as_of(data))
+    scopes = (
+        ""
+        if ask.scope
+        else (
+            select("context", data.get("contexts", []), scope.get("context"))
+            + select("user", data.get("users", []), scope.get("user"))
+        )
+    )
+    filters = (
+        f'<form class=filters method=get action="/graph">{select("category", data["categories"], category)}'
+        f"{select('topic', data['topics'], topic)}{select('tag', data['tags'], tag)}{scopes}<button>Show</button>"
+        f'<input id=find type=search placeholder="Find a memory in the graph" aria-label="Find"></form>'
+    )
+    sampled = (
+        f" The {data['shown']:,} most-linked of {data['total']:,} are shown; filter by category, topic or "
+        "tag to see the rest."
+        if data["sampled"]
+        else ""
+    )
+    summary = (
+        f"<p class=muted id=graph-summary>{data['shown']:,} memories, {len(data['edges']):,} links.{sampled} "
+        "Drag to move, scroll to zoom, click a memory to open it.</p>" + as_of(data)
+    )
     payload = {"nodes": data["nodes"], "edges": data["edges"]}
-    block = json.dumps(payload, ensure_ascii=True, separators=(",", ":")).replace("<", "\\u003c").replace(">", "\\u003e")
-    canvas = ('<div class=graph-wrap><canvas id=graph aria-label="Graph of memories"></canvas>'
-              '<div id=graph-tip hidden></div><div id=graph-legend></div></div>'
-              f'<script type="application/json" id=graph-data>{block}</script>')
+    block = (
+        json.dumps(payload, ensure_ascii=True, separators=(",", ":")).replace("<", "\\u003c").replace(">", "\\u003e")
+    )
+    canvas = (
+        '<div class=graph-wrap><canvas id=graph aria-label="Graph of memories"></canvas>'
+        "<div id=graph-tip hidden></div><div id=graph-legend></div></div>"
+        f'<script type="application/json" id=graph-data>{block}</script>'
+    )
     empty = message("No memories match this filter.") if not data["nodes"] else ""
     return ask.html("Graph", "/graph", f"<h1>Graph</h1>{filters}{summary}{empty}{canvas}", script="graph.js")

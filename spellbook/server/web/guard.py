@@ -54,8 +54,10 @@ SECURITY_HEADERS = [
     (b"referrer-policy", b"same-origin"),
     (b"cache-control", b"no-store"),
 ]
-CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
-       "form-action 'self'{also}; frame-ancestors 'none'; base-uri 'none'")
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+    "form-action 'self'{also}; frame-ancestors 'none'; base-uri 'none'"
+)
 
 
 @dataclass
@@ -70,8 +72,14 @@ class Guard:
     to (None: any, off loopback), the origins a POST may come from, and ``page_host``, the
     ``name:port`` the pages live at once signed in (None: whatever name the browser used)."""
 
-    def __init__(self, token: str | None, hosts: set[str] | None, origins: set[str], page_host: str | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        token: str | None,
+        hosts: set[str] | None,
+        origins: set[str],
+        page_host: str | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.token = token
         self.page_host = page_host.lower() if token and page_host else None
         self.hosts = None if hosts is None else hosts | ({self.page_host} if self.page_host else set())
@@ -153,8 +161,10 @@ class Guard:
                 return found.family
             self._codes = {k: c for k, c in self._codes.items() if c.family != found.family}
             self._sessions = {k: f for k, f in self._sessions.items() if f != found.family}
-        log.warning("a web sign-in code was used twice: someone else on this machine may have read it (e.g. from "
-                    "the browser's command line); the sessions it opened are ended. Sign in again.")
+        log.warning(
+            "a web sign-in code was used twice: someone else on this machine may have read it (e.g. from "
+            "the browser's command line); the sessions it opened are ended. Sign in again."
+        )
         return None
 
     def open_session(self, family: str | None) -> bytes:

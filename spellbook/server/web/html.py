@@ -19,8 +19,7 @@ from markdown_it.token import Token
 from spellbook.server.web.guard import CSRF_FIELD, TOKEN_FIELD
 from spellbook.version import __version__
 
-PAGES = [("/", "Overview"), ("/activity", "Activity"), ("/search", "Search"), ("/graph", "Graph"),
-         ("/care", "Care")]
+PAGES = [("/", "Overview"), ("/activity", "Activity"), ("/search", "Search"), ("/graph", "Graph"), ("/care", "Care")]
 
 _MARKDOWN = MarkdownIt("commonmark", {"html": False, "linkify": False}).enable("table")
 WIKILINK = re.compile(r"\[\[([^\]|#]+)(#[^\]|]*)?(?:\|([^\]]+))?\]\]")
@@ -74,9 +73,12 @@ def _wikilinks(text: str, wikilink: Callable[[str], str | None]) -> list[Token]:
         href = wikilink(found.group(1).strip())
         if href is None:
             continue
-        out.append(_text(text[start:found.start()]))
-        out += [Token("link_open", "a", 1, attrs={"class": "wikilink", "href": href}),
-                _text(found.group(3) or found.group(1)), Token("link_close", "a", -1)]
+        out.append(_text(text[start : found.start()]))
+        out += [
+            Token("link_open", "a", 1, attrs={"class": "wikilink", "href": href}),
+            _text(found.group(3) or found.group(1)),
+            Token("link_close", "a", -1),
+        ]
         start = found.end()
     out.append(_text(text[start:]))
     return [t for t in out if t.type != "text" or t.content]
@@ -87,9 +89,7 @@ def _text(content: str) -> Token:
 
 
 def page(title: str, active: str, body: str, scope: str | None = None, script: str | None = None) -> str:
-    nav = "".join(
-        f'<a href="{href}"{" class=on" if href == active else ""}>{name}</a>' for href, name in PAGES
-    )
+    nav = "".join(f'<a href="{href}"{" class=on" if href == active else ""}>{name}</a>' for href, name in PAGES)
     scoped = f'<span class="scope" title="This server is scoped">{esc(scope)}</span>' if scope else ""
     tail = f'<script src="/static/{script}" defer></script>' if script else ""
     return (
@@ -101,7 +101,7 @@ def page(title: str, active: str, body: str, scope: str | None = None, script: s
         f'<form class=quick action="/search" method=get><input name=q placeholder="Search memories" '
         f'aria-label="Search memories"></form></header>'
         f"<main>{body}</main>"
-        f'<footer>Spellbook {esc(__version__)} · everything here is read from this machine\'s vault</footer>'
+        f"<footer>Spellbook {esc(__version__)} · everything here is read from this machine's vault</footer>"
         f"{tail}</body></html>"
     )
 
@@ -117,7 +117,7 @@ def card(label: str, value: Any, note: str = "") -> str:
     """A figure with its label; ``note`` is HTML (escape what comes from the vault)."""
     extra = f"<small>{note}</small>" if note else ""
     wide = " class=text" if len(str(value)) > 9 else ""
-    return f'<div class=card><span>{esc(label)}</span><b{wide}>{esc(value)}</b>{extra}</div>'
+    return f"<div class=card><span>{esc(label)}</span><b{wide}>{esc(value)}</b>{extra}</div>"
 
 
 def tags(values: Iterable[str] | None) -> str:
@@ -133,10 +133,15 @@ def note_link(ref: dict[str, Any]) -> str:
 
 def form(action: str, csrf: str, fields: str, button: str, cls: str = "", confirm: str = "") -> str:
     """A POST form carrying the CSRF token; ``confirm``: text of a confirmation checkbox it requires."""
-    check = f'<label class=confirm><input type=checkbox name=confirm value=yes required> {esc(confirm)}</label>' \
-        if confirm else ""
-    return (f'<form method=post action="{esc(action)}" class="{cls}"><input type=hidden name={CSRF_FIELD} '
-            f'value="{esc(csrf)}">{fields}{check}<button type=submit>{esc(button)}</button></form>')
+    check = (
+        f"<label class=confirm><input type=checkbox name=confirm value=yes required> {esc(confirm)}</label>"
+        if confirm
+        else ""
+    )
+    return (
+        f'<form method=post action="{esc(action)}" class="{cls}"><input type=hidden name={CSRF_FIELD} '
+        f'value="{esc(csrf)}">{fields}{check}<button type=submit>{esc(button)}</button></form>'
+    )
 
 
 def sign_in_form(note: str = "") -> str:
@@ -172,7 +177,7 @@ def pager(path: str, offset: int, limit: int, more: bool, **query: Any) -> str:
         parts.append(f'<a href="{url(path, offset=max(0, offset - limit) or None, **query)}">&larr; newer</a>')
     if more:
         parts.append(f'<a href="{url(path, offset=offset + limit, **query)}">older &rarr;</a>')
-    return f'<p class=pager>{" ".join(parts)}</p>' if parts else ""
+    return f"<p class=pager>{' '.join(parts)}</p>" if parts else ""
 
 
 def as_of(data: dict) -> str:
@@ -180,5 +185,7 @@ def as_of(data: dict) -> str:
     age = data.get("stale_seconds")
     if age is None:
         return ""
-    return (f'<p class="muted stale">As of {esc(age)} s ago: the vault changed since, and a fresh answer is '
-            "being made (reload in a few seconds).</p>")
+    return (
+        f'<p class="muted stale">As of {esc(age)} s ago: the vault changed since, and a fresh answer is '
+        "being made (reload in a few seconds).</p>"
+    )

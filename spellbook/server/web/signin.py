@@ -10,8 +10,10 @@ from spellbook.server.web.app import Answer, Ask
 from spellbook.server.web.guard import TOKEN_FIELD
 from spellbook.server.web.html import message, page, sign_in_form
 
-USED = ("This sign-in address was used already or has expired (a code works once, for a minute). Run "
-        "spellbook ui again, or paste the token.")
+USED = (
+    "This sign-in address was used already or has expired (a code works once, for a minute). Run "
+    "spellbook ui again, or paste the token."
+)
 
 
 async def redeem(ask: Ask) -> Answer:
@@ -40,5 +42,6 @@ def _signed_in(ask: Ask, family: str | None) -> Answer:
         return ask.redirect(f"http://{guard.page_host}/signin?code={guard.issue_code(family)}")
     cookie = guard.open_session(family)
     body = message("Signed in.", "ok") + '<p><a href="/">Continue to the overview</a></p>'
-    return Answer(200, page("Signed in", "", body).encode(),
-                  headers=[(b"set-cookie", cookie), (b"refresh", b"0; url=/")])
+    return Answer(
+        200, page("Signed in", "", body).encode(), headers=[(b"set-cookie", cookie), (b"refresh", b"0; url=/")]
+    )

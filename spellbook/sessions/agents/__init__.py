@@ -27,21 +27,41 @@ from typing import Any
 AGENTS = ("codex", "gemini")
 # The agent's event -> the event hook.py runs for it.
 SPELLBOOK_EVENTS = {
-    "codex": {"SessionStart": "SessionStart", "UserPromptSubmit": "UserPromptSubmit", "Stop": "Stop",
-              "PreCompact": "PreCompact"},
-    "gemini": {"SessionStart": "SessionStart", "BeforeAgent": "UserPromptSubmit", "AfterAgent": "Stop",
-               "PreCompress": "PreCompact", "SessionEnd": "SessionEnd"},
+    "codex": {
+        "SessionStart": "SessionStart",
+        "UserPromptSubmit": "UserPromptSubmit",
+        "Stop": "Stop",
+        "PreCompact": "PreCompact",
+    },
+    "gemini": {
+        "SessionStart": "SessionStart",
+        "BeforeAgent": "UserPromptSubmit",
+        "AfterAgent": "Stop",
+        "PreCompress": "PreCompact",
+        "SessionEnd": "SessionEnd",
+    },
 }
 PROMPT_EVENT = {"codex": "UserPromptSubmit", "gemini": "BeforeAgent"}
 TIMEOUTS = {  # the unit each CLI reads: Codex seconds, Gemini milliseconds
     "codex": {"SessionStart": 30, "UserPromptSubmit": 10, "Stop": 30, "PreCompact": 30},
-    "gemini": {"SessionStart": 30_000, "BeforeAgent": 10_000, "AfterAgent": 30_000, "PreCompress": 30_000,
-               "SessionEnd": 30_000},
+    "gemini": {
+        "SessionStart": 30_000,
+        "BeforeAgent": 10_000,
+        "AfterAgent": 30_000,
+        "PreCompress": 30_000,
+        "SessionEnd": 30_000,
+    },
 }
 
 
-def hooks_path(agent: str, scope: str, *, home: Path | None = None, env: Mapping[str, str] | None = None,
-               project: Path | None = None) -> Path:
+def hooks_path(
+    agent: str,
+    scope: str,
+    *,
+    home: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    project: Path | None = None,
+) -> Path:
     env = os.environ if env is None else env
     home = Path.home() if home is None else home
     base = (project or Path.cwd()) if scope == "project" else None
@@ -68,8 +88,11 @@ def answer(agent: str, event: str, text: str) -> str:
     """What the hook prints for ``event`` with ``text`` for the model: the JSON both CLIs read."""
     if not text:
         return ""
-    name = "UserPromptSubmit" if event == "userpromptsubmit" and agent == "codex" else (
-        "BeforeAgent" if event == "userpromptsubmit" else "SessionStart")
+    name = (
+        "UserPromptSubmit"
+        if event == "userpromptsubmit" and agent == "codex"
+        else ("BeforeAgent" if event == "userpromptsubmit" else "SessionStart")
+    )
     return json.dumps({"hookSpecificOutput": {"hookEventName": name, "additionalContext": text}}, ensure_ascii=False)
 
 

@@ -49,8 +49,11 @@ def read_rollout(file: Path, session_id: str | None = None) -> Session:
 def _item(session: Session, current: Turn | None, item: dict[str, Any], when: str | None) -> Turn | None:
     kind = item.get("type")
     if kind == "message":
-        text = "\n".join(str(b.get("text", "")) for b in item.get("content") or []
-                         if isinstance(b, dict) and b.get("type") in ("input_text", "output_text", "text"))
+        text = "\n".join(
+            str(b.get("text", ""))
+            for b in item.get("content") or []
+            if isinstance(b, dict) and b.get("type") in ("input_text", "output_text", "text")
+        )
         text = strip_private(text).strip()
         if item.get("role") == "user" and text and not text.startswith(("<", "# AGENTS.md")):
             current = Turn(prompt=text, prompt_time=when or "")

@@ -29,8 +29,15 @@ from spellbook.sessions.transcript import (
 
 _WRAPPED = re.compile(r"<(hook_context|session_context)>.*?(?:</\1>|\Z)", re.DOTALL)
 # Gemini's built-in tools under Claude Code's names, so a project's notes read alike.
-_TOOLS = {"run_shell_command": "Bash", "replace": "Edit", "write_file": "Write", "read_file": "Read",
-          "grep_search": "Grep", "glob": "Glob", "web_fetch": "WebFetch"}
+_TOOLS = {
+    "run_shell_command": "Bash",
+    "replace": "Edit",
+    "write_file": "Write",
+    "read_file": "Read",
+    "grep_search": "Grep",
+    "glob": "Glob",
+    "web_fetch": "WebFetch",
+}
 
 
 def read_chat(file: Path, session_id: str | None = None) -> Session:
