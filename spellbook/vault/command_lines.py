@@ -42,7 +42,7 @@ _FORMS = tuple(
         rf"{_START}(?:redis|valkey|keydb)-cli{_END}{_ARGS}[ \t]-a[ \t]*{_VALUE}",
         (
             rf"{_START}(?:echo|printf)(?:[ \t]+-[neE]{{1,3}})?(?:[ \t]+['\"]%s\\n['\"])?[ \t]+{_VALUE}"
-            rf"[ \t]*\|[ \t]*{_SUDO_ARGS}"
+            rf"(?=[ \t]*\|[ \t]*{_SUDO_ARGS})"  # sudo's arguments looked at, not taken: they may hold the next echo
         ),
         rf"{_START}{_SUDO_ARGS}<<<[ \t]*{_VALUE}",
         rf"{_START}openssl{_END}{_ARGS}[ \t]-k[ \t]+{_VALUE}",

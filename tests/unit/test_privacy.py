@@ -597,3 +597,11 @@ def test_the_assignment_pattern_is_only_skipped_where_it_cannot_match(text: str)
 def test_an_assignment_in_a_long_note_is_still_found() -> None:
     note = "회의 메모. " * 80 + "DB_PASSWORD=Xk9mPq2wZ7 " + "결론: 끝. " * 40
     assert [r.kind for r in redact(note)[1]] == ["password"]
+
+
+def test_every_echo_piped_to_sudo_on_one_line_is_redacted() -> None:
+    """sudo's arguments run to the end of the line, over the next ``echo ... |``: they are looked at,
+    not taken, so the next command's password is found too (hypothesis found three on a line)."""
+    line = " ".join(f"echo 'Pw{n}x9Kq' | sudo -S systemctl restart nginx" for n in range(3))
+    redacted, found = redact(line)
+    assert len(found) == 3 and "Pw" not in redacted, redacted
