@@ -148,3 +148,13 @@ def test_the_anchor_rule_matches_github() -> None:
         "fields",
         "fields-1",
     }
+
+
+def test_every_benchmark_is_in_the_bench_readme_with_its_result_file() -> None:
+    """bench/README.md lists each script in bench/ (a benchmark nobody can find is an experiment
+    left behind) and each result file it names exists (checked with the links above)."""
+    listed = (ROOT / "bench" / "README.md").read_text(encoding="utf-8")
+    missing = [s.name for s in sorted((ROOT / "bench").glob("*.py")) if f"`{s.name}`" not in listed]
+    assert not missing, f"bench/README.md does not list {missing}"
+    results = [f.name for f in sorted((ROOT / "bench" / "results").glob("*.txt")) if f"`{f.name}`" not in listed]
+    assert not results, f"result files no benchmark in bench/README.md writes: {results}"
