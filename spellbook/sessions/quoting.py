@@ -52,12 +52,17 @@ def fit(lines: list[str], budget: int) -> list[str]:
     return out
 
 
+def room(budget: int) -> int:
+    """The tokens of ``budget`` left for lines inside the block (``fit``'s count) once its frame is paid."""
+    frame = [f"<{TAG}>", PREAMBLE, f"</{TAG}> (about 99999 tokens)"]
+    return budget - sum(estimate_tokens(line) + 1 for line in frame)
+
+
 def quoted_block(lines: list[str], budget: int) -> str:
     """``lines`` (already one line each) that fit in ``budget`` tokens, inside the delimited block,
     which ends with its own size; empty when no line fits."""
-    frame = [f"<{TAG}>", PREAMBLE, f"</{TAG}> (about 99999 tokens)"]
-    kept = fit(lines, budget - sum(estimate_tokens(line) + 1 for line in frame))
+    kept = fit(lines, room(budget))
     if not kept:
         return ""
-    body = "\n".join([frame[0], frame[1], *kept, f"</{TAG}>"])
+    body = "\n".join([f"<{TAG}>", PREAMBLE, *kept, f"</{TAG}>"])
     return f"{body} (about {estimate_tokens(body) + 6} tokens)"

@@ -2,9 +2,10 @@
 model's context (the SessionStart briefing is briefing.py).
 
 At a prompt (``prompt_context``): the passages most likely to answer it (``recall``: the best one to
-three sentences of each chunk, with its date, event and note id; in a captured session, relative dates
-followed by the day they mean: sessions/dates.py), best first, deduplicated, within
-``session_prompt_tokens``; nothing when the best of them is not clearly related (``answers``).
+three sentences of each chunk, with its event; in a captured session, relative dates followed by the
+day they mean: sessions/dates.py), best first, each once, under a header per note (its date and id),
+a question and its reply as one line (``Block``), within ``PROMPT_BUDGET`` tokens; nothing when the
+best of them is not clearly related (``answers``).
 Everything comes from the index owner through ``Hub.call``; nothing here opens the index.
 """
 
@@ -17,11 +18,13 @@ from typing import Any
 
 from spellbook.errors import SpellbookError
 from spellbook.sessions.dates import day_text, named_dates, resolve_dates
-from spellbook.sessions.quoting import estimate_tokens, one_line, quoted_block
+from spellbook.sessions.quoting import estimate_tokens, one_line, quoted_block, room
 
 PROMPT_BUDGET = 600  # tokens of the passages added to a prompt
 MIN_RELEVANCE = 0.1  # least relevance (0-1) of a passage added to a prompt
 PASSAGES = 24
+NOTE_SUPPORT = 0.1  # x the two best scores of the other passages of a hit's note, added to its own
+INTRO = "Passages from Spellbook memory that may answer this prompt (get_memories with the id for the rest):"
 # What a captured session's passage may be: what was said. Its head (the digest: a summary of every
 # exchange) and its tool sections (lists of files) are close to any coding prompt and answer none.
 SAID = ("prompt", "response", "insight")
@@ -32,6 +35,15 @@ SUBSTANCE = 16  # tokens: about 60 English characters, 16 Korean or Japanese one
 CLEAR = 0.5  # meaning + relevance of the best passage: clearly about the prompt
 LIKELY = 0.25  # ... about it when that passage stands out from the rest by
 STANDOUT = 0.037  # cosine similarity, best minus median of the passages found
+NAMED_STANDOUT = 0.02  # ... or when a question names someone the passages quote, by this much
+_ASKING = re.compile(
+    r"\A\W*(?:what|when|where|who|whom|whose|which|why|how|did|does|do|is|are|was|were|has|have|had|can|could"
+    r"|would|will|should)\b",
+    re.IGNORECASE,
+)
+_NAME = re.compile(r"\b[A-Z][a-z][\w-]*")
+_SENTENCE_START = re.compile(r"(?:\A|[.!?…:;]\s+|[\"“‘(\[]\s*)\Z")
+_SPEAKER = re.compile(r"\A([A-Z][\w-]*)[:：]\s")
 _WORD = re.compile(r"\w+")
 
 
@@ -45,9 +57,10 @@ def prompt_context(
     semantic: bool = True,
 ) -> str:
     """The passages most likely to answer one prompt, of relevance ``min_relevance`` or more, within
-    ``budget`` tokens: best first (the newer first among equals), each once, none of the running
-    session's own nor of the starter notes, and of a captured session only what was said (``SAID``);
-    empty unless ``answers`` finds them worth it."""
+    ``budget`` tokens: best first (a passage whose note matches elsewhere too a little ahead:
+    ``NOTE_SUPPORT``; the newer first among equals), each once, grouped under their note (``Block``),
+    none of the running session's own nor of the starter notes, and of a captured session only what
+    was said (``SAID``); empty unless ``answers`` finds them worth it."""
     named = named_dates(prompt)  # "what did Tim say on 16 November 2023": that day's passages first
     limit = min(50, PASSAGES * (2 if named else 1))
     found = hub.call(
@@ -70,27 +83,114 @@ def prompt_context(
     ]
     if not answers(hits, prompt):
         return ""
+    supported = _supported(hits)
     hits.sort(key=lambda h: str(h.get("date") or ""), reverse=True)
-    hits.sort(key=lambda h: -round(h["score"], 2))  # stable: among equal scores, the newer first
+    hits.sort(key=lambda h: -round(supported[id(h)], 2))  # stable: among equal scores, the newer first
     if named:
         hits.sort(key=lambda h: not any(day in _said_on(h) for day in named))
-    seen: list[str] = []
-    lines = ["Passages from Spellbook memory that may answer this prompt (get_memories with the id for the rest):"]
+    block = Block(budget)
     for h in hits:
-        text = one_line(h.get("passage") or h.get("snippet") or "", 480)
-        if h.get("reply"):  # a question, and what was said next
-            text += " → " + one_line(h["reply"], 220)
-        key = " ".join(text.lower().split())
-        if not text or any(key.removesuffix(" …") in given for given in seen):
-            continue  # given already, or within a passage given (a question's reply, a longer window)
-        seen.append(key)
-        day = _date(h.get("date"))
-        if day and h.get("type") == "session":  # "yesterday" in a session: the day it means
-            text = resolve_dates(text, day)
-        said = h.get("event") if h.get("type") == "session" else one_line(h.get("title"), 80)
-        where = ", ".join(str(part) for part in (day_text(day) if day else h.get("date"), said) if part)
-        lines.append(f"- [{one_line(where, 120)}; id {h['id']}] {text}")
-    return quoted_block(lines, budget) if len(lines) > 1 else ""
+        block.add(h)
+    return block.text()
+
+
+def _supported(hits: list[dict[str, Any]]) -> dict[int, float]:
+    """Each hit's score plus ``NOTE_SUPPORT`` times the two best scores of the other passages found
+    in its note: of two passages alike, the one whose session matches the prompt in more places is
+    likelier the one asked about."""
+    scores: dict[str, list[float]] = {}
+    for h in hits:
+        scores.setdefault(h["id"], []).append(h["score"])
+    out = {}
+    for h in hits:
+        others = sorted(scores[h["id"]], reverse=True)
+        others.remove(h["score"])
+        out[id(h)] = h["score"] + NOTE_SUPPORT * sum(others[:2])
+    return out
+
+
+class Block:
+    """The lines of a prompt's passages, under one header line per note (its day or date, its title
+    when it is not a session, its id), filled in the order given while they fit ``budget`` tokens
+    (``quoting.room``): a passage held within one given already is left out, and a passage that
+    goes on from one given (its reply, or the question it answers) extends that line with ``→``
+    rather than repeating it."""
+
+    def __init__(self, budget: int) -> None:
+        self._budget = budget
+        self._room = room(budget) - estimate_tokens(INTRO) - 1
+        self._notes: dict[str, tuple[str, list[tuple[str, list[str]]]]] = {}  # id -> header, [(label, turns)]
+
+    def add(self, hit: dict[str, Any]) -> None:
+        turns = [one_line(hit.get("passage") or hit.get("snippet") or "", 480)]
+        if not turns[0]:
+            return
+        if hit.get("reply"):  # a question, and what was said next
+            turns.append(one_line(hit["reply"], 220))
+        day = _date(hit.get("date"))
+        session = hit.get("type") == "session"
+        if day and session:  # "yesterday" in a session: the day it means
+            turns = [resolve_dates(turn, day) for turn in turns]
+        if all(self._given(turn) for turn in turns):
+            return
+        note = self._notes.get(hit["id"])
+        if note is None:
+            where = ", ".join(
+                str(part)
+                for part in (day_text(day) if day else hit.get("date"), None if session else hit.get("title"))
+                if part
+            )
+            note = (f"- [{one_line(where, 120) + '; ' if where else ''}id {hit['id']}]", [])
+        lines = note[1]
+        before = list(lines)
+        label = str(hit.get("event") or "") if session else ""
+        after = next((n for n, (_, said) in enumerate(lines) if _goes_on(said[-1], turns[0])), None)
+        ahead = next((n for n, (_, said) in enumerate(lines) if len(turns) > 1 and _goes_on(turns[-1], said[0])), None)
+        if after is not None:  # it goes on from a line given: that line, then what is new
+            was, said = lines[after]
+            lines[after] = (was, [*said[:-1], _longer(said[-1], turns[0]), *turns[1:]])
+        elif ahead is not None:  # the question of a reply given: before it
+            _, said = lines[ahead]
+            lines[ahead] = (label, [*turns[:-1], _longer(turns[-1], said[0]), *said[1:]])
+        else:
+            lines.append((label, turns))
+        self._notes[hit["id"]] = note
+        if sum(estimate_tokens(line) + 1 for line in self.lines()) > self._room:
+            lines[:] = before  # does not fit: left out (a shorter one further down may)
+            if not lines:
+                del self._notes[hit["id"]]
+
+    def _given(self, turn: str) -> bool:
+        key = _key(turn)
+        return any(key in _key(said) for _, lines in self._notes.values() for _, turns in lines for said in turns)
+
+    def lines(self) -> list[str]:
+        out = []
+        for header, lines in self._notes.values():
+            out.append(header)
+            out.extend(f"  - {label + ': ' if label else ''}{' → '.join(turns)}" for label, turns in lines)
+        return out
+
+    def text(self) -> str:
+        if not self._notes:
+            return ""
+        return quoted_block([INTRO, *self.lines()], self._budget)
+
+
+def _key(text: str) -> str:
+    """A turn as compared: lower case, single spaces, without the ellipses of a cut."""
+    return " ".join(text.lower().split()).removeprefix("… ").removesuffix(" …").removesuffix("…")
+
+
+def _goes_on(given: str, turn: str) -> bool:
+    """Whether ``turn`` is the turn ``given`` is (one cut shorter than the other)."""
+    a, b = _key(given), _key(turn)
+    return bool(a and b) and (a.startswith(b) or b.startswith(a))
+
+
+def _longer(a: str, b: str) -> str:
+    """Of two cuts of one turn, the one that holds more of it."""
+    return a if len(_key(a)) >= len(_key(b)) else b
 
 
 def _said_on(hit: dict[str, Any]) -> str:
@@ -118,12 +218,17 @@ def answers(hits: list[dict[str, Any]], prompt: str) -> bool:
     is ``CLEAR``, or ``LIKELY`` with the best passage standing out from the rest (``STANDOUT``: a
     prompt that matches nothing finds all its passages about as close as each other); or one holds,
     as whole words, most of the prompt's terms (two at least; its day, as the line shows it, and the
-    reply it carries count). The length and meaning are the passage's own: a short question is close
-    to any coding prompt, whatever its reply says. Measured with bench/eval_sessions.py and
+    reply it carries count); or the prompt is a question naming someone the passages quote
+    (``_named``), with the best of them standing out by ``NAMED_STANDOUT``: a vault of one long
+    conversation is close to itself everywhere, and the speaker asked about is the sign there. The length and
+    meaning are the passage's own: a short question is close to any coding prompt, whatever its
+    reply says. Measured with bench/eval_sessions.py and
     bench/bench_hooks.py (docs/sessions.md)."""
     said = [h for h in hits if h.get("meaning", 0) > 0 and estimate_tokens(str(h.get("passage") or "")) >= SUBSTANCE]
     strength = max((h["meaning"] + h.get("relevance", 0) for h in said), default=0.0)
     if strength >= CLEAR or (strength >= LIKELY and standout(hits) >= STANDOUT):
+        return True
+    if _asking(prompt) and standout(hits) >= NAMED_STANDOUT and _named(hits[:10], prompt):
         return True
     from spellbook.engine.hybrid import query_terms
     from spellbook.index.keyword import normalize
@@ -138,6 +243,29 @@ def answers(hits: list[dict[str, Any]], prompt: str) -> bool:
         if sum(1 for t in terms if (t in words if t.isascii() else t in text)) >= WORDS_SHARE * len(terms):
             return True
     return False
+
+
+def _asking(prompt: str) -> bool:
+    """Whether a prompt is a question ("Which club does John support?", "did we pin Node?")."""
+    return prompt.rstrip().endswith(("?", "？")) or bool(_ASKING.match(prompt))
+
+
+def names(text: str) -> set[str]:
+    """The capitalised words of ``text`` that are not a sentence's first: the names in a prompt, as
+    English writes them ("Which club does John support?": John)."""
+    return {m.group() for m in _NAME.finditer(text) if not _SENTENCE_START.search(text[: m.start()])}
+
+
+def _named(hits: list[dict[str, Any]], prompt: str) -> bool:
+    """Whether the prompt names someone a passage quotes: the speaker a passage or its reply starts
+    with ("John: Manchester City all the way"), as chats, meeting notes and imported conversations
+    write them. A name merely mentioned is not enough: a coding vault names its tools everywhere
+    ("How do I write a custom hook in React?" next to the React 19 upgrade)."""
+    asked = names(prompt)
+    return bool(asked) and any(
+        asked & {*_SPEAKER.findall(str(h.get("passage") or "")), *_SPEAKER.findall(str(h.get("reply") or ""))}
+        for h in hits
+    )
 
 
 def standout(hits: list[dict[str, Any]]) -> float:

@@ -125,10 +125,14 @@ def test_a_prompt_gets_the_answering_passage_within_budget_once_each(recall_hub:
     text = prompt_context(recall_hub, "shop", "which port does billing listen on in staging", 0.3, 600)
     assert FACT in text and text.startswith(f"<{TAG}>") and text.endswith(" tokens)")
     assert estimate_tokens(text) <= 600
-    lines = [line for line in text.splitlines() if line.startswith("- [")]
-    assert len(lines) == len({line.split("] ", 1)[1] for line in lines})  # the same passage once
-    # Both sessions hold the same answer: it is given once, from the newer session.
-    assert sum(FACT in line for line in lines) == 1 and "November 2026" in next(ln for ln in lines if FACT in ln)
+    lines = text.splitlines()
+    said = [line for line in lines if line.startswith("  - ")]
+    assert said and len(said) == len(set(said))  # the same passage once
+    # Both sessions hold the same answer: it is given once, from the newer session, under its header.
+    assert sum(FACT in line for line in said) == 1
+    at = next(n for n, line in enumerate(lines) if FACT in line)
+    header = next(line for line in reversed(lines[:at]) if line.startswith("- ["))
+    assert "November 2026" in header and "; id " in header
     small = prompt_context(recall_hub, "shop", "which port does billing listen on in staging", 0.3, 150)
     assert small and estimate_tokens(small) <= 150
 
@@ -360,7 +364,7 @@ def test_a_sessions_relative_dates_are_given_with_the_day_they_mean_a_memorys_ar
     said_hit = {**_hit(1, "response", said), "relevance": 0.3}  # clearly about the prompt (answers())
     given = prompt_context(_Found([said_hit, memory]), "shop", "when did the worker timeout change", 0.1)
     assert "45 s yesterday (1 November 2026), after the deploy of last Friday (30 October 2026)." in given
-    assert "[2 November 2026, response; id s1]" in given
+    assert "- [2 November 2026; id s1]\n  - response: I raised the worker timeout" in given
     assert "Yesterday we agreed on the timeout." in given  # a memory's date is its last change, not when it was said
 
 
@@ -383,7 +387,7 @@ def test_a_prompt_naming_a_day_gets_that_days_passages_first_and_the_day_counts_
         "date": "2026-11-03",
     }
     prompt = "What did we do about the worker timeout on 3 November 2026?"
-    given = prompt_context(_Found([older, newer]), "shop", prompt, 0.1, budget=125)
+    given = prompt_context(_Found([older, newer]), "shop", prompt, 0.1, budget=132)
     assert "45 s" in given and "30 s" not in given  # room for one line: the named day's
     both = prompt_context(_Found([older, newer]), "shop", prompt, 0.1)
     assert both.index("45 s") < both.index("30 s")
@@ -393,7 +397,7 @@ def test_a_prompt_naming_a_day_gets_that_days_passages_first_and_the_day_counts_
         "score": 0.5,
         "date": "2026-11-04",
     }
-    assert "45 s yesterday (3 November 2026)" in prompt_context(_Found([older, said]), "shop", prompt, 0.1, budget=125)
+    assert "45 s yesterday (3 November 2026)" in prompt_context(_Found([older, said]), "shop", prompt, 0.1, budget=132)
     # Found by words alone (meaning 0): the line's day holds "November 2026", so 4 of the 4 terms are there
     plain = {**newer, "meaning": 0.0, "passage": "I raised the worker timeout to 45 s."}
     assert "45 s" in prompt_context(_Found([plain]), "shop", "worker timeout November 2026", 0.1)
@@ -420,3 +424,95 @@ def test_a_reply_in_japanese_or_korean_is_cut_at_a_sentence_end_and_questions_en
     ko = "배포는 매주 목요일입니다. 스테이징에서 하루 확인한 뒤 운영에 냅니다. " * 6
     assert opening(ko).startswith("배포는 매주 목요일입니다. 스테이징에서 하루 확인한 뒤 운영에 냅니다.")
     assert asks("どのポートを使いますか？") and asks("어느 포트를 쓰나요?") and not asks("ポートは8443です。")
+
+
+def test_passages_of_one_note_share_its_header_and_a_conversation_is_given_as_one_thread() -> None:
+    """A reply given with its question is not given again; the reply's own hit adds only what was said
+    after it, on the same line; a question found after its reply goes before it."""
+    asked = {**_hit(1, "response", "Which Node version should the CI build pin?"), "reply": "Pin 20.11.1, like prod."}
+    reply = {
+        **_hit(1, "prompt", "Pin 20.11.1, like prod."),
+        "score": 0.8,
+        "reply": "Done: .nvmrc holds 20.11.1 and the CI run passed.",
+    }
+    other = {**_hit(1, "response", "The workflow caches node_modules by the lock file's hash."), "score": 0.7}
+    memory = {**_hit(2, None, "CI runs on every push to main."), "type": "note", "title": "CI", "score": 0.6}
+    given = prompt_context(_Found([asked, reply, other, memory]), "shop", "which Node version does the CI pin", 0.1)
+    lines = given.splitlines()
+    at = lines.index("- [2 November 2026; id s1]")
+    assert lines[at + 1] == (
+        "  - response: Which Node version should the CI build pin? → Pin 20.11.1, like prod. → "
+        "Done: .nvmrc holds 20.11.1 and the CI run passed."
+    )
+    assert lines[at + 2] == "  - response: The workflow caches node_modules by the lock file's hash."
+    assert lines[at + 3 : at + 5] == ["- [2 November 2026, CI; id s2]", "  - CI runs on every push to main."]
+    assert given.count("Pin 20.11.1, like prod.") == 1
+    # found the other way round: the reply first, then its question
+    turned = prompt_context(_Found([reply, {**asked, "score": 0.5}]), "shop", "which Node version does the CI pin", 0.1)
+    assert (
+        "  - response: Which Node version should the CI build pin? → Pin 20.11.1, like prod. → Done: .nvmrc" in turned
+    )
+
+
+def test_the_block_fills_its_budget_and_never_passes_it() -> None:
+    hits = [
+        {
+            **_hit(n % 4, "response", f"Passage {n} says the worker timeout is {n} s in {'staging ' * (n % 7)}today."),
+            "score": 1 - n / 100,
+        }
+        for n in range(40)
+    ]
+    for budget in (120, 200, 333, 600, 1000):
+        given = prompt_context(_Found(hits), "shop", "what is the worker timeout", 0.1, budget)
+        assert given and 0.85 * budget <= estimate_tokens(given) <= budget, budget  # filled, not passed
+        given_lines = given.splitlines()
+        headers = [line for line in given_lines if line.startswith("- [")]
+        assert len(headers) == len(set(headers))  # a note's passages under its one header
+        assert all(given_lines[n + 1].startswith("  - ") for n, line in enumerate(given_lines) if line in headers)
+
+
+def test_a_passage_whose_session_matches_elsewhere_too_goes_first_among_equals() -> None:
+    lone = {
+        **_hit(1, "response", "The deploy of shop runs through ArgoCD since the spring, with one sync a day."),
+        "score": 0.6,
+        "relevance": 0.3,
+    }
+    backed = [
+        {
+            **_hit(2, "response", "The deploy of shop runs through a GitHub workflow now, on every merge to main."),
+            "score": 0.6,
+        },
+        {**_hit(2, "prompt", "Move the shop deploy off ArgoCD."), "score": 0.4},
+    ]
+    given = prompt_context(_Found([lone, *backed]), "shop", "how does the shop deploy run", 0.1)
+    assert given.index("GitHub workflow") < given.index("ArgoCD since")
+
+
+def test_a_question_naming_someone_the_passages_quote_passes_the_bar() -> None:
+    """On LoCoMo's conversations, questions such as "Which football club does John support?" found
+    the answering turn but no passage clearly closer than the vault's turns are to each other: 51 of
+    the 198 questions given nothing had their answer in the evidence turn. A question that names a
+    speaker of the passages ("John: ..."), with the best of them standing out a little, passes; a
+    name only mentioned does not (a coding vault names its tools everywhere), nor a task."""
+
+    def hit(text: str, similarity: float, reply: str = "") -> dict:
+        return {"passage": text, "meaning": 0.0, "relevance": 0.1, "similarity": similarity, "reply": reply}
+
+    turns = [
+        hit("Tim: Do you follow football?", 0.45, reply="John: Manchester City all the way, I never miss a match."),
+        *(hit("Tim: We went hiking on the weekend and it rained.", 0.42 - i / 1000) for i in range(8)),
+    ]
+    assert answers(turns, "Which football club does John support?")  # the speaker of the reply
+    assert answers(turns, "did Tim go hiking")  # a question without its mark
+    assert not answers(turns, "Which football club does Sarah support?")  # nobody the passages quote
+    assert not answers(turns, "Tell John's team about the match")  # not a question
+    assert not answers(turns, "Does Manchester City play today?")  # named in a passage, not its speaker
+    flat = [hit("Tim: Do you follow football?", 0.421, reply="John: Manchester City."), *turns[1:]]
+    assert not answers(flat, "Which football club does John support?")  # nothing stands out
+    code = [
+        hit("We moved the React table to the shared grid component and it sorts on the server.", 0.46),
+        *(hit("The build runs in CI on every push to main.", 0.42 - i / 1000) for i in range(8)),
+    ]
+    assert not answers(code, "How do I write a custom hook in React?")
+    done = [hit("Done: the build is green again after the React upgrade.", 0.46), *code[1:]]
+    assert not answers(done, "Done with the upgrade yet?")  # a prompt's first word is no name
