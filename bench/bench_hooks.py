@@ -30,6 +30,30 @@ from spellbook.sessions.transcript import read_transcript
 from tests.helpers.sessions import TASKS, make_transcript
 
 SPELLBOOK = str(Path(sys.executable).with_name("spellbook"))
+# Questions that name the tools the vault's sessions name (React, Redis, Postgres, Kubernetes...) but
+# ask about none of its work: the bar's test for a question naming what the passages name.
+NAMING = [
+    "How do I write a custom hook in React?",
+    "What is the difference between Redis lists and streams?",
+    "Does Postgres support partial indexes on JSON columns?",
+    "How do I query DynamoDB by a secondary index?",
+    "What's the best way to paginate results in Postgres?",
+    "How do Kubernetes readiness probes differ from liveness probes?",
+    "Can ArgoCD deploy Helm charts from a private repo?",
+    "Why would Loki drop log lines with high-cardinality labels?",
+    "How do I convert a PNG to WebP with Pillow?",
+    "Is Redis pub/sub reliable for job queues?",
+    "What does useEffect cleanup do in React?",
+    "How do I set resource limits for a Kubernetes CronJob?",
+    "Which Postgres isolation level prevents phantom reads?",
+    "How do I run Promtail as a DaemonSet?",
+    "Should I use DynamoDB or Postgres for a leaderboard?",
+    "How can I mock Redis in pytest?",
+    "What's new in React Server Components?",
+    "How does ArgoCD handle sync waves?",
+    "Can Pillow read HEIC images?",
+    "Why is my Kubernetes pod stuck in CrashLoopBackOff?",
+]
 
 
 CPU: list[float] = []  # CPU ms (user + sys) of each timed process: less sensitive to a busy machine
@@ -162,6 +186,14 @@ def main() -> None:
                 "UserPromptSubmit, coding prompts on no task here",
                 f"{len(given_to)}/{len(other)} "
                 "given passages (bench/eval_sessions.py's unrelated prompts)" + "".join(f"; {p!r}" for p in given_to),
+            )
+        )
+        naming = [timed(prompt_cmd, {"session_id": "bench", "cwd": str(project), "prompt": p}, env)[1] for p in NAMING]
+        given_to = [p for p, out in zip(NAMING, naming) if out]
+        rows.append(
+            (
+                "UserPromptSubmit, questions naming the vault's tools, on no task here",
+                f"{len(given_to)}/{len(naming)} given passages" + "".join(f"; {p!r}" for p in given_to),
             )
         )
         cap = [timed(capture_cmd, {**big_payload, "session_id": f"{big_id}-s{i}"}, env)[0] for i in range(3)]
