@@ -24,6 +24,7 @@ PROMPT_BUDGET = 600  # tokens of the passages added to a prompt
 MIN_RELEVANCE = 0.1  # least relevance (0-1) of a passage added to a prompt
 PASSAGES = 24
 NOTE_SUPPORT = 0.1  # x the two best scores of the other passages of a hit's note, added to its own
+SAME_TURN = 40  # characters: a turn's opening this long, and the passage it opens, are one turn
 INTRO = "Passages from Spellbook memory that may answer this prompt (get_memories with the id for the rest):"
 # What a captured session's passage may be: what was said. Its head (the digest: a summary of every
 # exchange) and its tool sections (lists of files) are close to any coding prompt and answer none.
@@ -183,9 +184,12 @@ def _key(text: str) -> str:
 
 
 def _goes_on(given: str, turn: str) -> bool:
-    """Whether ``turn`` is the turn ``given`` is (one cut shorter than the other)."""
+    """Whether ``turn`` is the turn ``given`` is: the same, or one a cut of the other, the shorter of
+    ``SAME_TURN`` characters at least ("Thanks!" opens many turns)."""
     a, b = _key(given), _key(turn)
-    return bool(a and b) and (a.startswith(b) or b.startswith(a))
+    if not a or not b or a == b:
+        return a == b and bool(a)
+    return min(len(a), len(b)) >= SAME_TURN and (a.startswith(b) or b.startswith(a))
 
 
 def _longer(a: str, b: str) -> str:

@@ -452,6 +452,15 @@ def test_passages_of_one_note_share_its_header_and_a_conversation_is_given_as_on
     assert (
         "  - response: Which Node version should the CI build pin? → Pin 20.11.1, like prod. → Done: .nvmrc" in turned
     )
+    # a short turn that opens another ("Thanks!") is not that turn: no thread across them
+    asks = "Shall I also pin the npm version in the CI build, next to the Node one?"
+    thanks = {**_hit(1, "response", asks), "reply": "Thanks!", "relevance": 0.3}
+    other = {**_hit(1, "prompt", "Thanks! That settles the CI pin for now."), "score": 0.8, "reply": "Great."}
+    threads = prompt_context(_Found([thanks, other]), "shop", "which Node version does the CI pin", 0.1)
+    assert (
+        "Node one? → Thanks!\n" in threads
+        and "  - prompt: Thanks! That settles the CI pin for now. → Great." in threads
+    )
 
 
 def test_the_block_fills_its_budget_and_never_passes_it() -> None:
