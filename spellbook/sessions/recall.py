@@ -224,10 +224,10 @@ def answers(hits: list[dict[str, Any]], prompt: str) -> bool:
     as whole words, most of the prompt's terms (two at least; its day, as the line shows it, and the
     reply it carries count); or the prompt is a question naming someone the passages quote
     (``_named``), with the best of them standing out by ``NAMED_STANDOUT``: a vault of one long
-    conversation is close to itself everywhere, and the speaker asked about is the sign there. The length and
-    meaning are the passage's own: a short question is close to any coding prompt, whatever its
-    reply says. Measured with bench/eval_sessions.py and
-    bench/bench_hooks.py (docs/sessions.md)."""
+    conversation is close to itself everywhere, and the speaker asked about is the sign there. The
+    length and meaning are the passage's own: a short question is close to any coding prompt,
+    whatever its reply says. Measured with bench/eval_sessions.py and bench/bench_hooks.py
+    (docs/sessions.md)."""
     said = [h for h in hits if h.get("meaning", 0) > 0 and estimate_tokens(str(h.get("passage") or "")) >= SUBSTANCE]
     strength = max((h["meaning"] + h.get("relevance", 0) for h in said), default=0.0)
     if strength >= CLEAR or (strength >= LIKELY and standout(hits) >= STANDOUT):
@@ -254,7 +254,7 @@ def _asking(prompt: str) -> bool:
     return prompt.rstrip().endswith(("?", "？")) or bool(_ASKING.match(prompt))
 
 
-def names(text: str) -> set[str]:
+def _names(text: str) -> set[str]:
     """The capitalised words of ``text`` that are not a sentence's first: the names in a prompt, as
     English writes them ("Which club does John support?": John)."""
     return {m.group() for m in _NAME.finditer(text) if not _SENTENCE_START.search(text[: m.start()])}
@@ -265,7 +265,7 @@ def _named(hits: list[dict[str, Any]], prompt: str) -> bool:
     with ("John: Manchester City all the way"), as chats, meeting notes and imported conversations
     write them. A name merely mentioned is not enough: a coding vault names its tools everywhere
     ("How do I write a custom hook in React?" next to the React 19 upgrade)."""
-    asked = names(prompt)
+    asked = _names(prompt)
     return bool(asked) and any(
         asked & {*_SPEAKER.findall(str(h.get("passage") or "")), *_SPEAKER.findall(str(h.get("reply") or ""))}
         for h in hits
