@@ -25,6 +25,12 @@ _HEADING = re.compile(r"\A\s{0,3}#{1,6}[ \t][^\n]*\n?")
 _SPEAKER = re.compile(r"\A([^\s:：][^:：\n]{0,39})[:：]\s")
 
 
+def wording(text: str) -> str:
+    """A chunk's words as compared for sameness: without its heading (a session event's carries
+    its time), in lower case, single spaces."""
+    return " ".join(_HEADING.sub("", text, count=1).lower().split())
+
+
 def sentences(text: str) -> list[str]:
     """``text`` cut into sentences (stripped, none empty)."""
     return [s.strip() for s in _SENTENCE_END.split(text) if s and s.strip()]

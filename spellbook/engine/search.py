@@ -16,7 +16,7 @@ from spellbook.config import Settings
 from spellbook.embedders.base import Embedder
 from spellbook.engine import ranking
 from spellbook.engine.access import Access, Readiness
-from spellbook.engine.passages import asks, opening, passage
+from spellbook.engine.passages import asks, opening, passage, wording
 from spellbook.engine.ranking import Candidates, Mode
 from spellbook.errors import EmbedderError, InvalidInputError
 from spellbook.index.catalog import Catalog, NoteRow
@@ -315,13 +315,20 @@ class Search:
 def _best_chunks(
     ranked: list[tuple[str, float]], chunks: dict, notes: dict, limit: int
 ) -> list[tuple[str, float, Any, NoteRow]]:
-    """The best ``limit`` chunks the catalog knows, best first, several of a note if they rank."""
-    out = [
-        (cid, score, chunks[cid], notes[chunks[cid].path])
-        for cid, score in ranked
-        if cid in chunks and chunks[cid].path in notes
-    ]
-    return out[:limit]
+    """The best ``limit`` chunks the catalog knows, best first, several of a note if they rank, and
+    words said again in other notes once (their best copy): thirty sessions that each start with the
+    same prompt would otherwise fill the list with it, and leave out what was answered."""
+    out: list[tuple[str, float, Any, NoteRow]] = []
+    seen: set[str] = set()
+    for cid, score in ranked:
+        chunk = chunks.get(cid)
+        if chunk is None or chunk.path not in notes or (words := wording(chunk.text)) in seen:
+            continue
+        seen.add(words)
+        out.append((cid, score, chunk, notes[chunk.path]))
+        if len(out) == limit:
+            break
+    return out
 
 
 def _best_per_note(

@@ -228,15 +228,16 @@ def answers(hits: list[dict[str, Any]], prompt: str) -> bool:
     length and meaning are the passage's own: a short question is close to any coding prompt,
     whatever its reply says. Measured with bench/eval_sessions.py and bench/bench_hooks.py
     (docs/sessions.md)."""
+    from spellbook.engine.hybrid import coverage, query_terms
+    from spellbook.index.keyword import normalize
+
     said = [h for h in hits if h.get("meaning", 0) > 0 and estimate_tokens(str(h.get("passage") or "")) >= SUBSTANCE]
-    strength = max((h["meaning"] + h.get("relevance", 0) for h in said), default=0.0)
+    asked = query_terms(prompt)
+    strength = max((h["meaning"] + _own_relevance(h, asked, coverage) for h in said), default=0.0)
     if strength >= CLEAR or (strength >= LIKELY and standout(hits) >= STANDOUT):
         return True
     if _asking(prompt) and standout(hits) >= NAMED_STANDOUT and _named(hits[:10], prompt):
         return True
-    from spellbook.engine.hybrid import query_terms
-    from spellbook.index.keyword import normalize
-
     terms = [t for t in query_terms(prompt) if len(t) > 2 or not t.isascii()]
     if len(terms) < 2:
         return False
@@ -247,6 +248,13 @@ def answers(hits: list[dict[str, Any]], prompt: str) -> bool:
         if sum(1 for t in terms if (t in words if t.isascii() else t in text)) >= WORDS_SHARE * len(terms):
             return True
     return False
+
+
+def _own_relevance(hit: dict[str, Any], terms: set[str], coverage: Any) -> float:
+    """A passage's relevance as the bar weighs it: its meaning, or the share of the prompt's terms in
+    its own words and heading (a session's answer is headed by the prompt it answers), not in its
+    note's title and metadata, which every passage of the note shares."""
+    return max(hit.get("meaning", 0.0), coverage(terms, (str(hit.get("passage") or ""), str(hit.get("heading") or ""))))
 
 
 def _asking(prompt: str) -> bool:

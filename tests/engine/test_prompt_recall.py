@@ -525,3 +525,46 @@ def test_a_question_naming_someone_the_passages_quote_passes_the_bar() -> None:
     assert not answers(code, "How do I write a custom hook in React?")
     done = [hit("Done: the build is green again after the React upgrade.", 0.46), *code[1:]]
     assert not answers(done, "Done with the upgrade yet?")  # a prompt's first word is no name
+
+
+def test_the_bar_weighs_a_passages_own_words_not_its_notes_title() -> None:
+    """A hit's relevance counts its note's title and metadata, which every passage of a session
+    shares; the bar counts the passage's own words and its heading (the prompt a response answers)."""
+    text = "The migration adds the column with a default and backfills it in batches of 5000 rows."
+    titled = {"passage": text, "meaning": 0.05, "relevance": 0.6, "similarity": 0.4, "heading": "response · 10:00"}
+    others = [{"passage": "x " * 40, "meaning": 0.0, "relevance": 0.0, "similarity": 0.4 - i / 1000} for i in range(8)]
+    assert not answers([titled, *others], "Make the React grid sortable by name")  # 0.6 came from the title
+    headed = {**titled, "heading": "response · 10:00 · Make the React grid sortable by name"}
+    assert answers([headed, *others], "Make the React grid sortable by name")  # the prompt it answers
+
+
+def test_words_said_in_many_sessions_are_one_passage_so_the_answer_is_found(tmp_path: Path) -> None:
+    """Twelve sessions open with the same prompt; one of them answers it. Recall gives the prompt
+    once (its best copy), so the answer is among the passages rather than crowded out by copies."""
+    import random
+
+    from tests.helpers.sessions import Entries
+
+    ask = "The checkout page times out under load; find out why"
+    answer = "Under load the checkout timed out: the payment client opened a new TLS connection per request."
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    hub = Hub(Settings(vault=vault, embedder="hashing", watch=False), watch=False, warm_up=False)
+    hub.start(background=False)
+    try:
+        for n in range(12):
+            entries = Entries(
+                random.Random(n), f"s{n}", str(tmp_path / "shop"), datetime(2026, 11, 2 + n, 9, tzinfo=UTC)
+            )
+            said = answer if n == 5 else "Done: the tests pass (42 passed)."
+            for text, role in ((ask, "user"), (said, "assistant")):
+                content = text if role == "user" else [{"type": "text", "text": text}]
+                entries.add({"type": role, "message": {"role": role, "content": content}})
+            capture(hub, read_transcript(entries.write(tmp_path / f"s{n}.jsonl")), tmp_path / "locks")
+        query = "why does the checkout page time out under load"
+        found = hub.call("recall", {"query": query, "limit": 4, "context": "shop"})["results"]
+        passages = [h["passage"] for h in found]
+        assert passages.count(ask) == 1 and len(passages) == len(set(passages))
+        assert any(answer in p for p in passages)
+    finally:
+        hub.close()
