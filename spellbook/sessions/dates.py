@@ -59,11 +59,11 @@ _CJK = {
 }
 _PHRASE = re.compile(rf"{_EN}|{'|'.join(_CJK)}", re.IGNORECASE)
 _FOLLOWED = re.compile(r"\s*\(")
-_MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
+MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
 _ORDINAL = r"(\d{1,2})(?:st|nd|rd|th)?"
 _NAMED = re.compile(
-    rf"\b(?:{_ORDINAL}\s*(?:of\s+)?({_MONTHS}),?\s*(\d{{4}})|({_MONTHS})\s+{_ORDINAL},?\s*(\d{{4}})"
-    rf"|({_MONTHS}),?\s+(\d{{4}}))\b",
+    rf"\b(?:{_ORDINAL}\s*(?:of\s+)?({MONTHS}),?\s*(\d{{4}})|({MONTHS})\s+{_ORDINAL},?\s*(\d{{4}})"
+    rf"|({MONTHS}),?\s+(\d{{4}}))\b",
     re.IGNORECASE,
 )
 

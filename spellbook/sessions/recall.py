@@ -16,8 +16,9 @@ import functools
 import re
 from typing import Any
 
+from spellbook.engine.differences import changed_value, numbers_of
 from spellbook.errors import SpellbookError
-from spellbook.sessions.dates import day_text, named_dates, resolve_dates
+from spellbook.sessions.dates import MONTHS, day_text, named_dates, resolve_dates
 from spellbook.sessions.quoting import estimate_tokens, one_line, quoted_block, room
 
 PROMPT_BUDGET = 600  # tokens of the passages added to a prompt
@@ -46,6 +47,10 @@ _NAME = re.compile(r"\b[A-Z][a-z][\w-]*")
 _SENTENCE_START = re.compile(r"(?:\A|[.!?…:;]\s+|[\"“‘(\[]\s*)\Z")
 _SPEAKER = re.compile(r"\A([A-Z][\w-]*)[:：]\s")
 _WORD = re.compile(r"\w+")
+# Dates and times in a passage ("yesterday (1 November 2026)") are when, not values that change.
+_NOT_VALUES = re.compile(
+    rf"\d{{4}}-\d\d-\d\d(?:[T ][\d:]+Z?)?|\b\d{{1,2}}:\d\d(?::\d\d)?\b|(?:\b\d{{1,2}} )?\b(?:{MONTHS}) \d{{4}}\b"
+)
 
 
 def prompt_context(
@@ -89,7 +94,7 @@ def prompt_context(
     hits.sort(key=lambda h: -round(supported[id(h)], 2))  # stable: among equal scores, the newer first
     if named:
         hits.sort(key=lambda h: not any(day in _said_on(h) for day in named))
-    block = Block(budget)
+    block = Block(budget, hits)
     for h in hits:
         block.add(h)
     return block.text()
@@ -115,12 +120,18 @@ class Block:
     when it is not a session, its id), filled in the order given while they fit ``budget`` tokens
     (``quoting.room``): a passage held within one given already is left out, and a passage that
     goes on from one given (its reply, or the question it answers) extends that line with ``→``
-    rather than repeating it."""
+    rather than repeating it. A passage giving another value than a newer one of ``found`` for the
+    same thing ("port 8000", then "port 8080": ``differences.changed_value``) says that it changed,
+    when and to what, and the newer note goes first when both are given: an old value never reads
+    as current, even when the newer passage does not fit."""
 
-    def __init__(self, budget: int) -> None:
+    def __init__(self, budget: int, found: list[dict[str, Any]]) -> None:
         self._budget = budget
         self._room = room(budget) - estimate_tokens(INTRO) - 1
         self._notes: dict[str, tuple[str, list[tuple[str, list[str]]]]] = {}  # id -> header, [(label, turns)]
+        self._first: dict[str, str] = {}  # a note -> a newer note that changed one of its values
+        newest_first = sorted(found, key=lambda h: str(h.get("date") or ""), reverse=True)
+        self._found = [(h, _values(h)) for h in newest_first]
 
     def add(self, hit: dict[str, Any]) -> None:
         turns = [one_line(hit.get("passage") or hit.get("snippet") or "", 480)]
@@ -134,6 +145,8 @@ class Block:
             turns = [resolve_dates(turn, day) for turn in turns]
         if all(self._given(turn) for turn in turns):
             return
+        if change := self._changed(hit):
+            turns[-1] += change
         note = self._notes.get(hit["id"])
         if note is None:
             where = ", ".join(
@@ -156,10 +169,25 @@ class Block:
         else:
             lines.append((label, turns))
         self._notes[hit["id"]] = note
-        if sum(estimate_tokens(line) + 1 for line in self.lines()) > self._room:
+        if self._cost() > self._room:
             lines[:] = before  # does not fit: left out (a shorter one further down may)
             if not lines:
                 del self._notes[hit["id"]]
+
+    def _changed(self, hit: dict[str, Any]) -> str:
+        """`` (changed <day>: 8000 -> 8080, id <note>)`` when a newer note's passage found gives another
+        value for something this one numbers (the newest such note), else ""."""
+        when = str(hit.get("date") or "")
+        values = _values(hit)
+        if not values:
+            return ""
+        for other, numbers in self._found:
+            if str(other.get("date") or "") <= when:
+                return ""
+            if other["id"] != hit["id"] and (what := changed_value(values, numbers)):
+                self._first.setdefault(hit["id"], other["id"])
+                return f" (changed {str(other['date'])[:10]}: {what}, id {other['id']})"
+        return ""
 
     def _given(self, turn: str) -> bool:
         key = _key(turn)
@@ -167,15 +195,33 @@ class Block:
 
     def lines(self) -> list[str]:
         out = []
-        for header, lines in self._notes.values():
+        for note in self._order():
+            header, lines = self._notes[note]
             out.append(header)
             out.extend(f"  - {label + ': ' if label else ''}{' → '.join(turns)}" for label, turns in lines)
         return out
+
+    def _order(self) -> list[str]:
+        """The notes in the order given, but a note that changed another's value just before it."""
+        order = list(self._notes)
+        for old, new in self._first.items():
+            if old in order and new in order and order.index(new) > order.index(old):
+                order.remove(new)
+                order.insert(order.index(old), new)
+        return order
+
+    def _cost(self) -> int:
+        return sum(estimate_tokens(line) + 1 for line in self.lines())
 
     def text(self) -> str:
         if not self._notes:
             return ""
         return quoted_block([INTRO, *self.lines()], self._budget)
+
+
+def _values(hit: dict[str, Any]) -> Any:
+    """The numbers a passage (and its reply) states, without its dates and times."""
+    return numbers_of(_NOT_VALUES.sub(" ", f"{hit.get('passage') or ''} {hit.get('reply') or ''}"))
 
 
 def _key(text: str) -> str:

@@ -568,3 +568,28 @@ def test_words_said_in_many_sessions_are_one_passage_so_the_answer_is_found(tmp_
         assert any(answer in p for p in passages)
     finally:
         hub.close()
+
+
+def test_a_value_changed_later_is_marked_and_the_newer_note_goes_first() -> None:
+    """Two sessions give the port: the older (found first) says 8000, the newer 8080. The newer goes
+    first, and the older says that it changed, when and to what, even when the newer does not fit."""
+    old = {
+        **_hit(1, "response", "The shop API runs with docker compose up and listens on port 8000 locally."),
+        "date": "2026-11-02",
+    }
+    new = {
+        **_hit(2, "response", "The shop API now listens on port 8080 locally, because 8000 clashes with mkdocs."),
+        "date": "2026-11-11",
+        "score": 0.8,
+    }
+    dated = {
+        **_hit(3, "response", "Deployed the shop API on 2 November 2026 at 10:00 after the tests passed."),
+        "score": 0.7,
+    }
+    given = prompt_context(_Found([old, new, dated]), "shop", "which port does the shop API listen on", 0.1)
+    assert given.index("port 8080") < given.index("port 8000 locally")
+    assert "listens on port 8000 locally. (changed 2026-11-11: 8000 -> 8080, id s2)" in given
+    assert "after the tests passed.\n" in given  # a date is not a value that changed
+    # room for one line, the older (found first): it still says what the value became
+    tight = prompt_context(_Found([old, new]), "shop", "which port does the shop API listen on", 0.1, 150)
+    assert "port 8080 locally" not in tight and "8000 locally. (changed 2026-11-11: 8000 -> 8080, id s2)" in tight
