@@ -2,9 +2,13 @@
 sessions (tests/helpers/coding_sessions.py) are captured through the real capture path, in a shuffled
 order (captured is not when it happened), with the memories the agent scribed in them; then each
 project's SessionStart text is scored against its probe questions: the current answer must be in
-it, an old value never shown as current, a resolved item never listed as open.
+it, an old value never shown as current, a resolved item never listed as open. With ``--prompts``,
+each probe question is also typed as a prompt (what the UserPromptSubmit hook injects, 600 tokens):
+the probe counts when every expected word is in the injection, and a changed value's old one must
+come after the new one and say that it changed.
 
     PYTHONPATH=. .venv/bin/python bench/eval_briefing.py [--embedder hashing|use-m3] [--budget 1500] [--show]
+        [--prompts]
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ def main() -> None:
     ap.add_argument("--embedder", default="hashing")
     ap.add_argument("--budget", type=int, default=1_500)
     ap.add_argument("--show", action="store_true", help="print each project's SessionStart text")
+    ap.add_argument("--prompts", action="store_true", help="also type each probe question as a prompt")
     opts = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="eval-briefing-"))
     vault = tmp / "vault"
@@ -62,8 +67,43 @@ def main() -> None:
                 if opts.show:
                     print(text)
             print(f"{label}: {answered}/{total} probes answered ({answered / total:.0%}); embedder {opts.embedder}")
+            if opts.prompts:
+                prompts(hub, projects, probes)
     finally:
         hub.close()
+
+
+def prompts(hub: Hub, projects: list, probes: dict) -> None:
+    """Each probe question as the next prompt: is the answer in what the hook injects, and does a
+    changed value's new one come first?"""
+    from spellbook.sessions.recall import MIN_RELEVANCE, PROMPT_BUDGET, prompt_context
+
+    total = answered = changed = newest = 0
+    for project in projects:
+        for probe in probes[project.name]:
+            text = prompt_context(hub, project.name, probe.question, MIN_RELEVANCE, PROMPT_BUDGET)
+            folded = text.casefold()
+            ok = all(word.casefold() in folded for word in probe.expect)
+            total += 1
+            answered += ok
+            where = ""
+            lines = [line.casefold() for line in text.splitlines()]
+            new = probe.expect[0].casefold()
+            olds = [
+                n for n, line in enumerate(lines) for old in probe.stale if old.casefold() in line and new not in line
+            ]
+            if ok and olds:  # a line with the old value alone ("from 30 s to 45 s" states the new one)
+                changed += 1
+                ahead = next(n for n, line in enumerate(lines) if new in line) < olds[0]
+                marked = all("(changed " in lines[n] for n in olds)
+                newest += ahead and marked
+                order = "after" if ahead else "before"
+                where = f" (the old value too: {order} the new, {'' if marked else 'not '}marked changed)"
+            print(f"  prompt {'yes' if ok else 'no '}  {probe.question}{where} ({len(text)} chars)")
+    print(
+        f"  prompts: {answered}/{total} answered ({answered / total:.0%}); "
+        f"with the old value too: {changed}, of them after the new and marked changed: {newest}"
+    )
 
 
 if __name__ == "__main__":
